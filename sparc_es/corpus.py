@@ -75,6 +75,9 @@ def _record(obj: object, path: Path, lineno: int) -> Sentence:
     sid = obj.get("id")
     if isinstance(sid, bool) or not isinstance(sid, (str, int)) or str(sid).strip() == "":
         raise InputError(path, 'missing or invalid "id" (a non-empty string or an integer)', lineno)
+    if any(c.isspace() for c in str(sid)):
+        # Ids go into TREC run files, whose columns are separated by spaces.
+        raise InputError(path, f'"id" {sid!r} contains whitespace', lineno)
     text = obj.get("text")
     if not isinstance(text, str):
         raise InputError(path, 'missing or invalid "text" (a string)', lineno)
@@ -156,6 +159,7 @@ def split_document(text: str, doc_id: str, markdown: bool = False) -> Iterator[S
 
     blocks = _markdown_blocks(text) if markdown else _text_blocks(text)
     clean = _clean if markdown else (lambda t: _SPACES.sub(" ", t).strip())
+    id_prefix = re.sub(r"\s", "_", doc_id)  # ids go into space-separated TREC run files
     n = 0
     for offset, block in blocks:
         context = clean(block)
@@ -168,7 +172,7 @@ def split_document(text: str, doc_id: str, markdown: bool = False) -> Iterator[S
             sentence = clean(block[a:b])
             if not sentence:
                 continue
-            yield Sentence(id=f"{doc_id}#{n}", text=sentence, context=context, doc=doc_id,
+            yield Sentence(id=f"{id_prefix}#{n}", text=sentence, context=context, doc=doc_id,
                            start=offset + a, end=offset + b)
             n += 1
 

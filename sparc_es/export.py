@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-DEFAULT_FACTOR = 10.0
+DEFAULT_FACTOR = 100.0
 
 
 def quantize(tokens: Iterable[str], weights: np.ndarray, factor: float) -> dict[str, int]:

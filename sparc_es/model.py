@@ -109,6 +109,20 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def model_fingerprint(encoder, config: SparcConfig) -> str:
+    """Short hash of the weights' values and the settings that change f(v, s).
+
+    Hashes tensor contents, not file bytes, so re-saving a model keeps its fingerprint.
+    """
+    h = hashlib.sha256()
+    for name, tensor in sorted(encoder.state_dict().items()):
+        h.update(name.encode())
+        h.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    h.update(json.dumps({"w": config.w, "max_over": config.max_over.value, "max_length": config.max_length},
+                        sort_keys=True).encode())
+    return h.hexdigest()[:16]
+
+
 def _weights_file(folder: Path) -> Path:
     for name in ("model.safetensors", "pytorch_model.bin"):
         if (folder / name).is_file():
@@ -126,12 +140,13 @@ class SparcModel:
     """A BERT-family encoder scored as SPARC. Not an ``nn.Module`` itself: training wraps it."""
 
     def __init__(self, encoder, tokenizer, config: SparcConfig, fingerprint: str = "") -> None:
+        """Wrap a loaded encoder and tokenizer; most callers want :meth:`load`."""
         torch = _torch()
         self.encoder = encoder
         self.tokenizer = tokenizer
         self.config = config
         self.w = torch.nn.Parameter(torch.tensor(float(config.w)))
-        self.fingerprint = fingerprint
+        self.fingerprint = fingerprint or model_fingerprint(encoder, config)
         for name in ("cls_token_id", "sep_token_id", "pad_token_id"):
             if getattr(tokenizer, name) is None:
                 raise ModelError(f"the tokenizer has no {name[:3].upper()} token: SPARC needs a BERT-family "
@@ -185,11 +200,7 @@ class SparcModel:
         if missing:
             raise ModelError(f"{path}: weights are missing {len(missing)} tensors, e.g. {missing[:3]}")
         encoder.eval()
-        fingerprint = hashlib.sha256(
-            (_sha256(weights) + json.dumps({"w": config.w, "max_over": config.max_over.value,
-                                            "max_length": config.max_length}, sort_keys=True)).encode()
-        ).hexdigest()[:16]
-        return cls(encoder, tokenizer, config, fingerprint)
+        return cls(encoder, tokenizer, config)
 
     def save(self, folder: str | os.PathLike) -> Path:
         """Write the model folder: SPARC config, encoder config and safetensors weights, tokenizer."""

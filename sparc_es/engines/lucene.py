@@ -58,8 +58,10 @@ def build_index(encoded: str | Path, index: str | Path, threads: int = 1, overwr
     from pyserini.index.lucene import LuceneIndexReader
 
     docs = LuceneIndexReader(str(index / LUCENE)).stats()["documents"]
-    if docs != meta["sentences"]:
-        raise EngineError(f"index holds {docs} sentences but {encoded} has {meta['sentences']}: "
+    # Lucene drops documents with no terms; encode counted and reported those as empty vectors.
+    expected = meta["sentences"] - meta["empty_vectors"]
+    if docs != expected:
+        raise EngineError(f"index holds {docs} sentences but {encoded} has {expected} with weights: "
                           "some were lost while indexing")
     shutil.copytree(encoded / TOKENIZER, index / TOKENIZER)
     shutil.copy2(encoded / DOCSTORE, index / DOCSTORE)

@@ -1,0 +1,300 @@
+"""``sparc-es``: one console script, a sub-command per stage, each a thin call into the library.
+
+    sparc-es encode  --corpus DOCS --output ENCODED     sentences -> top-K integer impacts
+    sparc-es index   --input ENCODED --index INDEX      impacts -> Lucene impact index
+    sparc-es search  --index INDEX "question"           top sentences with text, document, score
+    sparc-es run     --index INDEX --topics T --output RUN   topics TSV -> TREC run file
+    sparc-es explain "sentence"                         the (token, weight) pairs a sentence gets
+    sparc-es demo                                       all of the above on the bundled demo corpus
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+from importlib import resources
+from pathlib import Path
+
+from . import __version__
+from .errors import SparcError
+from .export import DEFAULT_FACTOR
+
+PROG = "sparc-es"
+
+
+def _warn(message: str) -> None:
+    print(f"{PROG}: warning: {message}", file=sys.stderr)
+
+
+# --- shared argument groups ----------------------------------------------------------------
+
+def _model_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("model")
+    g.add_argument("--model", default="default",
+                   help="SPARC model folder or BERT-family checkpoint folder; 'default' is the shipped "
+                        "model (untrained SPARTA over all-MiniLM-L6-v2 until a trained one ships)")
+    g.add_argument("--top-k", type=int, metavar="K", help="tokens kept per sentence (default: the model's, 500)")
+    g.add_argument("--max-length", type=int, metavar="N",
+                   help="max tokens of [CLS] sentence [SEP] context [SEP] (default: the model's, 256)")
+    g.add_argument("--max-over", choices=["sentence", "all"],
+                   help="positions the max in f(v, s) runs over: the sentence's own, or sentence and "
+                        "context (default: the model's, sentence)")
+    g.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="torch CPU threads (default: torch's choice)")
+
+
+def _load_model(args: argparse.Namespace):
+    from .model import MaxOver, SparcModel
+
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    overrides = {}
+    if args.top_k is not None:
+        if args.top_k < 1:
+            raise SparcError("--top-k must be at least 1")
+        overrides["top_k"] = args.top_k
+    if args.max_length is not None:
+        if args.max_length < 8:
+            raise SparcError("--max-length must be at least 8")
+        overrides["max_length"] = args.max_length
+    if args.max_over is not None:
+        overrides["max_over"] = MaxOver(args.max_over)
+    return SparcModel.load(args.model, **overrides)
+
+
+def _k(value: str) -> int:
+    k = int(value)
+    if k < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return k
+
+
+# --- commands ------------------------------------------------------------------------------
+
+def cmd_encode(args: argparse.Namespace) -> int:
+    from .encode import encode_corpus
+
+    if args.factor <= 0:
+        raise SparcError("--factor must be positive")
+    model = _load_model(args)
+    meta = encode_corpus(args.corpus, args.output, model, factor=args.factor, batch_size=args.batch_size,
+                         shard_size=args.shard_size, overwrite=args.overwrite, progress=not args.quiet)
+    _report_encode(meta, model.config.max_length)
+    print(f"encoded {meta['sentences']} sentences into {args.output} "
+          f"(K={meta['top_k']}, factor={meta['factor']:g}, {meta['sentences_per_second']} sentences/s)")
+    return 0
+
+
+def _report_encode(meta: dict, max_length: int) -> None:
+    if meta["truncated_sentences"]:
+        _warn(f"{meta['truncated_sentences']} sentences were longer than {max_length} tokens and were "
+              f"truncated (e.g. {', '.join(meta['truncated_ids'])}); raise --max-length to keep them whole")
+    if meta["empty_vectors"]:
+        _warn(f"{meta['empty_vectors']} sentences have no token weight above 0.5/factor and cannot be "
+              "retrieved; raise --factor")
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    from .engines.lucene import build_index
+
+    meta = build_index(args.input, args.index, threads=args.threads, overwrite=args.overwrite)
+    info = meta["index"]
+    if meta["empty_vectors"]:
+        _warn(f"{meta['empty_vectors']} sentences have no weights and are not in the index")
+    print(f"indexed {info['documents']} sentences into {args.index} in {info['build_seconds']:.1f} s "
+          f"({info['bytes'] / 1e6:.1f} MB)")
+    return 0
+
+
+def _open_engine(index: str):
+    from .engines.lucene import LuceneEngine
+
+    return LuceneEngine(index)
+
+
+def _print_hits(hits, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps([h.to_json() for h in hits], ensure_ascii=False, indent=2))
+        return
+    if not hits:
+        print("  (no sentence shares a token with the question)")
+    for rank, h in enumerate(hits, start=1):
+        where = h.doc or h.id
+        if h.start is not None:
+            where += f":{h.start}-{h.end}"
+        print(f"{rank:3d}. {h.score:8.2f}  {h.text}\n{'':15}[{where}]")
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    engine = _open_engine(args.index)
+    for question in args.question:
+        if not question.strip():
+            raise SparcError("empty question")
+        hits = engine.search(question, args.k)
+        if not args.json:
+            print(f"Q: {question}")
+        _print_hits(hits, args.json)
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .trec import TrecRunWriter, read_topics
+
+    topics = list(read_topics(args.topics))
+    engine = _open_engine(args.index)
+    started = time.perf_counter()
+    results = engine.batch_search(topics, k=args.k, threads=args.threads)
+    seconds = time.perf_counter() - started
+    with TrecRunWriter(args.output, tag=args.tag) as run:
+        for qid, _ in topics:
+            run.write(qid, results[qid])
+    print(f"wrote {len(topics)} queries to {args.output} in {seconds:.1f} s "
+          f"({1000 * seconds / max(len(topics), 1):.1f} ms/query)")
+    return 0
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    if not args.sentence.strip():
+        raise SparcError("empty sentence")
+    model = _load_model(args)
+    pairs = model.explain(args.sentence, args.context or "", top=args.top)
+    if args.json:
+        print(json.dumps([{"token": t, "weight": round(w, 4)} for t, w in pairs], ensure_ascii=False))
+    else:
+        print(f"{'token':<16} f(v, s)")
+        for t, w in pairs:
+            print(f"{t:<16} {w:.3f}")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .encode import encode_corpus
+    from .engines.lucene import LuceneEngine, build_index
+    from .trec import read_topics
+
+    demo = resources.files("sparc_es") / "demo"
+    with resources.as_file(demo) as demo_dir:
+        work = Path(args.workdir)
+        if work.exists():
+            shutil.rmtree(work)
+        model = _load_model(args)
+        print(f"model: {model.config.base_model.get('name', args.model)} (fingerprint {model.fingerprint}, "
+              f"w={float(model.w.detach()):g}, K={model.config.top_k})")
+        meta = encode_corpus([demo_dir], work / "encoded", model, progress=not args.quiet)
+        _report_encode(meta, model.config.max_length)
+        imeta = build_index(work / "encoded", work / "index")
+        print(f"indexed {meta['sentences']} sentences of {demo_dir.name}/ in {imeta['index']['build_seconds']:.1f} s "
+              f"({meta['sentences_per_second']} sentences/s encoded)\n")
+        engine = LuceneEngine(work / "index")
+        for _, question in read_topics(demo_dir / "questions.tsv"):
+            print(f"Q: {question}")
+            _print_hits(engine.search(question, args.k), as_json=False)
+            print()
+    print(f"index kept in {work / 'index'}: try  sparc-es search --index {work / 'index'} \"your question\"")
+    return 0
+
+
+# --- parser --------------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="SPARC learned sparse retrieval on a CPU: encode sentences once into "
+        "top-K token weights, index them in Lucene, answer questions as sums of stored weights.",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n", 2)[2])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("encode", help="encode a corpus into top-K integer token weights",
+                       description="Encode every sentence of a corpus (JSONL records {id, text, context?}, or "
+                       ".txt/.md documents split into sentences) into its top-K tokens, quantised to integers. "
+                       "Resumes an interrupted run when given the same output folder.")
+    p.add_argument("--corpus", nargs="+", required=True, metavar="PATH", help="files or folders")
+    p.add_argument("--output", required=True, metavar="DIR", help="encoded folder to write")
+    p.add_argument("--factor", type=float, default=DEFAULT_FACTOR, metavar="F",
+                   help="quantisation: integer weight = round(f(v, s) * F) (default: %(default)s)")
+    p.add_argument("--batch-size", type=_k, default=32, help="sentences per forward pass (default: %(default)s)")
+    p.add_argument("--shard-size", type=_k, default=10_000,
+                   help="sentences per output file, the unit of resuming (default: %(default)s)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    _model_args(p)
+    p.set_defaults(func=cmd_encode)
+
+    p = sub.add_parser("index", help="build a Lucene impact index from an encoded folder",
+                       description="Build a Lucene impact index (Pyserini/Anserini, in-process) from an "
+                       "encoded folder, and check that no sentence was lost.")
+    p.add_argument("--input", required=True, metavar="ENCODED", help="folder written by sparc-es encode")
+    p.add_argument("--index", required=True, metavar="DIR", help="index folder to write")
+    p.add_argument("--engine", choices=["lucene"], default="lucene", help="search engine (default: %(default)s)")
+    p.add_argument("--threads", type=_k, default=1,
+                   help="indexing threads; 1 keeps Lucene docids in input order, which ties follow "
+                        "(default: %(default)s)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing index folder")
+    p.set_defaults(func=cmd_index)
+
+    p = sub.add_parser("search", help="answer questions from an index",
+                       description="Print the top sentences for each question with score, text and "
+                       "document position. The question is a bag of WordPiece tokens: no model runs.")
+    p.add_argument("--index", required=True, metavar="DIR")
+    p.add_argument("question", nargs="+")
+    p.add_argument("-k", type=_k, default=10, help="hits per question (default: %(default)s)")
+    p.add_argument("--json", action="store_true", help="print hits as JSON")
+    p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("run", help="batch search: topics TSV in, TREC run file out",
+                       description="Anserini-style batch run: one 'qid<TAB>question' per line in, a TREC "
+                       "run file (qid Q0 docid rank score tag) out, for trec_eval.")
+    p.add_argument("--index", required=True, metavar="DIR")
+    p.add_argument("--topics", required=True, metavar="TSV")
+    p.add_argument("--output", required=True, metavar="RUN")
+    p.add_argument("-k", type=_k, default=1000, help="hits per query (default: %(default)s)")
+    p.add_argument("--threads", type=_k, default=1, help="search threads (default: %(default)s)")
+    p.add_argument("--tag", default="sparc-es", help="run tag, last column (default: %(default)s)")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("explain", help="show the (token, weight) pairs of one sentence",
+                       description="Print the highest-scoring tokens f(v, s) of a sentence, as in the "
+                       "SPARTA paper's table 6.")
+    p.add_argument("sentence")
+    p.add_argument("--context", help="the passage the sentence comes from")
+    p.add_argument("--top", type=_k, default=20, help="tokens to show (default: %(default)s)")
+    p.add_argument("--json", action="store_true")
+    _model_args(p)
+    p.set_defaults(func=cmd_explain)
+
+    p = sub.add_parser("demo", help="encode, index and query the bundled demo corpus",
+                       description="The main job end to end on the embedded Lucene engine: encode the "
+                       "project's own documentation, index it, and answer a few questions.")
+    p.add_argument("--workdir", default=".sparc-demo", help="where the encoded folder and index go "
+                   "(replaced on each run; default: %(default)s)")
+    p.add_argument("-k", type=_k, default=3, help="hits per question (default: %(default)s)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    _model_args(p)
+    p.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``sparc-es`` console script; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except SparcError as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:  # disk full, permission denied, ...: name the file, skip the traceback
+        print(f"{PROG}: error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,116 @@
+"""f(v, s) and top-K against a direct computation; model folders; the real default model."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import numpy as np
+import pytest
+import torch
+
+from sparc_es.model import MaxOver, SparcModel
+
+SENTENCES = ["The capital of France is Paris.", "Water boils at 100 degrees Celsius at sea level, we are told."]
+CONTEXTS = ["France is a country in Europe. The capital of France is Paris. It has many museums.",
+            "A longer paragraph about water, physics and cooking. " * 3]
+
+
+def brute_force_scores(model: SparcModel, sentence: str, context: str, max_over: MaxOver) -> np.ndarray:
+    """f(v, s) straight from the definition: one unpadded input, float64, every vocabulary row."""
+    enc = model.tokenizer(sentence, context, truncation="only_second", max_length=model.config.max_length,
+                          return_tensors="pt")
+    with torch.no_grad():
+        H = model.encoder(**enc).last_hidden_state[0].double().numpy()
+    if max_over is MaxOver.SENTENCE:
+        H = H[enc["token_type_ids"][0].numpy() == 0]
+    E = model.embeddings.detach().double().numpy()
+    w = float(model.w.detach())
+    f = np.log1p(np.maximum((H @ E.T).max(axis=0), 0) * np.exp(w))
+    vocab = model.tokenizer.convert_ids_to_tokens(list(range(E.shape[0])))
+    excluded = [t in {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"} or re.fullmatch(r"\[unused\d+\]", t) is not None
+                for t in vocab]
+    f[np.array(excluded)] = 0.0
+    return f
+
+
+@pytest.mark.parametrize("max_over", list(MaxOver))
+def test_token_scores_and_top_k_match_brute_force(tiny_model, max_over):
+    model = SparcModel(tiny_model.encoder, tiny_model.tokenizer,
+                       dataclasses.replace(tiny_model.config, max_over=max_over))
+    # Both sentences in one batch, so padding and masking are exercised too.
+    ids, seg, _, _ = model.tokenize_pairs(SENTENCES, CONTEXTS)
+    with torch.inference_mode():
+        hidden, mask = model.hidden_states(ids, seg)
+        f = model.token_scores(hidden, mask, chunk=1000).numpy()
+    encoded = model.encode_batch(SENTENCES, CONTEXTS, top_k=50)
+    for i, (s, c) in enumerate(zip(SENTENCES, CONTEXTS)):
+        expected = brute_force_scores(model, s, c, max_over)
+        np.testing.assert_allclose(f[i], expected, rtol=1e-4, atol=1e-5)
+        top = np.argsort(-expected, kind="stable")[:50]
+        assert encoded[i].tokens == model.tokenizer.convert_ids_to_tokens(top.tolist())
+        np.testing.assert_allclose(encoded[i].weights, expected[top], rtol=1e-4, atol=1e-5)
+        assert encoded[i].nonzero == int((expected > 0).sum())
+
+
+def test_special_and_unused_tokens_never_scored(tiny_model):
+    e = tiny_model.encode_batch(SENTENCES, CONTEXTS, top_k=len(tiny_model.tokenizer))
+    for enc in e:
+        assert not any(t.startswith("[unused") or t in ("[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]") for t in enc.tokens)
+        assert (enc.weights > 0).all() and (np.diff(enc.weights) <= 0).all()
+
+
+def test_sparsity_scalar_scales_inside_the_log(tiny_model):
+    ids, seg, _, _ = tiny_model.tokenize_pairs(SENTENCES[:1], CONTEXTS[:1])
+    with torch.inference_mode():
+        hidden, mask = tiny_model.hidden_states(ids, seg)
+        f_w = tiny_model.token_scores(hidden, mask)
+        sparta = SparcModel(tiny_model.encoder, tiny_model.tokenizer, dataclasses.replace(tiny_model.config, w=0.0))
+        f_0 = sparta.token_scores(hidden, mask)
+    # log(1 + x e^w) from log(1 + x): x = e^f0 - 1
+    np.testing.assert_allclose(f_w.numpy(), np.log1p(np.expm1(f_0.numpy()) * np.exp(0.7)), rtol=1e-4, atol=1e-5)
+
+
+def test_truncation_is_flagged(tiny_model):
+    long = "word " * 200
+    ids, seg, s_cut, c_cut = tiny_model.tokenize_pairs([long, "short one."], ["context " * 100, "tiny context"])
+    assert [len(x) for x in ids][0] == tiny_model.config.max_length
+    assert s_cut == [True, False] and c_cut == [True, False]
+    assert ids[0][0] == tiny_model.tokenizer.cls_token_id and ids[0][-1] == tiny_model.tokenizer.sep_token_id
+
+
+def test_encode_stream_keeps_input_order(tiny_model):
+    pairs = [(f"Sentence {'long ' * (i % 7)}number {i}.", "") for i in range(40)]
+    streamed = list(tiny_model.encode(pairs, batch_size=4, window=3))
+    direct = [tiny_model.encode_batch([s], [c])[0] for s, c in pairs]
+    for a, b in zip(streamed, direct):
+        assert a.tokens[:10] == b.tokens[:10]
+        np.testing.assert_allclose(a.weights, b.weights, rtol=1e-4, atol=1e-5)
+
+
+def test_model_folder_round_trip(tiny_model, tmp_path):
+    folder = tiny_model.save(tmp_path / "copy")
+    assert {"sparc_config.json", "config.json", "model.safetensors", "tokenizer.json"} <= {p.name for p in folder.iterdir()}
+    again = SparcModel.load(folder)
+    assert again.fingerprint == tiny_model.fingerprint
+    assert again.config == tiny_model.config
+    a, b = tiny_model.explain(SENTENCES[0]), again.explain(SENTENCES[0])
+    assert [t for t, _ in a] == [t for t, _ in b]
+
+
+def test_missing_folder_is_a_model_error(tmp_path):
+    from sparc_es.errors import ModelError
+
+    with pytest.raises(ModelError, match="no such model folder"):
+        SparcModel.load(tmp_path / "nope")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ModelError, match="no model.safetensors"):
+        SparcModel.load(tmp_path / "empty")
+
+
+@pytest.mark.slow
+def test_default_model_loads_offline_and_ranks_sensible_tokens():
+    model = SparcModel.load()
+    assert model.config.w == 0.0 and model.config.base_model["name"].endswith("all-MiniLM-L6-v2")
+    top = [t for t, _ in model.explain("The capital of France is Paris.", top=10)]
+    assert {"capital", "paris", "france"} <= set(top)

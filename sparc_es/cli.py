@@ -103,7 +103,7 @@ def _report_encode(meta: dict, max_length: int) -> None:
 def cmd_index(args: argparse.Namespace) -> int:
     from .engines.lucene import build_index
 
-    meta = build_index(args.input, args.index, threads=args.threads, overwrite=args.overwrite)
+    meta = build_index(args.input, args.index, overwrite=args.overwrite)
     info = meta["index"]
     if meta["empty_vectors"]:
         _warn(f"{meta['empty_vectors']} sentences have no weights and are not in the index")
@@ -232,9 +232,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--input", required=True, metavar="ENCODED", help="folder written by sparc-es encode")
     p.add_argument("--index", required=True, metavar="DIR", help="index folder to write")
     p.add_argument("--engine", choices=["lucene"], default="lucene", help="search engine (default: %(default)s)")
-    p.add_argument("--threads", type=_k, default=1,
-                   help="indexing threads; 1 keeps Lucene docids in input order, which ties follow "
-                        "(default: %(default)s)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing index folder")
     p.set_defaults(func=cmd_index)
 

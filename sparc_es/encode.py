@@ -5,16 +5,19 @@ Layout (``sparc-es encode --corpus DOCS --output ENCODED``)::
     ENCODED/meta.json             model fingerprint, K, quantisation factor, counts
     ENCODED/tokenizer/            the tokenizer questions are split with at search time
     ENCODED/sentences.sqlite      id -> text, document, offsets (shown with hits)
-    ENCODED/vectors/part-*.jsonl  Pyserini JsonVectorCollection, integer weights
+    ENCODED/vectors/vectors.jsonl Pyserini JsonVectorCollection, integer weights, input order
 
 The corpus is validated in a first cheap pass (so a bad line fails in seconds, not after hours of
-encoding), then encoded in shards. Each finished shard is renamed into place and recorded in
-``progress.json``, so an interrupted encode resumes where it stopped when run again.
+encoding), then encoded in shards appended to one file: Anserini numbers documents in file order
+within a file but lists a folder's files in no fixed order, and Lucene breaks score ties by that
+number. After each shard the file's length is recorded in ``progress.json``, so an interrupted
+encode cuts the file back to the last whole shard and resumes there when run again.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import sys
 import time
@@ -33,6 +36,7 @@ from .model import SparcModel
 META = "meta.json"
 PROGRESS = "progress.json"
 VECTORS = "vectors"
+VECTORS_FILE = "vectors.jsonl"
 TOKENIZER = "tokenizer"
 
 
@@ -89,7 +93,7 @@ def encode_corpus(corpus: Iterable[str | Path], output: str | Path, model: Sparc
     corpus = [str(p) for p in corpus]
     out = Path(output)
     settings = _settings(model, factor, corpus)
-    stats, done_shards = _prepare(out, settings, overwrite)
+    stats, done_shards, done_bytes = _prepare(out, settings, overwrite)
 
     total = sum(1 for _ in read_corpus(corpus))  # validates every line before any encoding
     records = read_corpus(corpus)
@@ -99,16 +103,18 @@ def encode_corpus(corpus: Iterable[str | Path], output: str | Path, model: Sparc
                file=sys.stderr, dynamic_ncols=True)
     started = time.perf_counter() - stats.seconds
     shard = done_shards
-    while True:
-        batch = list(islice(records, shard_size))
-        if not batch:
-            break
-        _write_shard(out / VECTORS / f"part-{shard:05d}.jsonl", batch, model, factor, batch_size, stats, bar)
-        store.add(batch)
-        shard += 1
-        stats.seconds = time.perf_counter() - started
-        (out / PROGRESS).write_text(json.dumps({"settings": settings, "shards": shard,
-                                                "stats": {**stats.__dict__}}))
+    with open(out / VECTORS / VECTORS_FILE, "a+b") as vectors:
+        vectors.truncate(done_bytes)  # drop a shard that was cut off half-written
+        while True:
+            batch = list(islice(records, shard_size))
+            if not batch:
+                break
+            _write_shard(vectors, batch, model, factor, batch_size, stats, bar)
+            store.add(batch)
+            shard += 1
+            stats.seconds = time.perf_counter() - started
+            (out / PROGRESS).write_text(json.dumps({"settings": settings, "shards": shard, "bytes": vectors.tell(),
+                                                    "stats": {**stats.__dict__}}))
     bar.close()
     store.close()
     model.tokenizer.save_pretrained(out / TOKENIZER)
@@ -118,7 +124,7 @@ def encode_corpus(corpus: Iterable[str | Path], output: str | Path, model: Sparc
     return meta
 
 
-def _prepare(out: Path, settings: dict, overwrite: bool) -> tuple[EncodeStats, int]:
+def _prepare(out: Path, settings: dict, overwrite: bool) -> tuple[EncodeStats, int, int]:
     """Start fresh, or pick up an interrupted encode made with the same settings."""
     import shutil
 
@@ -132,40 +138,38 @@ def _prepare(out: Path, settings: dict, overwrite: bool) -> tuple[EncodeStats, i
         if state["settings"] != settings:
             raise StoreError(f"{out}: holds an unfinished encode made with other settings "
                              "(model, K, factor or corpus); pass --overwrite to start again")
-        for stale in (out / VECTORS).glob("*.tmp"):
-            stale.unlink()
-        return EncodeStats.from_json(state["stats"]), int(state["shards"])
+        return EncodeStats.from_json(state["stats"]), int(state["shards"]), int(state["bytes"])
     if out.exists() and any(out.iterdir()):
         raise StoreError(f"{out}: folder is not empty; choose a new folder or pass --overwrite")
     (out / VECTORS).mkdir(parents=True, exist_ok=True)
-    return EncodeStats(), 0
+    return EncodeStats(), 0, 0
 
 
-def _write_shard(path: Path, batch: list[Sentence], model: SparcModel, factor: float, batch_size: int,
+def _write_shard(f, batch: list[Sentence], model: SparcModel, factor: float, batch_size: int,
                  stats: EncodeStats, bar) -> None:
-    tmp = path.with_suffix(".tmp")
     pairs = ((s.text, s.context) for s in batch)
-    with open(tmp, "w", encoding="utf-8") as f:
-        for s, enc in zip(batch, model.encode(pairs, batch_size=batch_size)):
-            vector = quantize(enc.tokens, enc.weights, factor)
-            f.write(json.dumps(pyserini_record(s.id, s.text, vector), ensure_ascii=False) + "\n")
-            stats.sentences += 1
-            stats.postings += len(vector)
-            stats.impact_sum += sum(vector.values())
-            stats.nonzero.append(enc.nonzero)
-            stats.empty_vectors += not vector
-            stats.truncated_contexts += enc.truncated_context
-            if enc.truncated_sentence:
-                stats.truncated_sentences += 1
-                if len(stats.truncated_ids) < 5:
-                    stats.truncated_ids.append(s.id)
-            bar.update(1)
-    tmp.rename(path)
+    lines = []
+    for s, enc in zip(batch, model.encode(pairs, batch_size=batch_size)):
+        vector = quantize(enc.tokens, enc.weights, factor)
+        lines.append(json.dumps(pyserini_record(s.id, s.text, vector), ensure_ascii=False) + "\n")
+        stats.sentences += 1
+        stats.postings += len(vector)
+        stats.impact_sum += sum(vector.values())
+        stats.nonzero.append(enc.nonzero)
+        stats.empty_vectors += not vector
+        stats.truncated_contexts += enc.truncated_context
+        if enc.truncated_sentence:
+            stats.truncated_sentences += 1
+            if len(stats.truncated_ids) < 5:
+                stats.truncated_ids.append(s.id)
+        bar.update(1)
+    f.write("".join(lines).encode("utf-8"))
+    f.flush()
+    os.fsync(f.fileno())
 
 
 def iter_vectors(folder: str | Path):
     """Yield the ``JsonVectorCollection`` records of an encoded folder, in order."""
-    for part in sorted((Path(folder) / VECTORS).glob("part-*.jsonl")):
-        with open(part, encoding="utf-8") as f:
-            for line in f:
-                yield json.loads(line)
+    with open(Path(folder) / VECTORS / VECTORS_FILE, encoding="utf-8") as f:
+        for line in f:
+            yield json.loads(line)

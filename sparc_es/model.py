@@ -25,6 +25,7 @@ import json
 import os
 import re
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -130,6 +131,23 @@ def _weights_file(folder: Path) -> Path:
     raise ModelError(f"{folder}: no model.safetensors (or pytorch_model.bin) in this folder")
 
 
+@contextmanager
+def _quiet_transformers():
+    """No load reports or progress bars from transformers (sparc-es reports missing weights itself)."""
+    from transformers.utils import logging as hf_logging
+
+    verbosity = hf_logging.get_verbosity()
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
 def _torch():
     import torch
 
@@ -174,11 +192,8 @@ class SparcModel:
         ``overrides`` replace config fields (e.g. ``top_k=2000``) for this use only.
         """
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # weights come from local folders, never a hub
-        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
         from transformers import AutoModel, AutoTokenizer
-        from transformers.utils import logging as hf_logging
 
-        hf_logging.disable_progress_bar()
         path = resolve_model_path(name_or_path)
         weights = _weights_file(path)
         sparc_file = path / SPARC_CONFIG
@@ -192,8 +207,9 @@ class SparcModel:
             config = SparcConfig(base_model={"name": name, "path": str(path), "sha256": _sha256(weights)})
         config = dataclasses.replace(config, **overrides)
         try:
-            tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-            encoder, info = AutoModel.from_pretrained(path, local_files_only=True, output_loading_info=True)
+            with _quiet_transformers():
+                tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+                encoder, info = AutoModel.from_pretrained(path, local_files_only=True, output_loading_info=True)
         except (OSError, ValueError) as e:
             raise ModelError(f"{path}: cannot load the checkpoint ({e})") from None
         missing = sorted(k for k in info.get("missing_keys", ()) if not k.startswith("pooler."))
@@ -206,8 +222,9 @@ class SparcModel:
         """Write the model folder: SPARC config, encoder config and safetensors weights, tokenizer."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        self.encoder.save_pretrained(folder, safe_serialization=True)
-        self.tokenizer.save_pretrained(folder)
+        with _quiet_transformers():
+            self.encoder.save_pretrained(folder)  # safetensors
+            self.tokenizer.save_pretrained(folder)
         config = dataclasses.replace(self.config, w=float(self.w.detach()))
         (folder / SPARC_CONFIG).write_text(json.dumps(config.to_json(), indent=2) + "\n")
         return folder

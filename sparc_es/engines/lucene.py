@@ -9,7 +9,7 @@ Index layout (``sparc-es index --input ENCODED --index INDEX``)::
 
 Scores are exact integer dot products of the question's token counts with the stored impacts
 (``min_idf=-1`` so tokens present in every sentence still count); ties come in Lucene docid
-order, which is input order for an index built with one thread.
+order, which is input order.
 """
 
 from __future__ import annotations
@@ -34,8 +34,12 @@ def folder_size(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
-def build_index(encoded: str | Path, index: str | Path, threads: int = 1, overwrite: bool = False) -> dict:
-    """Build a Lucene impact index from an encoded folder; returns the index metadata."""
+def build_index(encoded: str | Path, index: str | Path, overwrite: bool = False) -> dict:
+    """Build a Lucene impact index from an encoded folder; returns the index metadata.
+
+    One indexing thread: Anserini parallelises over files, and the encoded folder is one file so
+    that Lucene docids, which break score ties, follow input order.
+    """
     encoded, index = Path(encoded), Path(index)
     meta = read_meta(encoded)
     if index.exists():
@@ -48,7 +52,7 @@ def build_index(encoded: str | Path, index: str | Path, threads: int = 1, overwr
 
     args = ["-collection", "JsonVectorCollection", "-input", str(encoded / VECTORS),
             "-index", str(index / LUCENE), "-generator", "DefaultLuceneDocumentGenerator",
-            "-threads", str(threads), "-impact", "-pretokenized", "-optimize", "-quiet"]
+            "-threads", "1", "-impact", "-pretokenized", "-optimize", "-quiet"]
     started = time.perf_counter()
     try:
         autoclass("io.anserini.index.IndexCollection").main(args)
@@ -66,7 +70,7 @@ def build_index(encoded: str | Path, index: str | Path, threads: int = 1, overwr
     shutil.copytree(encoded / TOKENIZER, index / TOKENIZER)
     shutil.copy2(encoded / DOCSTORE, index / DOCSTORE)
     meta = {**meta, "engine": LUCENE, "index": {"documents": docs, "build_seconds": round(seconds, 2),
-                                                "threads": threads, "bytes": folder_size(index / LUCENE),
+                                                "bytes": folder_size(index / LUCENE),
                                                 "encoded": str(encoded)}}
     (index / META).write_text(json.dumps(meta, indent=2) + "\n")
     return meta
@@ -114,7 +118,11 @@ class LuceneEngine:
         return {qid: self._hits(results.get(qid, []), with_text=False) for qid, _ in topics}
 
     def _hits(self, scored, with_text: bool = True) -> list[Hit]:
-        pairs = [(h.docid, int(round(h.score))) for h in scored]
+        # Lucene sums in float and can land one ulp under the integer (67.99999 for 68), which
+        # would put that hit after its ties: round back to the integer and re-sort by
+        # (-score, docid), the order an exact sum gives.
+        ranked = sorted((-int(round(h.score)), h.lucene_docid, h.docid) for h in scored)
+        pairs = [(docid, -neg) for neg, _, docid in ranked]
         found = self.store.get([d for d, _ in pairs]) if with_text else {}
         hits = []
         for docid, impact in pairs:

@@ -212,9 +212,13 @@ class SparcModel:
                 encoder, info = AutoModel.from_pretrained(path, local_files_only=True, output_loading_info=True)
         except (OSError, ValueError) as e:
             raise ModelError(f"{path}: cannot load the checkpoint ({e})") from None
-        missing = sorted(k for k in info.get("missing_keys", ()) if not k.startswith("pooler."))
-        if missing:
-            raise ModelError(f"{path}: weights are missing {len(missing)} tensors, e.g. {missing[:3]}")
+        # A pooler is never used by SPARC; any other tensor missing from the checkpoint is an error.
+        missing = sorted(info.get("missing_keys", ()))
+        essential = [k for k in missing if not k.startswith("pooler.")]
+        if essential:
+            raise ModelError(f"{path}: weights are missing {len(essential)} tensors, e.g. {essential[:3]}")
+        if missing and getattr(encoder, "pooler", None) is not None:
+            encoder.pooler = None  # randomly initialised, unused: drop it rather than save noise
         encoder.eval()
         return cls(encoder, tokenizer, config)
 

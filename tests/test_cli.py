@@ -1,0 +1,143 @@
+"""The CLI end to end in a temporary folder, and its one-line errors for bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sparc_es import encode as encode_module
+from sparc_es.cli import main
+
+
+@pytest.fixture()
+def corpus(tmp_path):
+    lines = [{"id": f"s{i}", "text": t, "context": "A paragraph about engines and questions."}
+             for i, t in enumerate(["Lucene stores integer impacts.", "Questions are bags of tokens.",
+                                    "Elasticsearch keeps nine significant bits.", "The demo corpus is tiny.",
+                                    "Sentences are encoded once.", "Scores are sums of stored weights."])]
+    path = tmp_path / "corpus.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return path
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    rc = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_encode_index_search_run_explain(tmp_path, corpus, tiny_model_dir, capsys):
+    enc, idx = tmp_path / "enc", tmp_path / "idx"
+    rc, out, err = run_cli(capsys, "encode", "--corpus", corpus, "--output", enc, "--model", tiny_model_dir,
+                           "--top-k", 32, "--quiet")
+    assert rc == 0 and "encoded 6 sentences" in out, err
+    meta = json.loads((enc / "meta.json").read_text())
+    assert meta["sentences"] == 6 and meta["top_k"] == 32 and meta["factor"] == 100
+    assert all(len(json.loads(line)["vector"]) <= 32 for line in open(enc / "vectors" / "vectors.jsonl"))
+
+    rc, out, err = run_cli(capsys, "index", "--input", enc, "--index", idx)
+    assert rc == 0 and "indexed 6 sentences" in out, err
+
+    rc, out, err = run_cli(capsys, "search", "--index", idx, "--json", "-k", 3, "integer impacts in lucene")
+    hits = json.loads(out)
+    assert rc == 0 and 0 < len(hits) <= 3
+    assert hits == sorted(hits, key=lambda h: -h["score"]) and {"id", "score", "text"} <= set(hits[0])
+
+    rc, out, _ = run_cli(capsys, "search", "--index", idx, "Are questions bags of tokens?")
+    assert rc == 0 and out.startswith("Q: Are questions") and "  1. " in out
+
+    topics = tmp_path / "topics.tsv"
+    topics.write_text("q1\tintegers in lucene\nq2\tbags of tokens\n")
+    rc, out, err = run_cli(capsys, "run", "--index", idx, "--topics", topics, "--output", tmp_path / "run.trec",
+                           "-k", 5, "--tag", "tiny")
+    assert rc == 0, err
+    rows = [line.split() for line in (tmp_path / "run.trec").read_text().splitlines()]
+    assert {r[0] for r in rows} == {"q1", "q2"} and all(len(r) == 6 and r[1] == "Q0" and r[5] == "tiny" for r in rows)
+    for qid in ("q1", "q2"):
+        ranks = [(int(r[3]), float(r[4])) for r in rows if r[0] == qid]
+        assert [r for r, _ in ranks] == list(range(1, len(ranks) + 1))
+        assert [s for _, s in ranks] == sorted((s for _, s in ranks), reverse=True)
+
+    rc, out, _ = run_cli(capsys, "explain", "--model", tiny_model_dir, "--json", "--top", 5, "Paris is big.")
+    pairs = json.loads(out)
+    assert rc == 0 and len(pairs) == 5 and pairs[0]["weight"] >= pairs[-1]["weight"] > 0
+
+
+def test_encode_resumes_after_interruption(tmp_path, corpus, tiny_model_dir, capsys, monkeypatch):
+    args = ["encode", "--corpus", corpus, "--model", tiny_model_dir, "--shard-size", 2, "--quiet"]
+    assert run_cli(capsys, *args, "--output", tmp_path / "whole")[0] == 0
+
+    real, calls = encode_module._write_shard, []
+
+    def dies_on_third_shard(*a, **kw):
+        calls.append(1)
+        if len(calls) == 3:
+            a[0].write(b'{"id": "half a line')  # a shard cut off mid-write
+            raise KeyboardInterrupt
+        return real(*a, **kw)
+
+    monkeypatch.setattr(encode_module, "_write_shard", dies_on_third_shard)
+    rc, _, err = run_cli(capsys, *args, "--output", tmp_path / "cut")
+    assert rc == 130 and "interrupted" in err
+    assert not (tmp_path / "cut" / "meta.json").exists()
+
+    monkeypatch.setattr(encode_module, "_write_shard", lambda *a, **kw: (calls.append(1), real(*a, **kw)))
+    calls.clear()
+    rc, _, err = run_cli(capsys, *args, "--output", tmp_path / "cut")
+    assert rc == 0, err
+    assert len(calls) == 1  # only the unfinished third shard was encoded again
+    vectors = "vectors/vectors.jsonl"
+    assert (tmp_path / "cut" / vectors).read_text() == (tmp_path / "whole" / vectors).read_text()
+    assert json.loads((tmp_path / "cut" / "meta.json").read_text())["sentences"] == 6
+
+    rc, _, err = run_cli(capsys, *args, "--output", tmp_path / "cut")
+    assert rc == 1 and "--overwrite" in err
+
+
+@pytest.mark.parametrize("content, expected", [
+    (b'{"id": "a", "text": "fine"}\n{"id": "b", "text": oops}\n', "corpus.jsonl:2: malformed JSON"),
+    (b"\n\n", "empty corpus"),
+    (b'{"id": "a", "text": ""}\n', 'corpus.jsonl:1: empty sentence'),
+    (b'{"id": "a", "text": "caf\xe9"}\n', "corpus.jsonl:1: not valid UTF-8"),
+])
+def test_bad_input_is_one_line_and_non_zero(tmp_path, tiny_model_dir, capsys, content, expected):
+    path = tmp_path / "corpus.jsonl"
+    path.write_bytes(content)
+    rc, _, err = run_cli(capsys, "encode", "--corpus", path, "--output", tmp_path / "enc",
+                         "--model", tiny_model_dir, "--quiet")
+    assert rc == 1
+    assert err.count("\n") == 1 and err.startswith("sparc-es: error: ") and expected in err
+    assert "Traceback" not in err
+
+
+def test_long_sentences_are_truncated_counted_and_reported(tmp_path, tiny_model_dir, capsys):
+    path = tmp_path / "corpus.jsonl"
+    path.write_text(json.dumps({"id": "long", "text": "many words here " * 20}) + "\n"
+                    + json.dumps({"id": "short", "text": "Short."}) + "\n")
+    rc, out, err = run_cli(capsys, "encode", "--corpus", path, "--output", tmp_path / "enc",
+                           "--model", tiny_model_dir, "--max-length", 16, "--quiet")
+    assert rc == 0 and "encoded 2 sentences" in out
+    assert "warning: 1 sentences were longer than 16 tokens and were truncated (e.g. long)" in err
+    assert json.loads((tmp_path / "enc" / "meta.json").read_text())["truncated_sentences"] == 1
+
+
+def test_missing_things_are_clear_errors(tmp_path, capsys):
+    rc, _, err = run_cli(capsys, "search", "--index", tmp_path / "nothing", "question")
+    assert rc == 1 and "not a finished sparc-es encoded folder or index" in err
+    rc, _, err = run_cli(capsys, "explain", "--model", tmp_path / "nothing", "A sentence.")
+    assert rc == 1 and "no such model folder" in err
+    with pytest.raises(SystemExit) as e:
+        main(["encode", "--output", str(tmp_path)])
+    assert e.value.code == 2
+    assert "--corpus" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_demo_answers_with_the_default_model(tmp_path, capsys):
+    rc, out, err = run_cli(capsys, "demo", "--workdir", tmp_path / "demo", "--quiet", "-k", 1)
+    assert rc == 0, err
+    answers = dict(zip(*[iter(line.strip() for line in out.splitlines() if line.startswith(("Q:", "  1.")))] * 2))
+    assert len(answers) == 4
+    assert "Pyserini needs Java 21" in answers["Q: Which Java version does Pyserini need?"]
+    assert "resumes where it stopped" in answers["Q: What happens when the encoding is interrupted?"]

@@ -285,20 +285,15 @@ class SparcModel:
             return hidden[:, :width], mask
         return hidden, attention.bool()
 
-    def token_scores(self, hidden, mask, vocab_ids=None, chunk: int = 4096):
+    def token_scores(self, hidden, mask, vocab_ids=None):
         """f(v, s) for every scorable token (or only ``vocab_ids``): shape (batch, tokens).
 
-        The product H . E^T runs over vocabulary chunks so memory stays flat.
+        The product H . E^T runs per sentence over its own unpadded positions: padding would
+        otherwise cost as much as the sentences themselves.
         """
         torch = _torch()
         E = self.embeddings if vocab_ids is None else self.embeddings[vocab_ids]
-        neg = torch.finfo(hidden.dtype).min
-        maxes = []
-        for start in range(0, E.shape[0], chunk):
-            dots = hidden @ E[start: start + chunk].T  # (B, L, chunk)
-            dots = dots.masked_fill(~mask[:, :, None], neg)
-            maxes.append(dots.max(dim=1).values)
-        m = torch.cat(maxes, dim=1)
+        m = torch.stack([(hidden[i][mask[i]] @ E.T).max(dim=0).values for i in range(hidden.shape[0])])
         f = torch.log1p(torch.relu(m) * torch.exp(self.w))
         keep = self.scorable if vocab_ids is None else self.scorable[vocab_ids]
         return f * keep.to(f.dtype)
@@ -321,7 +316,7 @@ class SparcModel:
                                truncated_sentence=s_cut[i], truncated_context=c_cut[i], nonzero=nonzero[i]))
         return out
 
-    def encode(self, pairs: Iterable[tuple[str, str]], batch_size: int = 32, window: int = 32,
+    def encode(self, pairs: Iterable[tuple[str, str]], batch_size: int = 32, window: int = 8,
                top_k: int | None = None) -> Iterator[Encoded]:
         """Encode (sentence, context) pairs as a stream, in input order.
 
@@ -339,8 +334,7 @@ class SparcModel:
 
     def _encode_window(self, pairs: list[tuple[str, str]], batch_size: int, top_k: int | None) -> list[Encoded]:
         # Character length is a good enough proxy for token length to sort by.
-        costly = self.config.max_over is MaxOver.ALL
-        order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + (len(pairs[i][1]) if costly else 0))
+        order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
         results: list[Encoded | None] = [None] * len(pairs)
         for b in range(0, len(order), batch_size):
             idx = order[b: b + batch_size]

@@ -42,7 +42,7 @@ def test_token_scores_and_top_k_match_brute_force(tiny_model, max_over):
     ids, seg, _, _ = model.tokenize_pairs(SENTENCES, CONTEXTS)
     with torch.inference_mode():
         hidden, mask = model.hidden_states(ids, seg)
-        f = model.token_scores(hidden, mask, chunk=1000).numpy()
+        f = model.token_scores(hidden, mask).numpy()
     encoded = model.encode_batch(SENTENCES, CONTEXTS, top_k=50)
     for i, (s, c) in enumerate(zip(SENTENCES, CONTEXTS)):
         expected = brute_force_scores(model, s, c, max_over)

@@ -17,6 +17,7 @@ from ..errors import EngineError
 
 _lock = threading.Lock()
 _started = False
+_loggers: list = []  # java.util.logging holds loggers weakly: keep the configured one alive
 
 
 def start_jvm() -> None:
@@ -54,4 +55,8 @@ def start_jvm() -> None:
         level = autoclass("org.apache.logging.log4j.Level")
         configurator.setRootLevel(level.WARN)
         configurator.setLevel("org.apache.lucene.store", level.ERROR)
+        # Lucene's own "running with Java 22 or later" notice goes through java.util.logging.
+        jul = autoclass("java.util.logging.Logger").getLogger("org.apache.lucene.store")
+        jul.setLevel(autoclass("java.util.logging.Level").SEVERE)
+        _loggers.append(jul)
         _started = True

@@ -10,6 +10,7 @@ import gzip
 import json
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from .corpus import Sentence
@@ -65,3 +66,81 @@ def squad_dev_sentences(root: str | Path | None = None) -> Iterator[Sentence]:
     root = Path(root) if root else data_dir()
     return multireqa_sentences(root / "mrqa" / "SQuAD.jsonl.gz",
                                root / "multireqa" / "dev" / "SQuAD" / "candidates.json.gz", "squad-dev")
+
+
+# --- evaluation sets (revised MultiReQA protocol, paper 000 section 6.1) --------------------
+
+@dataclass
+class EvalSet:
+    """A candidate pool, merged queries and their relevant sentences, for one domain."""
+
+    name: str
+    sentences: list[Sentence]
+    topics: list[tuple[str, str]]  # (qid, question)
+    qrels: dict[str, set[str]]  # qid -> relevant sentence ids
+
+    def write(self, folder: str | Path) -> dict[str, Path]:
+        """Write ``corpus.jsonl`` (the project's input format), ``topics.tsv`` and TREC ``qrels.txt``."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        paths = {"corpus": folder / "corpus.jsonl", "topics": folder / "topics.tsv", "qrels": folder / "qrels.txt"}
+        with open(paths["corpus"], "w", encoding="utf-8") as f:
+            for s in self.sentences:
+                f.write(json.dumps(s.to_json(), ensure_ascii=False) + "\n")
+        with open(paths["topics"], "w", encoding="utf-8") as f:
+            for qid, question in self.topics:
+                f.write(f"{qid}\t{' '.join(question.split())}\n")
+        with open(paths["qrels"], "w", encoding="utf-8") as f:
+            for qid, _ in self.topics:
+                for sid in sorted(self.qrels[qid]):
+                    f.write(f"{qid} 0 {sid} 1\n")
+        return paths
+
+
+def _newsqa_sentences(contexts: list[dict], prefix: str) -> Iterator[Sentence]:
+    """NewsQA has no MultiReQA boundaries: the project's own splitter, context = the article."""
+    from .corpus import split_document
+
+    for ctx, c in enumerate(contexts):
+        for s in split_document(c["context"], f"{prefix}-{ctx}"):
+            yield Sentence(id=f"{prefix}-{ctx}-{s.id.rsplit('#', 1)[1]}", text=s.text, context=c["context"],
+                           doc=f"{prefix}-{ctx}", start=s.start, end=s.end)
+
+
+def build_eval_set(domain: str, root: str | Path | None = None) -> EvalSet:
+    """Candidate pool = every sentence of every passage; relevant = sentences overlapping an
+    answer span; identical questions (after strip) merged into one query with the union of their
+    relevant sentences. ``domain`` is one of :data:`DOMAINS`."""
+    if domain not in DOMAINS:
+        raise InputError(domain, f"unknown domain; choose from {', '.join(DOMAINS)}")
+    root = Path(root) if root else data_dir()
+    mrqa_name, prefix = DOMAINS[domain]
+    mrqa = root / "mrqa" / mrqa_name
+    contexts = list(read_mrqa(mrqa))
+    if domain == "squad":
+        sentences = list(multireqa_sentences(mrqa, root / "multireqa" / "dev" / "SQuAD" / "candidates.json.gz", prefix))
+    else:
+        sentences = list(_newsqa_sentences(contexts, prefix))
+    by_doc: dict[str, list[Sentence]] = {}
+    for s in sentences:
+        by_doc.setdefault(s.doc, []).append(s)
+
+    qid_of: dict[str, str] = {}
+    qrels: dict[str, set[str]] = {}
+    topics: list[tuple[str, str]] = []
+    for ctx, c in enumerate(contexts):
+        for qa in c["qas"]:
+            spans = [span for a in qa["detected_answers"] for span in a["char_spans"]]
+            # MRQA character spans are inclusive at both ends.
+            relevant = {s.id for s in by_doc.get(f"{prefix}-{ctx}", ())
+                        for a, b in spans if s.start <= b and a < s.end}
+            question = qa["question"].strip()
+            if question not in qid_of:
+                qid_of[question] = qa["qid"]
+                topics.append((qa["qid"], question))
+                qrels[qa["qid"]] = set()
+            qrels[qid_of[question]] |= relevant
+    return EvalSet(domain, sentences, topics, qrels)
+
+
+DOMAINS = {"squad": ("SQuAD.jsonl.gz", "squad-dev"), "newsqa": ("NewsQA.jsonl.gz", "newsqa-dev")}

@@ -69,11 +69,11 @@ class EncodeStats:
         return stats
 
 
-def _settings(model: SparcModel, factor: float, corpus: list[str]) -> dict:
+def _settings(model: SparcModel, factor: float, corpus: list[str], keep_floats: bool) -> dict:
     return {"model": {"fingerprint": model.fingerprint, "w": float(model.w.detach()),
                       "max_over": model.config.max_over.value, "max_length": model.config.max_length,
                       "base_model": model.config.base_model},
-            "top_k": model.config.top_k, "factor": factor, "corpus": corpus}
+            "top_k": model.config.top_k, "factor": factor, "corpus": corpus, "floats": keep_floats}
 
 
 def read_meta(folder: str | Path) -> dict:
@@ -86,13 +86,16 @@ def read_meta(folder: str | Path) -> dict:
 
 def encode_corpus(corpus: Iterable[str | Path], output: str | Path, model: SparcModel,
                   factor: float = DEFAULT_FACTOR, batch_size: int = 32, shard_size: int = 10_000,
-                  overwrite: bool = False, progress: bool = True) -> dict:
-    """Encode every sentence of ``corpus`` into ``output``; returns the metadata written."""
+                  overwrite: bool = False, progress: bool = True, keep_floats: bool = False) -> dict:
+    """Encode every sentence of ``corpus`` into ``output``; returns the metadata written.
+
+    ``keep_floats`` also stores each sentence's unquantised weights (exact scoring, re-quantising).
+    """
     from tqdm import tqdm
 
     corpus = [str(p) for p in corpus]
     out = Path(output)
-    settings = _settings(model, factor, corpus)
+    settings = _settings(model, factor, corpus, keep_floats)
     stats, done_shards, done_bytes = _prepare(out, settings, overwrite)
 
     total = sum(1 for _ in read_corpus(corpus))  # validates every line before any encoding
@@ -109,7 +112,7 @@ def encode_corpus(corpus: Iterable[str | Path], output: str | Path, model: Sparc
             batch = list(islice(records, shard_size))
             if not batch:
                 break
-            _write_shard(vectors, batch, model, factor, batch_size, stats, bar)
+            _write_shard(vectors, batch, model, factor, batch_size, stats, bar, keep_floats)
             store.add(batch)
             shard += 1
             stats.seconds = time.perf_counter() - started
@@ -146,12 +149,13 @@ def _prepare(out: Path, settings: dict, overwrite: bool) -> tuple[EncodeStats, i
 
 
 def _write_shard(f, batch: list[Sentence], model: SparcModel, factor: float, batch_size: int,
-                 stats: EncodeStats, bar) -> None:
+                 stats: EncodeStats, bar, keep_floats: bool = False) -> None:
     pairs = ((s.text, s.context) for s in batch)
     lines = []
     for s, enc in zip(batch, model.encode(pairs, batch_size=batch_size)):
         vector = quantize(enc.tokens, enc.weights, factor)
-        lines.append(json.dumps(pyserini_record(s.id, s.text, vector), ensure_ascii=False) + "\n")
+        floats = dict(zip(enc.tokens, enc.weights.tolist())) if keep_floats else None
+        lines.append(json.dumps(pyserini_record(s.id, s.text, vector, floats), ensure_ascii=False) + "\n")
         stats.sentences += 1
         stats.postings += len(vector)
         stats.impact_sum += sum(vector.values())

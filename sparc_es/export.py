@@ -22,6 +22,14 @@ def quantize(tokens: Iterable[str], weights: np.ndarray, factor: float) -> dict[
     return {t: int(q) for t, q in zip(tokens, impacts) if q > 0}
 
 
-def pyserini_record(sentence_id: str, text: str, vector: dict[str, int]) -> dict:
-    """One ``JsonVectorCollection`` document: ``{"id", "contents", "vector": {token: int}}``."""
-    return {"id": sentence_id, "contents": text, "vector": vector}
+def pyserini_record(sentence_id: str, text: str, vector: dict[str, int],
+                    floats: dict[str, float] | None = None) -> dict:
+    """One ``JsonVectorCollection`` document: ``{"id", "contents", "vector": {token: int}}``.
+
+    ``floats`` (the unquantised f(v, s), kept on request for exact scoring and re-quantising) go
+    in a ``weights`` field, which Anserini ignores.
+    """
+    record = {"id": sentence_id, "contents": text, "vector": vector}
+    if floats is not None:
+        record["weights"] = floats
+    return record

@@ -249,8 +249,9 @@ class SparcModel:
         """
         tok = self.tokenizer
         budget = self.config.max_length
-        s_ids = tok(sentences, add_special_tokens=False)["input_ids"]
-        c_ids = tok([c or "" for c in contexts], add_special_tokens=False)["input_ids"]
+        with _quiet_transformers():  # no "longer than the maximum" warning: truncation happens below
+            s_ids = tok(sentences, add_special_tokens=False)["input_ids"]
+            c_ids = tok([c or "" for c in contexts], add_special_tokens=False)["input_ids"]
         ids, seg, s_cut, c_cut = [], [], [], []
         for s, c in zip(s_ids, c_ids):
             keep_s = min(len(s), budget - 2)

@@ -11,7 +11,7 @@ class Hit:
 
     id: str
     score: float
-    impact: int  # the engine's integer score: score * factor
+    impact: int | None = None  # an impact engine's integer score: score * factor
     text: str = ""
     doc: str | None = None
     start: int | None = None

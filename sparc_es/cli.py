@@ -5,6 +5,9 @@
     sparc-es search  --index INDEX "question"           top sentences with text, document, score
     sparc-es run     --index INDEX --topics T --output RUN   topics TSV -> TREC run file
     sparc-es explain "sentence"                         the (token, weight) pairs a sentence gets
+    sparc-es eval    --run RUN --qrels QRELS            MRR@1000, R@1, nDCG@10, R@100
+    sparc-es evalset --domain squad --output DIR        corpus, topics, qrels from ../shared/data
+    sparc-es table   --systems bm25,sparc --domains squad,newsqa   systems x domains table
     sparc-es demo                                       all of the above on the bundled demo corpus
 """
 
@@ -173,6 +176,44 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_eval(args: argparse.Namespace) -> int:
+    from .eval import evaluate, read_qrels, read_run
+
+    qrels = read_qrels(args.qrels)
+    scores = evaluate(read_run(args.run), qrels)
+    if args.json:
+        print(json.dumps({"run": str(args.run), "queries": len(qrels), **scores}))
+    else:
+        print(f"{len(qrels)} judged queries (missing or empty results count as 0)")
+        for name, value in scores.items():
+            print(f"{name:<10} {100 * value:6.2f}")
+    return 0
+
+
+def cmd_evalset(args: argparse.Namespace) -> int:
+    from .datasets import build_eval_set
+
+    evalset = build_eval_set(args.domain, args.data)
+    paths = evalset.write(args.output)
+    print(f"{args.domain}: {len(evalset.sentences)} sentences, {len(evalset.topics)} merged queries, "
+          f"{sum(map(len, evalset.qrels.values()))} judgements -> " + ", ".join(str(p) for p in paths.values()))
+    return 0
+
+
+def cmd_table(args: argparse.Namespace) -> int:
+    from .experiment import run_table, write_table
+
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    rows = run_table(args.systems.split(","), args.domains.split(","), args.workdir, args.data,
+                     k=args.k, threads=args.threads or 2)
+    write_table(rows, args.json, args.markdown)
+    print(f"wrote {args.json} and {args.markdown}")
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from .encode import encode_corpus
     from .engines.lucene import LuceneEngine, build_index
@@ -254,6 +295,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=_k, default=1, help="search threads (default: %(default)s)")
     p.add_argument("--tag", default="sparc-es", help="run tag, last column (default: %(default)s)")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("eval", help="score a TREC run against TREC qrels",
+                       description="MRR@1000, R@1 (first hit relevant), nDCG@10 and R@100 through trec_eval's "
+                       "own code (ir_measures, pytrec_eval), averaged over every judged query: a query the "
+                       "run leaves out counts as 0.")
+    p.add_argument("--run", required=True, metavar="RUN")
+    p.add_argument("--qrels", required=True, metavar="QRELS")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("evalset", help="build an evaluation set (corpus, topics, qrels) from ../shared/data",
+                       description="Revised MultiReQA protocol: every sentence of every passage is a candidate, "
+                       "sentences overlapping an answer span are relevant, identical questions are merged.")
+    p.add_argument("--domain", required=True, choices=["squad", "newsqa"])
+    p.add_argument("--output", required=True, metavar="DIR")
+    p.add_argument("--data", metavar="DIR", help="data folder (default: $SPARC_ES_DATA or ../shared/data)")
+    p.set_defaults(func=cmd_evalset)
+
+    from .experiment import __doc__ as table_doc
+
+    p = sub.add_parser("table", help="evaluate systems over domains: JSON and a Markdown table",
+                       description=table_doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--systems", default="bm25,bm25-paper,sparc", help="comma-separated (default: %(default)s)")
+    p.add_argument("--domains", default="squad,newsqa", help="comma-separated (default: %(default)s)")
+    p.add_argument("--workdir", default="runs", help="cache of sets, encodings, indexes, runs (default: %(default)s)")
+    p.add_argument("--data", metavar="DIR", help="data folder (default: $SPARC_ES_DATA or ../shared/data)")
+    p.add_argument("--json", default="runs/table.json", help="(default: %(default)s)")
+    p.add_argument("--markdown", default="runs/table.md", help="(default: %(default)s)")
+    p.add_argument("-k", type=_k, default=1000, help="hits per query (default: %(default)s)")
+    p.add_argument("--threads", type=_k, default=None, help="torch and search threads (default: 2)")
+    p.set_defaults(func=cmd_table)
 
     p = sub.add_parser("explain", help="show the (token, weight) pairs of one sentence",
                        description="Print the highest-scoring tokens f(v, s) of a sentence, as in the "

@@ -177,3 +177,32 @@ def iter_vectors(folder: str | Path):
     with open(Path(folder) / VECTORS / VECTORS_FILE, encoding="utf-8") as f:
         for line in f:
             yield json.loads(line)
+
+
+def requantize(encoded: str | Path, output: str | Path, factor: float) -> dict:
+    """Copy an encoded folder with its float weights quantised at another factor (no re-encoding)."""
+    import shutil
+
+    encoded, out = Path(encoded), Path(output)
+    meta = read_meta(encoded)
+    if not meta.get("floats"):
+        raise StoreError(f"{encoded}: has no float weights to re-quantise; encode with keep_floats")
+    if out.exists():
+        raise StoreError(f"{out}: already exists")
+    (out / VECTORS).mkdir(parents=True)
+    postings = impact_sum = empty = 0
+    with open(out / VECTORS / VECTORS_FILE, "w", encoding="utf-8") as f:
+        for record in iter_vectors(encoded):
+            floats = record["weights"]
+            vector = quantize(list(floats), list(floats.values()), factor)
+            postings += len(vector)
+            impact_sum += sum(vector.values())
+            empty += not vector
+            f.write(json.dumps(pyserini_record(record["id"], record["contents"], vector, floats),
+                               ensure_ascii=False) + "\n")
+    shutil.copytree(encoded / TOKENIZER, out / TOKENIZER)
+    shutil.copy2(encoded / DOCSTORE, out / DOCSTORE)
+    meta = {**meta, "factor": factor, "postings": postings, "impact_sum": impact_sum, "empty_vectors": empty,
+            "requantized_from": str(encoded)}
+    (out / META).write_text(json.dumps(meta, indent=2) + "\n")
+    return meta

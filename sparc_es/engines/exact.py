@@ -1,9 +1,10 @@
 """Exact scoring in memory with SciPy sparse products: the reference the engines are checked against.
 
 ``ExactEngine`` scores g(q, s) = sum over the question's tokens of f(v, s) for every sentence of
-an encoded folder, either with the float weights (``floats=True``, needs an encode with
-``keep_floats``) or with the quantised integers. It is for evaluation and tests on corpora that fit
-in memory, not a product engine.
+an encoded folder, with the stored integers, with the float weights (``floats=True``; needs an
+encode with ``keep_floats``), or with the floats quantised at another ``factor`` (what an impact
+index built at that factor would score, without building it). It is for evaluation and tests on
+corpora that fit in memory, not a product engine.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import numpy as np
 
 from ..encode import TOKENIZER, iter_vectors, read_meta
 from ..errors import StoreError
+from ..export import quantize
 from ..model import query_bag
 from . import Hit
 
@@ -23,34 +25,38 @@ def top_k_rows(scores: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
     """Per row, the k best (column, score) with score > 0, ties by column (= input order)."""
     out = []
     for row in scores:
-        candidates = np.flatnonzero(row > 0)
-        if len(candidates) > k:
-            kth = np.partition(row[candidates], -k)[-k]
-            candidates = candidates[row[candidates] >= kth]
-        order = sorted(candidates.tolist(), key=lambda j: (-row[j], j))[:k]
-        out.append([(j, float(row[j])) for j in order])
+        columns = np.flatnonzero(row > 0)
+        values = row[columns]
+        if len(columns) > k:
+            keep = values >= np.partition(values, -k)[-k]
+            columns, values = columns[keep], values[keep]
+        order = np.lexsort((columns, -values))[:k]
+        out.append(list(zip(columns[order].tolist(), values[order].tolist())))
     return out
 
 
 class ExactEngine:
     """Brute-force g(q, s) over an encoded folder."""
 
-    def __init__(self, encoded: str | Path, floats: bool = False) -> None:
+    def __init__(self, encoded: str | Path, floats: bool = False, factor: float | None = None) -> None:
         from scipy import sparse
         from transformers import AutoTokenizer
 
         self.path = Path(encoded)
         self.meta = read_meta(self.path)
-        self.factor = float(self.meta["factor"])
+        self.factor = float(factor or self.meta["factor"])
         self.floats = floats
+        requantize = factor is not None and not floats
         self.tokenizer = AutoTokenizer.from_pretrained(self.path / TOKENIZER, local_files_only=True)
         self.vocab = self.tokenizer.get_vocab()
         self.ids: list[str] = []
         rows, cols, vals = [], [], []
         for i, record in enumerate(iter_vectors(self.path)):
-            weights = record.get("weights") if floats else record["vector"]
+            weights = record.get("weights") if floats or requantize else record["vector"]
             if weights is None:
                 raise StoreError(f"{self.path}: no float weights stored; encode with keep_floats")
+            if requantize:
+                weights = quantize(list(weights), list(weights.values()), self.factor)
             self.ids.append(record["id"])
             for token, w in weights.items():
                 rows.append(i)

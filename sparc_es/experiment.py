@@ -1,0 +1,169 @@
+"""Run a list of systems over a list of domains and tabulate MRR / R@1 (``sparc-es table``).
+
+Systems (``--systems``, comma-separated; options after a colon)::
+
+    bm25                      Lucene BM25, Pyserini defaults
+    bm25-paper                the SPARC paper's weak BM25 (BM25Okapi on lower().split())
+    sparc[:opts]              a SPARC model through the Lucene impact index
+    sparc-exact[:opts]        the same model scored exactly in floating point (SciPy)
+    sparc-int[:opts]          the same model's integers scored exactly (what Lucene should give)
+
+    opts: model=PATH, k=TOP_K, factor=F, max_over=sentence|all, max_length=N
+          e.g. sparc:k=500,factor=100   sparc-exact:model=models/sparc,max_over=all
+
+Everything is cached under ``--workdir`` (evaluation sets, encoded folders with float weights,
+indexes, run files), keyed by the model fingerprint and settings, so adding a system or a domain
+re-uses what is there. Output: JSON with every figure and a Markdown table with the model
+fingerprint and settings beside each row.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .datasets import DOMAINS, EvalSet, build_eval_set
+from .errors import SparcError
+from .eval import MEASURES, evaluate
+from .export import DEFAULT_FACTOR
+from .trec import TrecRunWriter
+
+KINDS = ("bm25", "bm25-paper", "sparc", "sparc-exact", "sparc-int")
+SPARC_OPTIONS = {"model": str, "k": int, "factor": float, "max_over": str, "max_length": int}
+
+
+@dataclass(frozen=True)
+class System:
+    """A parsed ``--systems`` entry."""
+
+    spec: str
+    kind: str
+    options: dict = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, spec: str) -> System:
+        kind, _, opts = spec.partition(":")
+        if kind not in KINDS:
+            raise SparcError(f"unknown system {kind!r}; choose from {', '.join(KINDS)}")
+        options = {}
+        for item in filter(None, opts.split(",")):
+            key, eq, value = item.partition("=")
+            if not eq or key not in SPARC_OPTIONS or not kind.startswith("sparc"):
+                raise SparcError(f"bad option {item!r} in system {spec!r} (sparc options: {', '.join(SPARC_OPTIONS)})")
+            try:
+                options[key] = SPARC_OPTIONS[key](value)
+            except ValueError:
+                raise SparcError(f"bad value in {item!r} of system {spec!r}") from None
+        return cls(spec, kind, options)
+
+
+def _sparc_encoded(system: System, evalset: EvalSet, corpus: Path, folder: Path) -> tuple[Path, dict]:
+    """Encoded folder (with float weights) for this model and settings; encoded once, then reused."""
+    from .encode import encode_corpus, read_meta, requantize
+    from .model import MaxOver, SparcModel
+
+    o = system.options
+    overrides = {k: v for k, v in (("top_k", o.get("k")), ("max_length", o.get("max_length")),
+                                   ("max_over", MaxOver(o["max_over"]) if "max_over" in o else None)) if v is not None}
+    model = SparcModel.load(o.get("model", "default"), **overrides)
+    factor = o.get("factor", DEFAULT_FACTOR)
+    key = f"{model.fingerprint}-k{model.config.top_k}"
+    encoded = folder / f"encoded-{key}"
+    if not (encoded / "meta.json").is_file():
+        encode_corpus([corpus], encoded, model, factor=factor, keep_floats=True)
+    if read_meta(encoded)["factor"] != factor:
+        quantised = folder / f"encoded-{key}-f{factor:g}"
+        if not (quantised / "meta.json").is_file():
+            requantize(encoded, quantised, factor)
+        encoded = quantised
+    return encoded, read_meta(encoded)
+
+
+def _engine(system: System, evalset: EvalSet, paths: dict[str, Path], folder: Path):
+    """(engine, settings for the table) for one system on one domain."""
+    if system.kind == "bm25":
+        from .engines.bm25 import LuceneBM25, build_bm25_index
+
+        index = folder / "index-bm25"
+        info = {}
+        if not (index / "lucene").is_dir():
+            info = build_bm25_index(evalset.sentences, index, overwrite=True)
+        return LuceneBM25(index), {"k1": 0.9, "b": 0.4, "analyzer": "Porter stemming, English stop words", **info}
+    if system.kind == "bm25-paper":
+        from .engines.bm25 import PaperBM25
+
+        return PaperBM25(evalset.sentences), {"k1": 1.5, "b": 0.75, "epsilon": 0.25, "tokens": "lower().split()"}
+
+    encoded, meta = _sparc_encoded(system, evalset, paths["corpus"], folder)
+    settings = {"model": meta["model"]["fingerprint"], "base": meta["model"]["base_model"].get("name"),
+                "w": meta["model"]["w"], "K": meta["top_k"], "max_over": meta["model"]["max_over"],
+                "max_length": meta["model"]["max_length"],
+                "median_nonzero_before_top_k": meta["median_nonzero_before_top_k"]}
+    if system.kind == "sparc-exact":
+        from .engines.exact import ExactEngine
+
+        return ExactEngine(encoded, floats=True), {**settings, "scoring": "float"}
+    if system.kind == "sparc-int":
+        from .engines.exact import ExactEngine
+
+        return ExactEngine(encoded), {**settings, "factor": meta["factor"], "scoring": "exact integers"}
+    from .encode import read_meta
+    from .engines.lucene import LuceneEngine, build_index
+
+    index = folder / f"index-{encoded.name.removeprefix('encoded-')}"
+    if not (index / "meta.json").is_file():
+        build_index(encoded, index, overwrite=True)
+    info = read_meta(index)["index"]
+    return LuceneEngine(index), {**settings, "factor": meta["factor"], "scoring": "Lucene impact index",
+                                 "index_build_seconds": info["build_seconds"], "index_megabytes": round(info["bytes"] / 1e6, 2)}
+
+
+def run_table(systems: list[str], domains: list[str], workdir: str | Path, data: str | Path | None = None,
+              k: int = 1000, threads: int = 2) -> list[dict]:
+    """Evaluate every system on every domain; returns one row per (domain, system)."""
+    parsed = [System.parse(s) for s in systems]
+    for d in domains:
+        if d not in DOMAINS:
+            raise SparcError(f"unknown domain {d!r}; choose from {', '.join(DOMAINS)}")
+    rows = []
+    for domain in domains:
+        folder = Path(workdir) / domain
+        evalset = build_eval_set(domain, data)
+        paths = evalset.write(folder / "evalset")
+        qrels = {qid: dict.fromkeys(ids, 1) for qid, ids in evalset.qrels.items()}
+        for system in parsed:
+            engine, settings = _engine(system, evalset, paths, folder)
+            started = time.perf_counter()
+            results = engine.batch_search(evalset.topics, k=k, threads=threads)
+            seconds = time.perf_counter() - started
+            run_path = folder / "runs" / f"{system.spec.replace(':', '_').replace('=', '-').replace('/', '_')}.trec"
+            with TrecRunWriter(run_path, tag=system.kind) as writer:
+                for qid, _ in evalset.topics:
+                    writer.write(qid, results[qid])
+            run = {qid: {h.id: h.score for h in hits} for qid, hits in results.items()}
+            scores = evaluate(run, qrels)
+            rows.append({"domain": domain, "system": system.spec, **{m: round(100 * v, 2) for m, v in scores.items()},
+                         "queries": len(evalset.topics), "sentences": len(evalset.sentences),
+                         "search_seconds": round(seconds, 1), "run": str(run_path), "settings": settings})
+            print(f"{domain:8} {system.spec:28} " + "  ".join(f"{m} {rows[-1][m]:.2f}" for m in MEASURES), flush=True)
+    return rows
+
+
+def markdown_table(rows: list[dict]) -> str:
+    """One row per (domain, system): the four measures, then the settings that produced them."""
+    head = "| domain | system | " + " | ".join(MEASURES) + " | settings |\n|---|---|" + "---|" * (len(MEASURES) + 1)
+    lines = [head]
+    for r in rows:
+        settings = ", ".join(f"{k}={v}" for k, v in r["settings"].items())
+        lines.append(f"| {r['domain']} | {r['system']} | " + " | ".join(f"{r[m]:.2f}" for m in MEASURES)
+                     + f" | {settings} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_table(rows: list[dict], json_path: str | Path, markdown_path: str | Path) -> None:
+    Path(json_path).parent.mkdir(parents=True, exist_ok=True)
+    Path(json_path).write_text(json.dumps(rows, indent=2) + "\n")
+    Path(markdown_path).parent.mkdir(parents=True, exist_ok=True)
+    Path(markdown_path).write_text(markdown_table(rows))

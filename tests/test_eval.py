@@ -1,0 +1,154 @@
+"""Evaluation: sets built by the revised MultiReQA protocol, metrics against trec_eval's own outputs,
+the paper's BM25 row, and the eval / evalset / table commands."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from sparc_es.cli import main
+from sparc_es.datasets import build_eval_set, data_dir
+from sparc_es.errors import SparcError
+from sparc_es.eval import evaluate, per_query, read_qrels, read_run
+from sparc_es.experiment import System
+
+TREC_EVAL = {"recip_rank": "RR", "map": "AP", "P_10": "P@10", "ndcg_cut_10": "nDCG@10"}
+
+
+def trec_eval_dir():
+    folder = data_dir() / "trec_eval"
+    if not (folder / "qrels.test").is_file():
+        pytest.skip(f"trec_eval test suite not found in {folder}")
+    return folder
+
+
+def reference(path) -> dict[tuple[str, str], float]:
+    """(measure, query or 'all') -> value from a trec_eval output file."""
+    out = {}
+    for line in path.read_text().splitlines():
+        measure, query, value = line.split()
+        if measure in TREC_EVAL:
+            out[(measure, query)] = float(value)
+    return out
+
+
+@pytest.mark.parametrize("name", ["out.test", "out.test.a"])
+def test_averages_reproduce_trec_eval(name):
+    folder = trec_eval_dir()
+    expected = reference(folder / name)
+    got = evaluate(read_run(folder / "results.test"), read_qrels(folder / "qrels.test"), TREC_EVAL)
+    present = [m for m in TREC_EVAL if (m, "all") in expected]  # out.test lacks ndcg_cut_10
+    assert len(present) == (3 if name == "out.test" else 4)
+    for measure in present:
+        assert round(got[measure], 4) == expected[(measure, "all")], measure
+
+
+def test_per_query_values_reproduce_trec_eval():
+    folder = trec_eval_dir()
+    expected = reference(folder / "out.test.aq")
+    run, qrels = read_run(folder / "results.test"), read_qrels(folder / "qrels.test")
+    for measure, ours in TREC_EVAL.items():
+        values = per_query(run, qrels, ours)
+        for qid, value in values.items():
+            assert round(value, 4) == expected[(measure, qid)], (measure, qid)
+
+
+def test_queries_without_results_count_as_zero():
+    qrels = {"q1": {"a": 1}, "q2": {"b": 1}, "q3": {"c": 1}}
+    run = {"q1": {"a": 2.0, "x": 1.0}, "q2": {"x": 3.0, "b": 1.0}}  # q3 never answered
+    scores = evaluate(run, qrels)
+    assert scores["MRR@1000"] == pytest.approx((1 + 0.5 + 0) / 3)
+    assert scores["R@1"] == pytest.approx(1 / 3)
+    assert evaluate({**run, "q3": {}}, qrels) == scores
+
+
+def test_bad_run_and_qrels_lines(tmp_path):
+    from sparc_es.errors import InputError
+
+    (tmp_path / "run").write_text("q1 Q0 d1 1 2.5 tag\nq1 Q0 d2 2 high tag\n")
+    with pytest.raises(InputError, match="run:2: score 'high' is not a number"):
+        read_run(tmp_path / "run")
+    (tmp_path / "qrels").write_text("q1 0 d1\n")
+    with pytest.raises(InputError, match="qrels:1: expected 'qid iter docid relevance'"):
+        read_qrels(tmp_path / "qrels")
+
+
+@pytest.fixture(scope="module")
+def squad():
+    if not (data_dir() / "mrqa" / "SQuAD.jsonl.gz").is_file():
+        pytest.skip("SQuAD data not found (set SPARC_ES_DATA)")
+    return build_eval_set("squad")
+
+
+def test_squad_dev_counts(squad):
+    assert len(squad.sentences) == 10_642
+    assert len(squad.topics) == 10_472
+    assert len({s.id for s in squad.sentences}) == 10_642
+    assert all(squad.qrels[qid] for qid, _ in squad.topics)
+    merged = [qid for qid, _ in squad.topics if len(squad.qrels[qid]) > 1]
+    assert merged  # identical questions and multi-sentence answers give several relevant sentences
+
+
+def test_relevant_sentences_contain_the_answer(squad):
+    from sparc_es.datasets import read_mrqa
+
+    by_id = {s.id: s for s in squad.sentences}
+    checked = 0
+    for c in list(read_mrqa(data_dir() / "mrqa" / "SQuAD.jsonl.gz"))[:50]:
+        for qa in c["qas"]:
+            if qa["qid"] not in squad.qrels:
+                continue  # merged into an earlier identical question
+            answer = qa["detected_answers"][0]["text"]
+            texts = " ".join(by_id[sid].text for sid in squad.qrels[qa["qid"]])
+            assert answer.split()[0] in texts
+            checked += 1
+    assert checked > 200
+
+
+def test_newsqa_uses_the_projects_splitter():
+    if not (data_dir() / "mrqa" / "NewsQA.jsonl.gz").is_file():
+        pytest.skip("NewsQA data not found")
+    news = build_eval_set("newsqa")
+    assert len(news.sentences) > 10_000 and len(news.topics) > 4_000
+    s = news.sentences[0]
+    assert s.context[s.start:s.end].split() == s.text.split()
+
+
+def test_paper_bm25_matches_rank_bm25_and_reproduces_the_paper(squad):
+    from sparc_es.engines.bm25 import PaperBM25
+
+    bm25 = PaperBM25(squad.sentences)
+    questions = [q for _, q in squad.topics[:25]]
+    expected = np.array([bm25.model.get_scores(bm25.tokenize(q)) for q in questions])
+    np.testing.assert_allclose(bm25.scores(questions), expected, rtol=1e-12, atol=1e-12)
+
+    results = bm25.batch_search(squad.topics, k=1000)
+    run = {qid: {h.id: h.score for h in hits} for qid, hits in results.items()}
+    scores = evaluate(run, {q: dict.fromkeys(ids, 1) for q, ids in squad.qrels.items()})
+    assert abs(100 * scores["MRR@1000"] - 55.44) <= 0.1  # paper table 1, BM25 row
+    assert abs(100 * scores["R@1"] - 48.15) <= 0.1
+
+
+def test_eval_and_evalset_commands(tmp_path, capsys):
+    folder = trec_eval_dir()
+    assert main(["eval", "--run", str(folder / "results.test"), "--qrels", str(folder / "qrels.test"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["queries"] == 3 and round(out["MRR@1000"], 4) == 0.4064
+    if not (data_dir() / "mrqa" / "SQuAD.jsonl.gz").is_file():
+        return
+    assert main(["evalset", "--domain", "squad", "--output", str(tmp_path / "squad")]) == 0
+    assert "10642 sentences, 10472 merged queries" in capsys.readouterr().out
+    topics = (tmp_path / "squad" / "topics.tsv").read_text().splitlines()
+    corpus = (tmp_path / "squad" / "corpus.jsonl").read_text().splitlines()
+    assert len(topics) == 10_472 and len(corpus) == 10_642
+    assert {"id", "text", "context", "doc", "start", "end"} <= set(json.loads(corpus[0]))
+
+
+def test_system_specs():
+    assert System.parse("sparc:k=200,factor=20").options == {"k": 200, "factor": 20.0}
+    assert System.parse("bm25").kind == "bm25"
+    for bad in ("bm26", "sparc:k", "bm25:k=3", "sparc:colour=red", "sparc:k=many"):
+        with pytest.raises(SparcError):
+            System.parse(bad)

@@ -214,6 +214,24 @@ def cmd_table(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_train(args: argparse.Namespace) -> int:
+    from .train import TrainConfig, train
+
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    config = TrainConfig(model=args.model, max_length=args.max_length, max_over=args.max_over,
+                         batch_size=args.batch_size, chunk_size=args.chunk_size, epochs=args.epochs,
+                         max_steps=args.max_steps, lr=args.lr, w_lr=args.w_lr, learn_w=not args.sparta,
+                         warmup_steps=args.warmup_steps, seed=args.seed, checkpoint_every=args.checkpoint_every,
+                         data=args.data)
+    summary = train(config, args.output, progress=not args.quiet, limit=args.limit)
+    print(f"trained {summary['steps']} steps in {summary['seconds']:.0f} s ({summary['questions_per_second']} "
+          f"questions/s on {summary['device']}); exp(w) = {summary['exp_w']:.2f}; model in {args.output}")
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from .encode import encode_corpus
     from .engines.lucene import LuceneEngine, build_index
@@ -295,6 +313,34 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=_k, default=1, help="search threads (default: %(default)s)")
     p.add_argument("--tag", default="sparc-es", help="run tag, last column (default: %(default)s)")
     p.set_defaults(func=cmd_run)
+
+    from .train import TrainConfig, __doc__ as train_doc
+
+    d = TrainConfig()
+    p = sub.add_parser("train", help="train SPARC on the SQuAD train slice (resumable)",
+                       description=train_doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--output", required=True, metavar="DIR", help="model folder to write (and resume from)")
+    p.add_argument("--model", default=d.model, help="starting checkpoint (default: %(default)s)")
+    p.add_argument("--data", metavar="DIR", help="data folder (default: $SPARC_ES_DATA or ../shared/data)")
+    p.add_argument("--max-length", type=_k, default=d.max_length, help="tokens per input (default: %(default)s)")
+    p.add_argument("--max-over", choices=["sentence", "all"], default=d.max_over, help="(default: %(default)s)")
+    p.add_argument("--batch-size", type=_k, default=d.batch_size, help="questions per step (default: %(default)s)")
+    p.add_argument("--chunk-size", type=_k, default=d.chunk_size,
+                   help="sentences per forward pass; smaller than 3 x batch uses the gradient cache "
+                        "(default: %(default)s)")
+    p.add_argument("--epochs", type=float, default=d.epochs, help="(default: %(default)s)")
+    p.add_argument("--max-steps", type=_k, default=None, help="stop after this many steps")
+    p.add_argument("--lr", type=float, default=d.lr, help="encoder learning rate (default: %(default)s)")
+    p.add_argument("--w-lr", type=float, default=d.w_lr, help="learning rate of w (default: %(default)s)")
+    p.add_argument("--warmup-steps", type=int, default=d.warmup_steps,
+                   help="linear warm-up, at most a tenth of the run (default: %(default)s)")
+    p.add_argument("--sparta", action="store_true", help="keep w at 0 (SPARTA) instead of learning it")
+    p.add_argument("--seed", type=int, default=d.seed, help="(default: %(default)s)")
+    p.add_argument("--checkpoint-every", type=_k, default=d.checkpoint_every, help="steps (default: %(default)s)")
+    p.add_argument("--limit", type=_k, default=None, help="use only the first N questions (smoke tests)")
+    p.add_argument("--threads", type=_k, default=None, help="torch CPU threads")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("eval", help="score a TREC run against TREC qrels",
                        description="MRR@1000, R@1 (first hit relevant), nDCG@10 and R@100 through trec_eval's "

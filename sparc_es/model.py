@@ -131,6 +131,15 @@ def _weights_file(folder: Path) -> Path:
     raise ModelError(f"{folder}: no model.safetensors (or pytorch_model.bin) in this folder")
 
 
+def _versions() -> dict:
+    import torch
+    import transformers
+
+    from . import __version__
+
+    return {"sparc_es": __version__, "torch": torch.__version__, "transformers": transformers.__version__}
+
+
 @contextmanager
 def _quiet_transformers():
     """No load reports or progress bars from transformers (sparc-es reports missing weights itself)."""
@@ -230,10 +239,24 @@ class SparcModel:
             self.encoder.save_pretrained(folder)  # safetensors
             self.tokenizer.save_pretrained(folder)
         config = dataclasses.replace(self.config, w=float(self.w.detach()))
-        (folder / SPARC_CONFIG).write_text(json.dumps(config.to_json(), indent=2) + "\n")
+        manifest = {**config.to_json(), "versions": _versions()}
+        (folder / SPARC_CONFIG).write_text(json.dumps(manifest, indent=2) + "\n")
         return folder
 
     # --- scoring ---------------------------------------------------------------------------
+
+    @property
+    def device(self):
+        return self.encoder.get_input_embeddings().weight.device
+
+    def to(self, device) -> SparcModel:
+        """Move the encoder, w and the scorable mask to ``device`` (e.g. ``"cuda"``)."""
+        torch = _torch()
+        self.encoder.to(device)
+        with torch.no_grad():
+            self.w.data = self.w.data.to(device)
+        self.scorable = self.scorable.to(device)
+        return self
 
     @property
     def embeddings(self):
@@ -279,12 +302,13 @@ class SparcModel:
         inputs = {"input_ids": input_ids, "attention_mask": attention}
         if self._uses_token_types:
             inputs["token_type_ids"] = types
+        inputs = {k: v.to(self.device) for k, v in inputs.items()}
         hidden = self.encoder(**inputs).last_hidden_state
         if self.config.max_over is MaxOver.SENTENCE:
             width = max(seg)  # sentence positions are a prefix: skip the context's rows
             mask = torch.arange(width)[None, :] < torch.tensor(seg)[:, None]
-            return hidden[:, :width], mask
-        return hidden, attention.bool()
+            return hidden[:, :width], mask.to(self.device)
+        return hidden, inputs["attention_mask"].bool()
 
     def token_scores(self, hidden, mask, vocab_ids=None):
         """f(v, s) for every scorable token (or only ``vocab_ids``): shape (batch, tokens).
@@ -310,6 +334,7 @@ class SparcModel:
             nonzero = (f > 0).sum(dim=1).tolist()
             values, indices = torch.topk(f, min(k, f.shape[1]), dim=1)
         out = []
+        values, indices = values.cpu(), indices.cpu()
         for i in range(len(sentences)):
             v, ix = values[i].numpy(), indices[i].numpy()
             keep = v > 0

@@ -25,7 +25,8 @@ def tiny_model_dir(tmp_path_factory) -> Path:
     torch.manual_seed(0)
     tokenizer = AutoTokenizer.from_pretrained(default_base_path(), local_files_only=True)
     config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=512, type_vocab_size=2)
+                        intermediate_size=64, max_position_embeddings=512, type_vocab_size=2,
+                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)  # deterministic training tests
     encoder = BertModel(config, add_pooling_layer=False).eval()
     model = SparcModel(encoder, tokenizer, SparcConfig(w=0.7, top_k=64, max_length=64,
                                                        base_model={"name": "tiny-random-bert"}))

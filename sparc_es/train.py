@@ -1,0 +1,321 @@
+"""Train SPARC on the source domain (paper 000 section 5; DESIGN.md "Training").
+
+Each question brings its positive sentence (the one holding the answer) and two hard negatives: a
+random other sentence of the same passage, and a random sentence from the Lucene BM25 top 100 of
+the whole pool that does not contain the answer. With B questions a batch scores B x 3B with
+g(q, s) = sum over the question's tokens of f(v, s) and the loss is cross-entropy over the
+in-batch sentences. The word-embedding matrix E is frozen; w has its own learning rate (1e-3);
+AdamW with linear warm-up and decay.
+
+Only the rows of E for tokens that occur in the batch's questions are scored (a few hundred, not
+30,522), so a step costs little more than the transformer. A batch larger than memory allows is
+processed in chunks with a gradient cache (Gao et al. 2021, as the paper did): representations
+are first computed without gradients, the loss gradient with respect to them is taken over the
+whole batch, then each chunk is recomputed (same dropout) and back-propagated with that gradient.
+The result equals one big batch, in-batch negatives included, which plain gradient accumulation
+would lose.
+
+Checkpoints (model folder plus optimiser, scheduler and random states) are written every
+``checkpoint_every`` steps; running the same command again resumes from the last one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .corpus import Sentence, split_document
+from .datasets import data_dir
+from .errors import InputError, SparcError
+from .model import MaxOver, SparcModel, query_bag
+
+TRAIN_FILE = Path("squad_train_slice") / "train-v1.1-articles-1-44.json"
+CHECKPOINT = "checkpoint"
+TRAINER_STATE = "trainer.pt"
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Settings of one training run; saved with every checkpoint and the final model."""
+
+    model: str = "default"
+    max_length: int = 128
+    max_over: str = "sentence"
+    batch_size: int = 32  # questions per optimiser step (3x as many sentences)
+    chunk_size: int = 96  # sentences per forward/backward pass; smaller saves memory
+    epochs: float = 1.0
+    max_steps: int | None = None
+    lr: float = 1e-5
+    w_lr: float = 1e-3
+    learn_w: bool = True  # False: SPARTA (w fixed at 0)
+    warmup_steps: int = 500
+    weight_decay: float = 0.01
+    bm25_depth: int = 100
+    seed: int = 13
+    checkpoint_every: int = 50
+    data: str | None = None
+
+
+@dataclass(frozen=True)
+class Example:
+    question: str
+    answer: str
+    positive: Sentence
+    same_passage: list[Sentence]  # candidates: other sentences of the passage without the answer
+    bm25: list[Sentence]  # candidates: BM25 top-k of the pool without the answer
+
+
+def load_examples(root: str | Path | None = None, bm25_depth: int = 100, workdir: str | Path | None = None,
+                  limit: int | None = None) -> list[Example]:
+    """Training examples from the SQuAD train slice: sentences split like the NewsQA evaluation set
+    (the project's splitter; context = the paragraph)."""
+    root = Path(root) if root else data_dir()
+    path = root / TRAIN_FILE
+    if not path.is_file():
+        raise InputError(path, "SQuAD train slice not found (set SPARC_ES_DATA)")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    paragraphs = [p for article in data["data"] for p in article["paragraphs"]]
+    sentences: list[Sentence] = []
+    by_paragraph: list[list[Sentence]] = []
+    for i, p in enumerate(paragraphs):
+        ss = [dataclasses.replace(s, id=f"squad-train-{i}-{n}", context=p["context"])
+              for n, s in enumerate(split_document(p["context"], f"squad-train-{i}"))]
+        by_paragraph.append(ss)
+        sentences += ss
+    questions = []
+    for i, p in enumerate(paragraphs):
+        for qa in p["qas"]:
+            a = qa["answers"][0]
+            start = a["answer_start"]
+            positive = next((s for s in by_paragraph[i] if s.start <= start < s.end), None)
+            if positive is not None:
+                questions.append((i, qa["question"].strip(), a["text"], positive))
+    if limit:
+        questions = questions[:limit]
+
+    bm25 = _bm25_candidates([q for _, q, _, _ in questions], sentences, bm25_depth, workdir)
+    by_id = {s.id: s for s in sentences}
+    examples = []
+    for (i, question, answer, positive), hits in zip(questions, bm25):
+        lowered = answer.lower()
+        same = [s for s in by_paragraph[i] if s.id != positive.id and lowered not in s.text.lower()]
+        hard = [by_id[h] for h in hits if h != positive.id and lowered not in by_id[h].text.lower()]
+        examples.append(Example(question, answer, positive, same, hard))
+    return examples
+
+
+def _bm25_candidates(questions: list[str], sentences: list[Sentence], depth: int,
+                     workdir: str | Path | None) -> list[list[str]]:
+    import tempfile
+
+    from .engines.bm25 import LuceneBM25, build_bm25_index
+
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        build_bm25_index(sentences, Path(tmp) / "bm25")
+        engine = LuceneBM25(Path(tmp) / "bm25")
+        results = engine.batch_search([(str(i), q) for i, q in enumerate(questions)], k=depth, threads=2)
+    return [[h.id for h in results[str(i)]] for i in range(len(questions))]
+
+
+def sample_batch(examples: list[Example], indices: list[int], rng: random.Random) -> tuple[list[str], list[Sentence]]:
+    """Questions and their 3B sentences: positives, then same-passage, then BM25 negatives."""
+    questions, positives, same, hard = [], [], [], []
+    for i in indices:
+        e = examples[i]
+        questions.append(e.question)
+        positives.append(e.positive)
+        pool_same = e.same_passage or e.bm25
+        pool_hard = e.bm25 or e.same_passage
+        same.append(rng.choice(pool_same) if pool_same else e.positive)
+        hard.append(rng.choice(pool_hard) if pool_hard else e.positive)
+    return questions, positives + same + hard
+
+
+class Trainer:
+    """One training run: model, optimiser, schedule, data order and checkpoints."""
+
+    def __init__(self, config: TrainConfig, output: str | Path, examples: list[Example], device: str | None = None,
+                 progress: bool = True) -> None:
+        import torch
+
+        self.config = config
+        self.output = Path(output)
+        self.examples = examples
+        self.progress = progress
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        steps_per_epoch = max(1, len(examples) // config.batch_size)
+        self.total_steps = config.max_steps or max(1, int(config.epochs * steps_per_epoch))
+        self.steps_per_epoch = steps_per_epoch
+        self.step = 0
+        self.seconds = 0.0
+        self.losses: list[float] = []
+
+        checkpoint = self.output / CHECKPOINT
+        resume = (checkpoint / TRAINER_STATE).is_file()
+        if resume:
+            state = torch.load(checkpoint / TRAINER_STATE, map_location="cpu", weights_only=False)
+            if state["config"] != dataclasses.asdict(config):
+                raise SparcError(f"{checkpoint}: was made with other training settings; use another --output "
+                                 "or delete the checkpoint")
+        torch.manual_seed(config.seed)
+        source = checkpoint if resume else config.model
+        overrides = {} if resume else {"max_length": config.max_length, "max_over": MaxOver(config.max_over)}
+        self.model = SparcModel.load(source, **overrides).to(self.device)
+        encoder = self.model.encoder
+        encoder.get_input_embeddings().weight.requires_grad_(False)  # E stays the pre-trained one
+        params = [p for p in encoder.parameters() if p.requires_grad]
+        groups = [{"params": params, "lr": config.lr, "weight_decay": config.weight_decay}]
+        self.model.w.requires_grad_(config.learn_w)
+        if config.learn_w:
+            groups.append({"params": [self.model.w], "lr": config.w_lr, "weight_decay": 0.0})
+        self.optimizer = torch.optim.AdamW(groups)
+        from transformers import get_linear_schedule_with_warmup
+
+        warmup = min(config.warmup_steps, self.total_steps // 10)
+        self.scheduler = get_linear_schedule_with_warmup(self.optimizer, warmup, self.total_steps)
+        if resume:
+            self.optimizer.load_state_dict(state["optimizer"])
+            self.scheduler.load_state_dict(state["scheduler"])
+            self.step, self.seconds, self.losses = state["step"], state["seconds"], state["losses"]
+            torch.set_rng_state(state["torch_rng"])
+
+    # --- one step --------------------------------------------------------------------------
+
+    def _scores(self, sentences: list[Sentence], vocab_ids):
+        ids, seg, _, _ = self.model.tokenize_pairs([s.text for s in sentences], [s.context for s in sentences])
+        hidden, mask = self.model.hidden_states(ids, seg)
+        return self.model.token_scores(hidden, mask, vocab_ids)
+
+    def train_step(self, questions: list[str], sentences: list[Sentence]) -> float:
+        """One optimiser step on B questions and their 3B sentences; returns the loss."""
+        import torch
+
+        tok = self.model.tokenizer
+        bags = [query_bag(tok, q) for q in questions]
+        vocab = sorted({i for bag in bags for i in tok.convert_tokens_to_ids(list(bag))})
+        column = {v: j for j, v in enumerate(vocab)}
+        Q = torch.zeros((len(questions), len(vocab)), device=self.device)
+        for i, bag in enumerate(bags):
+            for t, count in bag.items():
+                Q[i, column[tok.convert_tokens_to_ids(t)]] += count
+        vocab_ids = torch.tensor(vocab, device=self.device)
+        labels = torch.arange(len(questions), device=self.device)
+        self.model.encoder.train()
+        chunk = self.config.chunk_size
+        if len(sentences) <= chunk:
+            loss = torch.nn.functional.cross_entropy(Q @ self._scores(sentences, vocab_ids).T, labels)
+            loss.backward()
+        else:
+            # Gradient cache: the loss over the whole batch, then chunk by chunk back-propagation.
+            states, parts = [], []
+            with torch.no_grad():
+                for start in range(0, len(sentences), chunk):
+                    states.append(_rng_state(self.device))
+                    parts.append(self._scores(sentences[start: start + chunk], vocab_ids))
+            F = torch.cat(parts).requires_grad_(True)
+            loss = torch.nn.functional.cross_entropy(Q @ F.T, labels)
+            loss.backward()
+            for n, start in enumerate(range(0, len(sentences), chunk)):
+                _set_rng_state(states[n], self.device)  # the same dropout as in the first pass
+                f = self._scores(sentences[start: start + chunk], vocab_ids)
+                f.backward(F.grad[start: start + chunk])
+        torch.nn.utils.clip_grad_norm_([p for g in self.optimizer.param_groups for p in g["params"]], 1.0)
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return float(loss.detach())
+
+    # --- the loop ----------------------------------------------------------------------------
+
+    def batches(self, step: int) -> tuple[list[int], random.Random]:
+        """Question indices of ``step`` (a seeded permutation per epoch) and its sampling RNG."""
+        epoch, position = divmod(step, self.steps_per_epoch)
+        order = list(range(len(self.examples)))
+        random.Random(self.config.seed * 1000 + epoch).shuffle(order)
+        b = self.config.batch_size
+        return order[position * b: (position + 1) * b], random.Random(self.config.seed * 1_000_003 + step)
+
+    def train(self) -> dict:
+        """Run to ``total_steps`` (resuming where a checkpoint left off); save and return a summary."""
+        from tqdm import tqdm
+
+        bar = tqdm(total=self.total_steps, initial=self.step, unit="step", desc="train",
+                   disable=not self.progress, file=sys.stderr, dynamic_ncols=True)
+        started = time.perf_counter() - self.seconds
+        while self.step < self.total_steps:
+            indices, rng = self.batches(self.step)
+            questions, sentences = sample_batch(self.examples, indices, rng)
+            self.losses.append(self.train_step(questions, sentences))
+            self.step += 1
+            self.seconds = time.perf_counter() - started
+            bar.update(1)
+            bar.set_postfix(loss=f"{sum(self.losses[-20:]) / len(self.losses[-20:]):.3f}",
+                            exp_w=f"{float(self.model.w.detach().exp()):.2f}")
+            if self.step % self.config.checkpoint_every == 0 and self.step < self.total_steps:
+                self.checkpoint()
+        bar.close()
+        return self.finish()
+
+    def checkpoint(self) -> None:
+        import torch
+
+        tmp = self.output / (CHECKPOINT + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        self.model.save(tmp)
+        torch.save({"config": dataclasses.asdict(self.config), "optimizer": self.optimizer.state_dict(),
+                    "scheduler": self.scheduler.state_dict(), "step": self.step, "seconds": self.seconds,
+                    "losses": self.losses, "torch_rng": torch.get_rng_state()}, tmp / TRAINER_STATE)
+        final = self.output / CHECKPOINT
+        shutil.rmtree(final, ignore_errors=True)
+        tmp.rename(final)  # a kill between the two lines leaves checkpoint.tmp complete: see resume_checkpoint
+
+    def finish(self) -> dict:
+        import torch
+
+        self.model.encoder.eval()
+        self.model.save(self.output)
+        summary = {"config": dataclasses.asdict(self.config), "steps": self.step, "questions": len(self.examples),
+                   "seconds": round(self.seconds, 1),
+                   "questions_per_second": round(self.step * self.config.batch_size / max(self.seconds, 1e-9), 2),
+                   "final_loss": round(sum(self.losses[-20:]) / max(len(self.losses[-20:]), 1), 4),
+                   "exp_w": float(self.model.w.detach().exp()), "device": self.device,
+                   "torch_threads": torch.get_num_threads()}
+        (self.output / "training.json").write_text(json.dumps(summary, indent=2) + "\n")
+        shutil.rmtree(self.output / CHECKPOINT, ignore_errors=True)
+        return summary
+
+
+def resume_checkpoint(output: Path) -> None:
+    """Finish a checkpoint swap that a kill interrupted (only ``checkpoint.tmp`` left)."""
+    tmp, final = output / (CHECKPOINT + ".tmp"), output / CHECKPOINT
+    if (tmp / TRAINER_STATE).is_file() and not final.exists():
+        tmp.rename(final)
+
+
+def _rng_state(device: str):
+    import torch
+
+    return (torch.get_rng_state(), torch.cuda.get_rng_state() if device.startswith("cuda") else None)
+
+
+def _set_rng_state(state, device: str) -> None:
+    import torch
+
+    torch.set_rng_state(state[0])
+    if state[1] is not None:
+        torch.cuda.set_rng_state(state[1])
+
+
+def train(config: TrainConfig, output: str | Path, progress: bool = True, limit: int | None = None) -> dict:
+    """Build the examples and train; resumes from ``output/checkpoint`` when present."""
+    output = Path(output)
+    output.mkdir(parents=True, exist_ok=True)
+    resume_checkpoint(output)
+    examples = load_examples(config.data, config.bm25_depth, workdir=output, limit=limit)
+    return Trainer(config, output, examples, progress=progress).train()

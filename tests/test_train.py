@@ -1,0 +1,122 @@
+"""Training: the batch loss equals g(q, s) from full scoring, the gradient cache equals one big batch,
+E stays frozen, and a killed run resumes to the same weights."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from sparc_es.datasets import data_dir
+from sparc_es.model import SparcModel
+from sparc_es.train import TrainConfig, Trainer, load_examples, sample_batch
+
+
+@pytest.fixture(scope="module")
+def examples(tmp_path_factory):
+    if not (data_dir() / "squad_train_slice").is_dir():
+        pytest.skip("SQuAD train slice not found (set SPARC_ES_DATA)")
+    return load_examples(limit=48, workdir=tmp_path_factory.mktemp("train"))
+
+
+def test_examples_have_answer_bearing_positives_and_clean_negatives(examples):
+    assert len(examples) == 48
+    for e in examples:
+        assert e.answer.lower() in e.positive.text.lower() or e.positive.start is not None
+        assert e.bm25 and all(e.answer.lower() not in s.text.lower() for s in e.bm25 + e.same_passage)
+        assert all(s.id != e.positive.id for s in e.bm25 + e.same_passage)
+        assert e.positive.context  # the paragraph
+
+
+def make_trainer(tiny_model_dir, examples, output, **changes) -> Trainer:
+    settings = dict(model=str(tiny_model_dir), max_length=64, batch_size=8, chunk_size=96, max_steps=4,
+                    lr=1e-3, warmup_steps=0, checkpoint_every=2)
+    config = TrainConfig(**{**settings, **changes})
+    return Trainer(config, output, examples, device="cpu", progress=False)
+
+
+def test_batch_scores_equal_full_scoring(tiny_model_dir, examples, tmp_path):
+    import random
+
+    trainer = make_trainer(tiny_model_dir, examples, tmp_path)
+    questions, sentences = sample_batch(examples, list(range(4)), random.Random(0))
+    assert len(sentences) == 12
+    model = trainer.model
+    model.encoder.eval()
+    with torch.no_grad():
+        ids, seg, _, _ = model.tokenize_pairs([s.text for s in sentences], [s.context for s in sentences])
+        hidden, mask = model.hidden_states(ids, seg)
+        full = model.token_scores(hidden, mask)  # every vocabulary token
+        tok = model.tokenizer
+        for q in questions:
+            bag = model.query_bag(q)
+            vocab = torch.tensor(sorted({tok.convert_tokens_to_ids(t) for t in bag}))
+            subset = model.token_scores(hidden, mask, vocab)
+            g_subset = subset @ torch.tensor([bag[t] for t in tok.convert_ids_to_tokens(vocab.tolist())], dtype=subset.dtype)
+            g_full = sum(count * full[:, tok.convert_tokens_to_ids(t)] for t, count in bag.items())
+            torch.testing.assert_close(g_subset, g_full)
+
+
+def test_gradient_cache_equals_one_big_batch_and_embeddings_stay_frozen(tiny_model_dir, examples, tmp_path):
+    import random
+
+    questions, sentences = sample_batch(examples, list(range(8)), random.Random(1))
+    after = []
+    for chunk in (96, 5):  # 24 sentences: one pass, then five chunks through the gradient cache
+        trainer = make_trainer(tiny_model_dir, examples, tmp_path / str(chunk), chunk_size=chunk)
+        E = trainer.model.embeddings.detach().clone()
+        loss = trainer.train_step(questions, sentences)
+        assert torch.equal(trainer.model.embeddings, E)
+        after.append((loss, {k: v.clone() for k, v in trainer.model.encoder.state_dict().items()},
+                      float(trainer.model.w.detach())))
+    (loss_a, state_a, w_a), (loss_b, state_b, w_b) = after
+    assert loss_a == pytest.approx(loss_b, rel=1e-5)
+    assert w_a == pytest.approx(w_b, rel=1e-5) and w_a != pytest.approx(0.7)  # w moved, the same way
+    changed = 0
+    for name, tensor in state_a.items():
+        torch.testing.assert_close(tensor, state_b[name], rtol=1e-4, atol=1e-6)
+        changed += not torch.equal(tensor, SparcModel.load(tiny_model_dir).encoder.state_dict()[name])
+    assert changed > 10
+
+
+def test_sparta_keeps_w(tiny_model_dir, examples, tmp_path):
+    import random
+
+    trainer = make_trainer(tiny_model_dir, examples, tmp_path, learn_w=False)
+    trainer.train_step(*sample_batch(examples, list(range(8)), random.Random(2)))
+    assert float(trainer.model.w.detach()) == pytest.approx(0.7)
+
+
+def test_killed_run_resumes_to_the_same_model(tiny_model_dir, examples, tmp_path, monkeypatch):
+    whole = make_trainer(tiny_model_dir, examples, tmp_path / "whole").train()
+
+    trainer = make_trainer(tiny_model_dir, examples, tmp_path / "cut")
+    real = Trainer.train_step
+    calls = []
+
+    def dies_at_step_three(self, *a):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(self, *a)
+
+    monkeypatch.setattr(Trainer, "train_step", dies_at_step_three)
+    with pytest.raises(KeyboardInterrupt):
+        trainer.train()
+    monkeypatch.setattr(Trainer, "train_step", real)
+    assert (tmp_path / "cut" / "checkpoint" / "trainer.pt").is_file()
+    resumed = make_trainer(tiny_model_dir, examples, tmp_path / "cut")
+    assert resumed.step == 2
+    summary = resumed.train()
+    assert summary["steps"] == whole["steps"] == 4
+    a = SparcModel.load(tmp_path / "whole")
+    b = SparcModel.load(tmp_path / "cut")
+    assert a.fingerprint == b.fingerprint
+    assert not (tmp_path / "cut" / "checkpoint").exists()
+
+    changed = dataclasses.replace(make_trainer(tiny_model_dir, examples, tmp_path / "other").config, lr=5e-4)
+    trainer = make_trainer(tiny_model_dir, examples, tmp_path / "cut2")
+    trainer.checkpoint()
+    with pytest.raises(Exception, match="other training settings"):
+        Trainer(changed, tmp_path / "cut2", examples, device="cpu", progress=False)

@@ -91,10 +91,17 @@ def default_base_path() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "model"
 
 
+SHIPPED_MODEL = Path(__file__).parent / "models" / "default"
+
+
 def resolve_model_path(name_or_path: str | os.PathLike) -> Path:
-    """Map ``default`` to the shipped default model; anything else is a local folder."""
+    """Map ``default`` to the shipped default model; anything else is a local folder.
+
+    The default is the trained model in ``sparc_es/models/default`` when the package ships one,
+    else untrained SPARTA over all-MiniLM-L6-v2.
+    """
     if str(name_or_path) == DEFAULT_MODEL:
-        return default_base_path()
+        return SHIPPED_MODEL if (SHIPPED_MODEL / SPARC_CONFIG).is_file() else default_base_path()
     path = Path(name_or_path)
     if not path.is_dir():
         raise ModelError(f"{path}: no such model folder (models load from local folders only; "
@@ -218,7 +225,9 @@ class SparcModel:
         try:
             with _quiet_transformers():
                 tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-                encoder, info = AutoModel.from_pretrained(path, local_files_only=True, output_loading_info=True)
+                # float32 on the CPU even where the shipped weights are half precision
+                encoder, info = AutoModel.from_pretrained(path, local_files_only=True, output_loading_info=True,
+                                                          dtype=_torch().float32)
         except (OSError, ValueError) as e:
             raise ModelError(f"{path}: cannot load the checkpoint ({e})") from None
         # A pooler is never used by SPARC; any other tensor missing from the checkpoint is an error.

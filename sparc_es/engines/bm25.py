@@ -23,7 +23,7 @@ from ..corpus import Sentence
 from ..errors import EngineError, StoreError
 from . import Hit
 from ._java import start_jvm
-from .exact import top_k_rows
+from .exact import ranked_batches
 
 
 def build_bm25_index(sentences: Iterable[Sentence], index: str | Path, overwrite: bool = False) -> dict:
@@ -108,13 +108,6 @@ class PaperBM25:
         queries = sparse.csr_matrix((vals, (rows, cols)), shape=(len(questions), len(self.vocab)))
         return (queries @ self.weights.T).toarray()
 
-    def batch_search(self, topics: Iterable[tuple[str, str]], k: int = 1000, threads: int = 1,
-                     chunk: int = 256) -> dict[str, list[Hit]]:
-        topics = list(topics)
-        results: dict[str, list[Hit]] = {}
-        for start in range(0, len(topics), chunk):
-            part = topics[start: start + chunk]
-            ranked = top_k_rows(self.scores([q for _, q in part]), k)
-            for (qid, _), hits in zip(part, ranked):
-                results[qid] = [Hit(id=self.ids[j], score=s) for j, s in hits]
-        return results
+    def batch_search(self, topics: Iterable[tuple[str, str]], k: int = 1000, threads: int = 1) -> dict[str, list[Hit]]:
+        return {qid: [Hit(id=self.ids[j], score=s) for j, s in ranked]
+                for qid, ranked in ranked_batches(list(topics), self.scores, k)}

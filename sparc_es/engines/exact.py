@@ -35,6 +35,13 @@ def top_k_rows(scores: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
     return out
 
 
+def ranked_batches(topics: list[tuple[str, str]], scores_of, k: int, chunk: int = 256):
+    """Yield (qid, top-k (column, score)) with ``scores_of(questions)`` run ``chunk`` questions at a time."""
+    for start in range(0, len(topics), chunk):
+        part = topics[start: start + chunk]
+        yield from zip((qid for qid, _ in part), top_k_rows(scores_of([q for _, q in part]), k))
+
+
 class ExactEngine:
     """Brute-force g(q, s) over an encoded folder."""
 
@@ -79,16 +86,12 @@ class ExactEngine:
     def search(self, question: str, k: int = 10) -> list[Hit]:
         return self.batch_search([("q", question)], k)["q"]
 
-    def batch_search(self, topics: Iterable[tuple[str, str]], k: int = 1000, threads: int = 1,
-                     chunk: int = 256) -> dict[str, list[Hit]]:
-        """Score every sentence for every question, ``chunk`` questions at a time (bounded memory)."""
-        topics = list(topics)
-        results: dict[str, list[Hit]] = {}
-        for start in range(0, len(topics), chunk):
-            part = topics[start: start + chunk]
-            scores = (self._query_matrix([q for _, q in part]) @ self.docs.T).toarray()
-            for (qid, _), ranked in zip(part, top_k_rows(scores, k)):
-                results[qid] = [Hit(id=self.ids[j], score=s,
-                                    impact=None if self.floats else int(round(s * self.factor)))
-                                for j, s in ranked]
-        return results
+    def scores(self, questions: list[str]) -> np.ndarray:
+        """g(q, s) for every question (rows) and sentence (columns)."""
+        return (self._query_matrix(questions) @ self.docs.T).toarray()
+
+    def batch_search(self, topics: Iterable[tuple[str, str]], k: int = 1000, threads: int = 1) -> dict[str, list[Hit]]:
+        """Score every sentence for every question, a chunk of questions at a time (bounded memory)."""
+        return {qid: [Hit(id=self.ids[j], score=s, impact=None if self.floats else int(round(s * self.factor)))
+                      for j, s in ranked]
+                for qid, ranked in ranked_batches(list(topics), self.scores, k)}

@@ -1,0 +1,268 @@
+"""Elasticsearch engine: SPARC weights in a ``rank_features`` field, questions as dot-product queries.
+
+* Token names are made safe for ES in :func:`feature_name` (ES rejects ``.`` in feature names;
+  BERT's vocabulary has such tokens) and read back with :func:`token_name`.
+* Stored values are the same integer impacts as the Lucene index (``round(f * factor)``), dropped
+  when not positive in :func:`es_features` (ES requires strictly positive values). ES keeps 9
+  significant bits of each value, so impacts below 512 are stored exactly; larger ones lose at
+  most 0.4%.
+* A question is ``bool.should`` of ``rank_feature`` clauses with ``"linear": {}`` and ``boost`` =
+  the token's count: the score is the dot product (the default ``saturation`` function is not).
+  ``sparse_vector`` with a ``query_vector`` is the alternative on servers that have it (8.15+),
+  and needs the field mapped as ``sparse_vector``.
+* Loading streams records through the official client's ``streaming_bulk`` (chunks, retries with
+  backoff on 429), with document ids = sentence ids so a re-run replaces rather than duplicates;
+  failed items go to a JSONL report and the run ends with a count check.
+
+Supported servers: Elasticsearch 8.x (client 8.x or 9.x with 8-compatible headers) and 9.x.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..docstore import FILENAME as DOCSTORE, DocStore
+from ..encode import TOKENIZER, iter_vectors, read_meta
+from ..errors import EngineError, SparcError
+from ..model import query_bag
+from . import Hit
+
+FIELD = "weights"
+
+
+def feature_name(token: str) -> str:
+    """Reversible ES-safe name for a token: ``%`` -> ``%25`` first, then ``.`` -> ``%2E``."""
+    return token.replace("%", "%25").replace(".", "%2E")
+
+
+def token_name(feature: str) -> str:
+    """Inverse of :func:`feature_name`."""
+    return feature.replace("%2E", ".").replace("%25", "%")
+
+
+def es_features(vector: dict[str, float]) -> dict[str, float]:
+    """The ``rank_features`` value of one sentence: safe names, strictly positive values only."""
+    return {feature_name(t): float(w) for t, w in vector.items() if w > 0}
+
+
+BASE_MAPPING = {
+    "dynamic": "strict",
+    "properties": {
+        "text": {"type": "text"},
+        "doc": {"type": "keyword"},
+        "start": {"type": "integer"},
+        "end": {"type": "integer"},
+        FIELD: {"type": "rank_features"},
+    },
+}
+
+
+def mapping(meta: dict | None = None, field_type: str = "rank_features") -> dict:
+    """The index mapping (also in ``mappings/sparc.json``), ``_meta`` describing the encoded weights."""
+    body = copy.deepcopy(BASE_MAPPING)
+    body["properties"][FIELD]["type"] = field_type
+    if meta is not None:
+        body["_meta"] = {"sparc_es": {"model": meta["model"], "top_k": meta["top_k"], "factor": meta["factor"],
+                                      "sentences": meta["sentences"]}}
+    return body
+
+
+def query_body(bag: dict[str, int], size: int = 10, mode: str = "rank_feature", bm25_text: str | None = None,
+               bm25_weight: float = 0.0) -> dict:
+    """Search request whose score is sum over the question's tokens of count x stored impact."""
+    features = {feature_name(t): c for t, c in bag.items()}
+    if mode == "sparse_vector":
+        should = [{"sparse_vector": {"field": FIELD, "query_vector": {k: float(v) for k, v in features.items()}}}]
+    elif mode == "rank_feature":
+        should = [{"rank_feature": {"field": f"{FIELD}.{name}", "linear": {}, "boost": count}}
+                  for name, count in features.items()]
+    else:
+        raise SparcError(f"unknown query mode {mode!r}: rank_feature or sparse_vector")
+    if bm25_text and bm25_weight > 0:
+        should.append({"match": {"text": {"query": bm25_text, "boost": bm25_weight}}})
+    return {"size": size, "query": {"bool": {"should": should}}, "_source": ["text", "doc", "start", "end"]}
+
+
+@dataclass(frozen=True)
+class Connection:
+    """Where the cluster is and how to authenticate; secrets come from flags or the environment."""
+
+    url: str
+    api_key: str | None = None
+    username: str | None = None
+    password: str | None = None
+    ca_certs: str | None = None
+
+    @classmethod
+    def from_env(cls, url: str | None = None, **given) -> Connection:
+        env = os.environ
+        url = url or env.get("SPARC_ES_URL")
+        if not url:
+            raise SparcError("no Elasticsearch URL: pass --es-url or set SPARC_ES_URL")
+        return cls(url=url, api_key=given.get("api_key") or env.get("SPARC_ES_API_KEY"),
+                   username=given.get("username") or env.get("SPARC_ES_USER"),
+                   password=given.get("password") or env.get("SPARC_ES_PASSWORD"),
+                   ca_certs=given.get("ca_certs") or env.get("SPARC_ES_CA_CERTS"))
+
+    def __repr__(self) -> str:  # never print secrets
+        return f"Connection(url={self.url!r}, auth={'api key' if self.api_key else 'basic' if self.username else 'none'})"
+
+    def client(self, **options):
+        try:
+            from elasticsearch import Elasticsearch
+        except ImportError:
+            raise SparcError("the Elasticsearch engine needs the client: pip install 'sparc-es[es]'") from None
+        kwargs = dict(options)
+        if self.api_key:
+            kwargs["api_key"] = self.api_key
+        elif self.username:
+            kwargs["basic_auth"] = (self.username, self.password or "")
+        if self.ca_certs:
+            kwargs["ca_certs"] = self.ca_certs
+        return Elasticsearch(self.url, **kwargs)
+
+
+def _actions(encoded: Path, index: str) -> Iterator[dict]:
+    store = DocStore(encoded / DOCSTORE)
+    try:
+        batch: list[dict] = []
+        for record in iter_vectors(encoded):
+            batch.append(record)
+            if len(batch) == 500:
+                yield from _with_text(batch, store, index)
+                batch = []
+        yield from _with_text(batch, store, index)
+    finally:
+        store.close()
+
+
+def _with_text(records: list[dict], store: DocStore, index: str) -> Iterator[dict]:
+    found = store.get([r["id"] for r in records])
+    for r in records:
+        features = es_features(r["vector"])
+        if not features:
+            continue  # nothing to retrieve it by: counted as an empty vector at encode time
+        s = found[r["id"]]
+        source = {"text": s.text, FIELD: features}
+        for key in ("doc", "start", "end"):
+            if getattr(s, key) is not None:
+                source[key] = getattr(s, key)
+        yield {"_op_type": "index", "_index": index, "_id": r["id"], "_source": source}
+
+
+def load(encoded: str | Path, client, index: str, chunk_size: int = 500, max_retries: int = 5,
+         initial_backoff: float = 2.0, report: str | Path | None = None, progress: bool = True,
+         field_type: str = "rank_features", recreate: bool = False) -> dict:
+    """Stream an encoded folder into ``index`` (created with the SPARC mapping if missing;
+    deleted first with ``recreate``).
+
+    Returns counts; raises :class:`EngineError` when any document failed (listed in ``report``)
+    or the index does not hold every sentence that has weights.
+    """
+    import sys
+
+    from elasticsearch import helpers
+    from tqdm import tqdm
+
+    encoded = Path(encoded)
+    meta = read_meta(encoded)
+    expected = meta["sentences"] - meta["empty_vectors"]
+    body = mapping(meta, field_type)
+    if recreate and client.indices.exists(index=index):
+        client.indices.delete(index=index)
+    if client.indices.exists(index=index):
+        # Re-running into the same index replaces documents by id; weights from another model or
+        # factor would be mixed in silently, so that is refused.
+        existing = client.indices.get_mapping(index=index)[index]["mappings"].get("_meta", {}).get("sparc_es")
+        if existing != body["_meta"]["sparc_es"]:
+            raise EngineError(f"index {index!r} already holds other weights (model, K or factor differ, or it "
+                              "was not made by sparc-es); choose another index name or recreate it")
+    else:
+        client.indices.create(index=index, mappings=body)
+    report_path = Path(report) if report else encoded / f"es-failures-{index}.jsonl"
+    ok = failed = 0
+    with open(report_path, "w", encoding="utf-8") as failures, \
+            tqdm(total=expected, unit="sent", desc="bulk", disable=not progress, file=sys.stderr) as bar:
+        for success, item in helpers.streaming_bulk(client, _actions(encoded, index), chunk_size=chunk_size,
+                                                    max_retries=max_retries, initial_backoff=initial_backoff,
+                                                    raise_on_error=False, raise_on_exception=False):
+            if success:
+                ok += 1
+            else:
+                failed += 1
+                failures.write(json.dumps(item, default=str) + "\n")
+            bar.update(1)
+    if not failed:
+        report_path.unlink()
+    client.indices.refresh(index=index)
+    count = client.count(index=index)["count"]
+    result = {"index": index, "loaded": ok, "failed": failed, "count": count, "expected": expected}
+    if failed:
+        raise EngineError(f"{failed} of {ok + failed} documents failed to load into {index!r}; "
+                          f"see {report_path}")
+    if count != expected:
+        raise EngineError(f"index {index!r} holds {count} documents but {encoded} has {expected} "
+                          "sentences with weights")
+    return result
+
+
+class ElasticEngine:
+    """Search a sparc-es index in Elasticsearch with the question as a dot-product query."""
+
+    def __init__(self, client, index: str, encoded_or_tokenizer: str | Path, mode: str = "rank_feature") -> None:
+        from transformers import AutoTokenizer
+
+        self.client = client
+        self.index = index
+        self.mode = mode
+        folder = Path(encoded_or_tokenizer)
+        tok_dir = folder / TOKENIZER if (folder / TOKENIZER).is_dir() else folder
+        self.tokenizer = AutoTokenizer.from_pretrained(tok_dir, local_files_only=True)
+        try:
+            meta = client.indices.get_mapping(index=index)[index]["mappings"].get("_meta", {}).get("sparc_es")
+        except Exception as e:
+            raise EngineError(f"cannot read index {index!r}: {e}") from None
+        if not meta:
+            raise EngineError(f"index {index!r} was not made by sparc-es (no _meta.sparc_es in its mapping)")
+        self.factor = float(meta["factor"])
+
+    def query(self, question: str) -> dict[str, int]:
+        return query_bag(self.tokenizer, question)
+
+    def body(self, question: str, k: int = 10) -> dict:
+        return query_body(self.query(question), size=k, mode=self.mode)
+
+    def search(self, question: str, k: int = 10) -> list[Hit]:
+        bag = self.query(question)
+        if not bag:
+            return []
+        response = self.client.search(index=self.index, **query_body(bag, size=k, mode=self.mode))
+        return self._hits(response)
+
+    def batch_search(self, topics: Iterable[tuple[str, str]], k: int = 1000, threads: int = 1) -> dict[str, list[Hit]]:
+        topics = list(topics)
+        results: dict[str, list[Hit]] = {}
+        for start in range(0, len(topics), 50):
+            part = topics[start: start + 50]
+            searches = []
+            for _, question in part:
+                searches += [{"index": self.index}, query_body(self.query(question) or {"[PAD]": 1}, size=k, mode=self.mode)]
+            responses = self.client.msearch(searches=searches)["responses"]
+            for (qid, _), response in zip(part, responses):
+                if "error" in response:
+                    raise EngineError(f"query {qid} failed: {response['error']}")
+                results[qid] = self._hits(response)
+        return results
+
+    def _hits(self, response) -> list[Hit]:
+        hits = []
+        for h in response["hits"]["hits"]:
+            src = h.get("_source", {})
+            hits.append(Hit(id=h["_id"], score=h["_score"] / self.factor, text=src.get("text", ""),
+                            doc=src.get("doc"), start=src.get("start"), end=src.get("end")))
+        return hits

@@ -71,6 +71,24 @@ def _load_model(args: argparse.Namespace):
     return SparcModel.load(args.model, **overrides)
 
 
+def _engine_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--engine", choices=["lucene", "es"], default="lucene",
+                   help="lucene: embedded impact index; es: an Elasticsearch cluster (default: %(default)s)")
+    g = p.add_argument_group("Elasticsearch (--engine es); secrets also from the environment, never printed")
+    g.add_argument("--es-url", help="cluster URL (default: $SPARC_ES_URL)")
+    g.add_argument("--es-index", help="index name (default: $SPARC_ES_INDEX)")
+    g.add_argument("--es-api-key", help="API key (default: $SPARC_ES_API_KEY)")
+    g.add_argument("--es-user", help="basic auth user (default: $SPARC_ES_USER)")
+    g.add_argument("--es-password", help="basic auth password (default: $SPARC_ES_PASSWORD)")
+    g.add_argument("--es-ca-certs", help="CA bundle for TLS (default: $SPARC_ES_CA_CERTS)")
+    if "--tokenizer" not in p._option_string_actions:
+        g.add_argument("--tokenizer", metavar="DIR", help="encoded folder or model folder with the question "
+                       "tokenizer (default: the default model's)")
+        g.add_argument("--query-mode", choices=["rank_feature", "sparse_vector"], default="rank_feature",
+                       help="dot product through rank_feature clauses (linear, boost = count) or one "
+                            "sparse_vector query (default: %(default)s)")
+
+
 def _k(value: str) -> int:
     k = int(value)
     if k < 1:
@@ -104,8 +122,18 @@ def _report_encode(meta: dict, max_length: int) -> None:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
+    if args.engine == "es":
+        from .engines.elastic import load
+
+        result = load(args.input, _es_client(args), _es_index(args), chunk_size=args.chunk_size,
+                      recreate=args.recreate, field_type=args.field_type, progress=not args.quiet)
+        print(f"loaded {result['loaded']} sentences into Elasticsearch index {result['index']!r} "
+              f"({result['count']} documents, count checked)")
+        return 0
     from .engines.lucene import build_index
 
+    if not args.index:
+        raise SparcError("--index DIR is required for the Lucene engine")
     meta = build_index(args.input, args.index, overwrite=args.overwrite)
     info = meta["index"]
     if meta["empty_vectors"]:
@@ -115,10 +143,33 @@ def cmd_index(args: argparse.Namespace) -> int:
     return 0
 
 
-def _open_engine(index: str):
+def _es_client(args: argparse.Namespace):
+    from .engines.elastic import Connection
+
+    return Connection.from_env(args.es_url, api_key=args.es_api_key, username=args.es_user,
+                               password=args.es_password, ca_certs=args.es_ca_certs).client(
+        request_timeout=60, retry_on_timeout=True)
+
+
+def _es_index(args: argparse.Namespace) -> str:
+    name = args.es_index or os.environ.get("SPARC_ES_INDEX")
+    if not name:
+        raise SparcError("no Elasticsearch index name: pass --es-index or set SPARC_ES_INDEX")
+    return name
+
+
+def _open_engine(args: argparse.Namespace):
+    if args.engine == "es":
+        from .engines.elastic import ElasticEngine
+        from .model import resolve_model_path
+
+        tokenizer = args.tokenizer or args.index or resolve_model_path("default")
+        return ElasticEngine(_es_client(args), _es_index(args), tokenizer, mode=args.query_mode)
     from .engines.lucene import LuceneEngine
 
-    return LuceneEngine(index)
+    if not args.index:
+        raise SparcError("--index DIR is required for the Lucene engine")
+    return LuceneEngine(args.index)
 
 
 def _print_hits(hits, as_json: bool) -> None:
@@ -135,7 +186,7 @@ def _print_hits(hits, as_json: bool) -> None:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    engine = _open_engine(args.index)
+    engine = _open_engine(args)
     for question in args.question:
         if not question.strip():
             raise SparcError("empty question")
@@ -150,7 +201,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .trec import TrecRunWriter, read_topics
 
     topics = list(read_topics(args.topics))
-    engine = _open_engine(args.index)
+    engine = _open_engine(args)
     started = time.perf_counter()
     results = engine.batch_search(topics, k=args.k, threads=args.threads)
     seconds = time.perf_counter() - started
@@ -173,6 +224,22 @@ def cmd_explain(args: argparse.Namespace) -> int:
         print(f"{'token':<16} f(v, s)")
         for t, w in pairs:
             print(f"{t:<16} {w:.3f}")
+    return 0
+
+
+def cmd_query_dsl(args: argparse.Namespace) -> int:
+    from transformers import AutoTokenizer
+
+    from .encode import TOKENIZER
+    from .engines.elastic import query_body
+    from .model import query_bag, resolve_model_path
+
+    folder = Path(args.tokenizer or resolve_model_path("default"))
+    tokenizer = AutoTokenizer.from_pretrained(folder / TOKENIZER if (folder / TOKENIZER).is_dir() else folder,
+                                              local_files_only=True)
+    body = query_body(query_bag(tokenizer, args.question), size=args.k, mode=args.query_mode)
+    print(f"GET /{args.es_index or os.environ.get('SPARC_ES_INDEX', 'sparc')}/_search")
+    print(json.dumps(body, indent=2, ensure_ascii=False))
     return 0
 
 
@@ -289,30 +356,51 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Build a Lucene impact index (Pyserini/Anserini, in-process) from an "
                        "encoded folder, and check that no sentence was lost.")
     p.add_argument("--input", required=True, metavar="ENCODED", help="folder written by sparc-es encode")
-    p.add_argument("--index", required=True, metavar="DIR", help="index folder to write")
-    p.add_argument("--engine", choices=["lucene"], default="lucene", help="search engine (default: %(default)s)")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing index folder")
+    p.add_argument("--index", metavar="DIR", help="Lucene index folder to write")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing Lucene index folder")
+    _engine_args(p)
+    g = p.add_argument_group("Elasticsearch loading")
+    g.add_argument("--chunk-size", type=_k, default=500, help="documents per bulk request (default: %(default)s)")
+    g.add_argument("--recreate", action="store_true", help="delete and recreate the ES index first")
+    g.add_argument("--field-type", choices=["rank_features", "sparse_vector"], default="rank_features",
+                   help="ES field type; sparse_vector (ES 8.15+) enables --query-mode sparse_vector "
+                        "(default: %(default)s)")
+    g.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_index)
 
     p = sub.add_parser("search", help="answer questions from an index",
                        description="Print the top sentences for each question with score, text and "
                        "document position. The question is a bag of WordPiece tokens: no model runs.")
-    p.add_argument("--index", required=True, metavar="DIR")
+    p.add_argument("--index", metavar="DIR", help="Lucene index folder")
     p.add_argument("question", nargs="+")
     p.add_argument("-k", type=_k, default=10, help="hits per question (default: %(default)s)")
     p.add_argument("--json", action="store_true", help="print hits as JSON")
+    _engine_args(p)
     p.set_defaults(func=cmd_search)
 
     p = sub.add_parser("run", help="batch search: topics TSV in, TREC run file out",
                        description="Anserini-style batch run: one 'qid<TAB>question' per line in, a TREC "
                        "run file (qid Q0 docid rank score tag) out, for trec_eval.")
-    p.add_argument("--index", required=True, metavar="DIR")
+    p.add_argument("--index", metavar="DIR", help="Lucene index folder")
+    _engine_args(p)
     p.add_argument("--topics", required=True, metavar="TSV")
     p.add_argument("--output", required=True, metavar="RUN")
     p.add_argument("-k", type=_k, default=1000, help="hits per query (default: %(default)s)")
     p.add_argument("--threads", type=_k, default=1, help="search threads (default: %(default)s)")
     p.add_argument("--tag", default="sparc-es", help="run tag, last column (default: %(default)s)")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("query-dsl", help="print the Elasticsearch request for a question (for Kibana Dev Tools)",
+                       description="Print the search request whose score is the SPARC dot product, ready to "
+                       "paste into Kibana Dev Tools or send with any Elasticsearch client.")
+    p.add_argument("question")
+    p.add_argument("-k", type=_k, default=10, help="hits (default: %(default)s)")
+    p.add_argument("--es-index", help="index name for the request line (default: $SPARC_ES_INDEX or sparc)")
+    p.add_argument("--tokenizer", metavar="DIR", help="encoded folder, index or model folder whose tokenizer "
+                   "splits the question (default: the default model's)")
+    p.add_argument("--query-mode", choices=["rank_feature", "sparse_vector"], default="rank_feature",
+                   help="(default: %(default)s)")
+    p.set_defaults(func=cmd_query_dsl)
 
     from .train import TrainConfig, __doc__ as train_doc
 

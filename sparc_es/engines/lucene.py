@@ -114,8 +114,12 @@ class LuceneEngine:
     def batch_search(self, topics: Iterable[tuple[str, str]], k: int = 1000, threads: int = 1) -> dict[str, list[Hit]]:
         """Search many (qid, question) pairs; results keyed by qid."""
         topics = list(topics)
-        results = self.searcher.batch_search([q for _, q in topics], [qid for qid, _ in topics], k, threads)
-        return {qid: self._hits(results.get(qid, []), with_text=False) for qid, _ in topics}
+        out: dict[str, list[Hit]] = {}
+        for start in range(0, len(topics), 256):  # bounded: each Java hit is a heavy Python proxy
+            part = topics[start: start + 256]
+            results = self.searcher.batch_search([q for _, q in part], [qid for qid, _ in part], k, threads)
+            out.update((qid, self._hits(results.get(qid, []), with_text=False)) for qid, _ in part)
+        return out
 
     def _hits(self, scored, with_text: bool = True) -> list[Hit]:
         # Lucene sums in float and can land one ulp under the integer (67.99999 for 68), which

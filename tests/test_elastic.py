@@ -1,0 +1,208 @@
+"""Elasticsearch over real HTTP: noida-db (an ES-API-compatible server from PyPI) on loopback, or a
+real cluster when SPARC_ES_URL is set. The same questions give the same top 10 as Lucene."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from sparc_es.cli import main
+from sparc_es.encode import encode_corpus, iter_vectors
+from sparc_es.engines.elastic import (BASE_MAPPING, Connection, ElasticEngine, es_features, feature_name, load,
+                                      query_body, token_name)
+from sparc_es.engines.lucene import LuceneEngine, build_index
+from sparc_es.errors import EngineError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_feature_names_round_trip_and_never_contain_dots():
+    for token in ["paris", ".", "...", "##.", "%", "%2E", "a.b%c", "[UNK]", "é.25%"]:
+        name = feature_name(token)
+        assert "." not in name and token_name(name) == token
+    assert len({feature_name(t) for t in [".", "%2E", "%252E"]}) == 3
+
+
+def test_features_drop_non_positive_weights():
+    assert es_features({"a": 3, "b": 0, "c": -1, "d.e": 0.5}) == {"a": 3.0, "d%2Ee": 0.5}
+
+
+def test_mapping_file_is_the_mapping_the_code_creates():
+    shipped = json.loads((ROOT / "mappings" / "sparc.json").read_text())
+    shipped.pop("_meta")
+    assert shipped == BASE_MAPPING
+
+
+def test_query_is_a_linear_dot_product():
+    body = query_body({"paris": 2, "u.s": 1}, size=5)
+    clauses = body["query"]["bool"]["should"]
+    assert {"rank_feature": {"field": "weights.paris", "linear": {}, "boost": 2}} in clauses
+    assert {"rank_feature": {"field": "weights.u%2Es", "linear": {}, "boost": 1}} in clauses
+    sparse = query_body({"paris": 2}, mode="sparse_vector")["query"]["bool"]["should"][0]
+    assert sparse == {"sparse_vector": {"field": "weights", "query_vector": {"paris": 2.0}}}
+
+
+def test_connection_never_shows_secrets():
+    c = Connection("https://es.example:9200", api_key="s3cret", username="u", password="p4ss")
+    assert "s3cret" not in repr(c) and "p4ss" not in repr(c)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def es_url(tmp_path_factory):
+    """SPARC_ES_URL if given, else noida-db started on a free loopback port and stopped afterwards."""
+    if os.environ.get("SPARC_ES_URL"):
+        yield os.environ["SPARC_ES_URL"]
+        return
+    binary = shutil.which("noida-db") or str(Path(os.sys.executable).parent / "noida-db")
+    if not Path(binary).exists():
+        pytest.skip("noida-db not installed (pip install 'sparc-es[test]')")
+    port, data = _free_port(), tmp_path_factory.mktemp("noida")
+    # Its own process group: the server is a child of the wrapper and must go down with it.
+    proc = subprocess.Popen([binary, "start", "--only", "elasticsearch", "--elasticsearch-port", str(port),
+                             "--data-dir", str(data)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    client = Connection(url).client()
+    for _ in range(100):
+        try:
+            client.info()
+            break
+        except Exception:
+            time.sleep(0.1)
+    else:
+        os.killpg(proc.pid, signal.SIGKILL)
+        pytest.fail("noida-db did not start")
+    yield url
+    subprocess.run([binary, "down", "--data-dir", str(data)], capture_output=True, timeout=30)
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=10)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+@pytest.fixture(scope="module")
+def squad_both(tmp_path_factory, tiny_model, squad_sample, es_url):
+    sentences, questions = squad_sample
+    root = tmp_path_factory.mktemp("es")
+    corpus = root / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(s.to_json()) + "\n" for s in sentences))
+    encode_corpus([corpus], root / "encoded", tiny_model, factor=100, progress=False)
+    build_index(root / "encoded", root / "index")
+    client = Connection(es_url).client()
+    index = f"sparc-test-{os.getpid()}"
+    load(root / "encoded", client, index, progress=False, recreate=True)
+    yield root, questions, client, index
+    client.indices.delete(index=index, ignore_unavailable=True)
+
+
+def test_elasticsearch_top10_equals_lucene(squad_both):
+    root, questions, client, index = squad_both
+    largest = max(max(r["vector"].values(), default=0) for r in iter_vectors(root / "encoded"))
+    lucene = LuceneEngine(root / "index")
+    es = ElasticEngine(client, index, root / "encoded")
+    compared = 0
+    for q in questions:
+        want = lucene.search(q, k=30)
+        got = es.search(q, k=10)
+        assert len(got) == min(10, len(want)), q
+        for rank, hit in enumerate(got):
+            # 9 significant bits: exact below 512, within 0.4% above
+            assert hit.score == pytest.approx(want[rank].score, rel=0.004 if largest >= 512 else 1e-9), q
+            tied = {h.id for h in want if abs(h.score - hit.score) <= 0.004 * hit.score}
+            assert hit.id in tied, q  # the same sentence, or one tied with it
+        compared += bool(got)
+    assert compared >= 100
+
+
+def test_batch_search_and_cli_on_elasticsearch(squad_both, es_url, capsys, tmp_path):
+    root, questions, client, index = squad_both
+    es = ElasticEngine(client, index, root / "encoded")
+    topics = [(f"q{i}", q) for i, q in enumerate(questions[:60])]
+    batch = es.batch_search(topics, k=10)
+    for qid, q in topics[:20]:
+        assert [h.id for h in batch[qid]] == [h.id for h in es.search(q, k=10)]
+    args = ["--engine", "es", "--es-url", es_url, "--es-index", index, "--tokenizer", str(root / "encoded")]
+    assert main(["search", *args, "--json", "-k", "3", questions[0]]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 3
+    topics_file = tmp_path / "topics.tsv"
+    topics_file.write_text("".join(f"{qid}\t{q}\n" for qid, q in topics[:5]))
+    assert main(["run", *args, "--topics", str(topics_file), "--output", str(tmp_path / "run.trec"), "-k", "5"]) == 0
+    lines = [line.split() for line in (tmp_path / "run.trec").read_text().splitlines()]
+    assert [(r[0], r[2]) for r in lines] == [(qid, h.id) for qid, q in topics[:5] for h in es.search(q, k=5)]
+
+
+def test_reloading_is_idempotent_and_other_weights_are_refused(squad_both, tiny_model, tmp_path):
+    root, _, client, index = squad_both
+    before = client.count(index=index)["count"]
+    load(root / "encoded", client, index, progress=False)  # same ids: replaced, not duplicated
+    assert client.count(index=index)["count"] == before
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text('{"id": "x", "text": "Other weights."}\n')
+    encode_corpus([corpus], tmp_path / "other", tiny_model, factor=7, progress=False)
+    with pytest.raises(EngineError, match="already holds other weights"):
+        load(tmp_path / "other", client, index, progress=False)
+
+
+class FlakyClient:
+    """The real client, except that bulk requests fail on purpose (429s, or one rejected document)."""
+
+    def __init__(self, real, busy_calls: int = 0, reject: str | None = None) -> None:
+        self.real, self.busy_calls, self.reject, self.calls = real, busy_calls, reject, 0
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+    def options(self, **kwargs):
+        return self
+
+    def bulk(self, *args, operations, **kwargs):
+        self.calls += 1
+        pairs = [(operations[i], operations[i + 1]) for i in range(0, len(operations), 2)]
+        if self.calls <= self.busy_calls:
+            items = [{"index": {"_id": json.loads(h)["index"]["_id"], "status": 429,
+                                "error": {"type": "es_rejected_execution_exception"}}} for h, _ in pairs]
+            return SimpleNamespace(body={"errors": True, "items": items})
+        ids = [json.loads(h)["index"]["_id"] for h, _ in pairs]
+        kept = [line for (h, b), i in zip(pairs, ids) if i != self.reject for line in (h, b)]
+        response = self.real.bulk(*args, operations=kept, **kwargs).body if kept else {"items": []}
+        real_items = iter(response["items"])
+        items = [{"index": {"_id": i, "status": 400, "error": {"type": "mapper_parsing_exception"}}}
+                 if i == self.reject else next(real_items) for i in ids]
+        return SimpleNamespace(body={"errors": True, "items": items})
+
+
+def test_bulk_retries_429_with_backoff(squad_both, es_url):
+    root, _, _, _ = squad_both
+    flaky = FlakyClient(Connection(es_url).client(), busy_calls=2)
+    result = load(root / "encoded", flaky, f"retry-{os.getpid()}", chunk_size=1000, initial_backoff=0,
+                  progress=False, recreate=True)
+    assert flaky.calls >= 3 and result["failed"] == 0 and result["count"] == result["expected"]
+    flaky.real.indices.delete(index=f"retry-{os.getpid()}")
+
+
+def test_partial_failure_is_reported_and_fails(squad_both, es_url, tmp_path):
+    root, _, _, _ = squad_both
+    victim = next(iter_vectors(root / "encoded"))["id"]
+    flaky = FlakyClient(Connection(es_url).client(), reject=victim)
+    report = tmp_path / "failures.jsonl"
+    with pytest.raises(EngineError, match="1 of .* documents failed"):
+        load(root / "encoded", flaky, f"partial-{os.getpid()}", initial_backoff=0, progress=False,
+             recreate=True, report=report)
+    assert victim in report.read_text()
+    flaky.real.indices.delete(index=f"partial-{os.getpid()}")

@@ -5,11 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import signal
-import socket
-import subprocess
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -21,6 +16,7 @@ from sparc_es.engines.elastic import (BASE_MAPPING, Connection, ElasticEngine, e
                                       query_body, token_name)
 from sparc_es.engines.lucene import LuceneEngine, build_index
 from sparc_es.errors import EngineError
+from sparc_es.loopback import noida_binary, noida_server
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -56,44 +52,16 @@ def test_connection_never_shows_secrets():
     assert "s3cret" not in repr(c) and "p4ss" not in repr(c)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
-def es_url(tmp_path_factory):
+def es_url():
     """SPARC_ES_URL if given, else noida-db started on a free loopback port and stopped afterwards."""
     if os.environ.get("SPARC_ES_URL"):
         yield os.environ["SPARC_ES_URL"]
         return
-    binary = shutil.which("noida-db") or str(Path(os.sys.executable).parent / "noida-db")
-    if not Path(binary).exists():
-        pytest.skip("noida-db not installed (pip install 'sparc-es[test]')")
-    port, data = _free_port(), tmp_path_factory.mktemp("noida")
-    # Its own process group: the server is a child of the wrapper and must go down with it.
-    proc = subprocess.Popen([binary, "start", "--only", "elasticsearch", "--elasticsearch-port", str(port),
-                             "--data-dir", str(data)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    client = Connection(url).client()
-    for _ in range(100):
-        try:
-            client.info()
-            break
-        except Exception:
-            time.sleep(0.1)
-    else:
-        os.killpg(proc.pid, signal.SIGKILL)
-        pytest.fail("noida-db did not start")
-    yield url
-    subprocess.run([binary, "down", "--data-dir", str(data)], capture_output=True, timeout=30)
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=10)
-    except (ProcessLookupError, subprocess.TimeoutExpired):
-        os.killpg(proc.pid, signal.SIGKILL)
+    if noida_binary() is None:
+        pytest.skip("noida-db not installed (pip install -e '.[test]')")
+    with noida_server() as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

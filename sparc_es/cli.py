@@ -1,13 +1,15 @@
 """``sparc-es``: one console script, a sub-command per stage, each a thin call into the library.
 
     sparc-es encode  --corpus DOCS --output ENCODED     sentences -> top-K integer impacts
-    sparc-es index   --input ENCODED --index INDEX      impacts -> Lucene impact index
+    sparc-es index   --input ENCODED --index INDEX      impacts -> Lucene impact index (or --engine es)
     sparc-es search  --index INDEX "question"           top sentences with text, document, score
     sparc-es run     --index INDEX --topics T --output RUN   topics TSV -> TREC run file
     sparc-es explain "sentence"                         the (token, weight) pairs a sentence gets
     sparc-es eval    --run RUN --qrels QRELS            MRR@1000, R@1, nDCG@10, R@100
     sparc-es evalset --domain squad --output DIR        corpus, topics, qrels from ../shared/data
     sparc-es table   --systems bm25,sparc --domains squad,newsqa   systems x domains table
+    sparc-es train   --output MODEL                     train SPARC on the SQuAD train slice
+    sparc-es query-dsl "question"                       the Elasticsearch request, for Kibana
     sparc-es demo                                       all of the above on the bundled demo corpus
 """
 
@@ -81,12 +83,11 @@ def _engine_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--es-user", help="basic auth user (default: $SPARC_ES_USER)")
     g.add_argument("--es-password", help="basic auth password (default: $SPARC_ES_PASSWORD)")
     g.add_argument("--es-ca-certs", help="CA bundle for TLS (default: $SPARC_ES_CA_CERTS)")
-    if "--tokenizer" not in p._option_string_actions:
-        g.add_argument("--tokenizer", metavar="DIR", help="encoded folder or model folder with the question "
-                       "tokenizer (default: the default model's)")
-        g.add_argument("--query-mode", choices=["rank_feature", "sparse_vector"], default="rank_feature",
-                       help="dot product through rank_feature clauses (linear, boost = count) or one "
-                            "sparse_vector query (default: %(default)s)")
+    g.add_argument("--tokenizer", metavar="DIR", help="encoded folder or model folder with the question "
+                   "tokenizer (default: the default model's)")
+    g.add_argument("--query-mode", choices=["rank_feature", "sparse_vector"], default="rank_feature",
+                   help="dot product through rank_feature clauses (linear, boost = count) or one "
+                        "sparse_vector query (default: %(default)s)")
 
 
 def _k(value: str) -> int:

@@ -88,6 +88,8 @@ def _engine_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--query-mode", choices=["rank_feature", "sparse_vector"], default="rank_feature",
                    help="dot product through rank_feature clauses (linear, boost = count) or one "
                         "sparse_vector query (default: %(default)s)")
+    g.add_argument("--bm25-weight", type=float, default=0.0, metavar="B",
+                   help="add a BM25 match clause on the text with this boost (hybrid; default: off)")
 
 
 def _k(value: str) -> int:
@@ -165,7 +167,8 @@ def _open_engine(args: argparse.Namespace):
         from .model import resolve_model_path
 
         tokenizer = args.tokenizer or args.index or resolve_model_path("default")
-        return ElasticEngine(_es_client(args), _es_index(args), tokenizer, mode=args.query_mode)
+        return ElasticEngine(_es_client(args), _es_index(args), tokenizer, mode=args.query_mode,
+                             bm25_weight=args.bm25_weight)
     from .engines.lucene import LuceneEngine
 
     if not args.index:
@@ -238,7 +241,8 @@ def cmd_query_dsl(args: argparse.Namespace) -> int:
     folder = Path(args.tokenizer or resolve_model_path("default"))
     tokenizer = AutoTokenizer.from_pretrained(folder / TOKENIZER if (folder / TOKENIZER).is_dir() else folder,
                                               local_files_only=True)
-    body = query_body(query_bag(tokenizer, args.question), size=args.k, mode=args.query_mode)
+    body = query_body(query_bag(tokenizer, args.question), size=args.k, mode=args.query_mode,
+                      bm25_text=args.question, bm25_weight=args.bm25_weight)
     print(f"GET /{args.es_index or os.environ.get('SPARC_ES_INDEX', 'sparc')}/_search")
     print(json.dumps(body, indent=2, ensure_ascii=False))
     return 0
@@ -294,7 +298,8 @@ def cmd_train(args: argparse.Namespace) -> int:
                          max_steps=args.max_steps, lr=args.lr, w_lr=args.w_lr, learn_w=not args.sparta,
                          warmup_steps=args.warmup_steps, seed=args.seed, checkpoint_every=args.checkpoint_every,
                          data=args.data)
-    summary = train(config, args.output, progress=not args.quiet, limit=args.limit)
+    summary = train(config, args.output, progress=not args.quiet, limit=args.limit,
+                    examples_cache=args.examples_cache)
     print(f"trained {summary['steps']} steps in {summary['seconds']:.0f} s ({summary['questions_per_second']} "
           f"questions/s on {summary['device']}); exp(w) = {summary['exp_w']:.2f}; model in {args.output}")
     return 0
@@ -401,6 +406,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "splits the question (default: the default model's)")
     p.add_argument("--query-mode", choices=["rank_feature", "sparse_vector"], default="rank_feature",
                    help="(default: %(default)s)")
+    p.add_argument("--bm25-weight", type=float, default=0.0, metavar="B", help="add a BM25 match clause (hybrid)")
     p.set_defaults(func=cmd_query_dsl)
 
     from .train import TrainConfig, __doc__ as train_doc
@@ -427,6 +433,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=d.seed, help="(default: %(default)s)")
     p.add_argument("--checkpoint-every", type=_k, default=d.checkpoint_every, help="steps (default: %(default)s)")
     p.add_argument("--limit", type=_k, default=None, help="use only the first N questions (smoke tests)")
+    p.add_argument("--examples-cache", metavar="JSON", help="where the questions with their negatives are "
+                   "kept, to share between runs (default: OUTPUT/examples.json)")
     p.add_argument("--threads", type=_k, default=None, help="torch CPU threads")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_train)

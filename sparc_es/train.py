@@ -312,10 +312,30 @@ def _set_rng_state(state, device: str) -> None:
         torch.cuda.set_rng_state(state[1])
 
 
-def train(config: TrainConfig, output: str | Path, progress: bool = True, limit: int | None = None) -> dict:
-    """Build the examples and train; resumes from ``output/checkpoint`` when present."""
+def cached_examples(cache: Path, root: str | Path | None, bm25_depth: int, limit: int | None) -> list[Example]:
+    """:func:`load_examples`, kept in ``cache`` (JSON) so runs with the same data share the BM25 pass."""
+    key = {"root": str(Path(root) if root else data_dir()), "bm25_depth": bm25_depth, "limit": limit}
+    if cache.is_file():
+        stored = json.loads(cache.read_text())
+        if stored["key"] == key:
+            def sentence(d: dict) -> Sentence:
+                return Sentence(**d)
+
+            return [Example(e["question"], e["answer"], sentence(e["positive"]),
+                            [sentence(s) for s in e["same_passage"]], [sentence(s) for s in e["bm25"]])
+                    for e in stored["examples"]]
+    examples = load_examples(root, bm25_depth, workdir=cache.parent, limit=limit)
+    cache.write_text(json.dumps({"key": key, "examples": [dataclasses.asdict(e) for e in examples]}))
+    return examples
+
+
+def train(config: TrainConfig, output: str | Path, progress: bool = True, limit: int | None = None,
+          examples_cache: str | Path | None = None) -> dict:
+    """Build the examples (or read them from ``examples_cache``) and train; resumes from
+    ``output/checkpoint`` when present."""
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
     resume_checkpoint(output)
-    examples = load_examples(config.data, config.bm25_depth, workdir=output, limit=limit)
+    cache = Path(examples_cache) if examples_cache else output / "examples.json"
+    examples = cached_examples(cache, config.data, config.bm25_depth, limit)
     return Trainer(config, output, examples, progress=progress).train()

@@ -174,3 +174,31 @@ def test_partial_failure_is_reported_and_fails(squad_both, es_url, tmp_path):
              recreate=True, report=report)
     assert victim in report.read_text()
     flaky.real.indices.delete(index=f"partial-{os.getpid()}")
+
+
+def test_sparse_vector_field_and_query_give_the_same_ranking(squad_both, es_url):
+    root, questions, client, index = squad_both
+    other = f"sv-{os.getpid()}"
+    load(root / "encoded", client, other, progress=False, recreate=True, field_type="sparse_vector")
+    features = ElasticEngine(client, index, root / "encoded")
+    vectors = ElasticEngine(client, other, root / "encoded", mode="sparse_vector")
+    for q in questions[:30]:
+        a, b = features.search(q, k=10), vectors.search(q, k=10)
+        assert [h.score for h in a] == pytest.approx([h.score for h in b], rel=0.004)
+    client.indices.delete(index=other)
+
+
+def test_hybrid_adds_a_bm25_clause(squad_both):
+    root, questions, client, index = squad_both
+    plain = ElasticEngine(client, index, root / "encoded")
+    hybrid = ElasticEngine(client, index, root / "encoded", bm25_weight=1.0)
+    assert hybrid.body(questions[0])["query"]["bool"]["should"][-1] == {
+        "match": {"text": {"query": questions[0], "boost": 1.0}}}
+    a, b = plain.search(questions[0], k=5), hybrid.search(questions[0], k=5)
+    assert b and b[0].score >= a[0].score  # BM25 only adds
+
+
+def test_unreachable_cluster_is_one_line(capsys, tmp_path):
+    rc = main(["search", "--engine", "es", "--es-url", "http://127.0.0.1:9", "--es-index", "x", "question"])
+    err = capsys.readouterr().err
+    assert rc == 1 and err.startswith("sparc-es: error: cannot reach Elasticsearch") and err.count("\n") == 1

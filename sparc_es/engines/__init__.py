@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a run of 10k queries x 1,000 hits is 10M of these
 class Hit:
     """One retrieved sentence. ``score`` is in model units: g(q, s) over the quantised weights."""
 
@@ -18,4 +18,4 @@ class Hit:
     end: int | None = None
 
     def to_json(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if v is not None}
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}

@@ -127,6 +127,20 @@ class Connection:
         return Elasticsearch(self.url, **kwargs)
 
 
+SUPPORTED_MAJORS = (8, 9)
+
+
+def check_server(client) -> str:
+    """The server's version, refused unless its major is one sparc-es supports (8.x, 9.x)."""
+    try:
+        version = client.info()["version"]["number"]
+    except Exception as e:  # connection refused, auth, product check: the client's own message
+        raise EngineError(f"cannot reach Elasticsearch: {e}") from None
+    if int(version.split(".")[0]) not in SUPPORTED_MAJORS:
+        raise EngineError(f"Elasticsearch {version} is not supported (8.x or 9.x)")
+    return version
+
+
 def _actions(encoded: Path, index: str) -> Iterator[dict]:
     store = DocStore(encoded / DOCSTORE)
     try:
@@ -172,6 +186,7 @@ def load(encoded: str | Path, client, index: str, chunk_size: int = 500, max_ret
     encoded = Path(encoded)
     meta = read_meta(encoded)
     expected = meta["sentences"] - meta["empty_vectors"]
+    check_server(client)
     body = mapping(meta, field_type)
     if recreate and client.indices.exists(index=index):
         client.indices.delete(index=index)
@@ -214,15 +229,20 @@ def load(encoded: str | Path, client, index: str, chunk_size: int = 500, max_ret
 class ElasticEngine:
     """Search a sparc-es index in Elasticsearch with the question as a dot-product query."""
 
-    def __init__(self, client, index: str, encoded_or_tokenizer: str | Path, mode: str = "rank_feature") -> None:
+    def __init__(self, client, index: str, encoded_or_tokenizer: str | Path, mode: str = "rank_feature",
+                 bm25_weight: float = 0.0) -> None:
+        """``bm25_weight`` > 0 adds a BM25 ``match`` clause on the text with that boost (a hybrid;
+        scores are then no longer pure SPARC sums)."""
         from transformers import AutoTokenizer
 
         self.client = client
         self.index = index
         self.mode = mode
+        self.bm25_weight = bm25_weight
         folder = Path(encoded_or_tokenizer)
         tok_dir = folder / TOKENIZER if (folder / TOKENIZER).is_dir() else folder
         self.tokenizer = AutoTokenizer.from_pretrained(tok_dir, local_files_only=True)
+        check_server(client)
         try:
             meta = client.indices.get_mapping(index=index)[index]["mappings"].get("_meta", {}).get("sparc_es")
         except Exception as e:
@@ -235,25 +255,30 @@ class ElasticEngine:
         return query_bag(self.tokenizer, question)
 
     def body(self, question: str, k: int = 10) -> dict:
-        return query_body(self.query(question), size=k, mode=self.mode)
+        """The request body for ``question`` (what ``sparc-es query-dsl`` prints)."""
+        return query_body(self.query(question), size=k, mode=self.mode, bm25_text=question,
+                          bm25_weight=self.bm25_weight)
 
     def search(self, question: str, k: int = 10) -> list[Hit]:
-        bag = self.query(question)
-        if not bag:
+        if not self.query(question) and not self.bm25_weight:
             return []
-        response = self.client.search(index=self.index, **query_body(bag, size=k, mode=self.mode))
-        return self._hits(response)
+        return self._hits(self.client.search(index=self.index, **self.body(question, k)))
 
     def batch_search(self, topics: Iterable[tuple[str, str]], k: int = 1000, threads: int = 1) -> dict[str, list[Hit]]:
+        """Many questions through ``_msearch``, 50 per request."""
         topics = list(topics)
         results: dict[str, list[Hit]] = {}
         for start in range(0, len(topics), 50):
-            part = topics[start: start + 50]
+            part = [(qid, q) for qid, q in topics[start: start + 50]]
+            asked = [(qid, q) for qid, q in part if self.query(q) or self.bm25_weight]
+            results.update((qid, []) for qid, _ in part)
+            if not asked:
+                continue
             searches = []
-            for _, question in part:
-                searches += [{"index": self.index}, query_body(self.query(question) or {"[PAD]": 1}, size=k, mode=self.mode)]
+            for _, question in asked:
+                searches += [{"index": self.index}, self.body(question, k)]
             responses = self.client.msearch(searches=searches)["responses"]
-            for (qid, _), response in zip(part, responses):
+            for (qid, _), response in zip(asked, responses):
                 if "error" in response:
                     raise EngineError(f"query {qid} failed: {response['error']}")
                 results[qid] = self._hits(response)

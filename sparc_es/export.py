@@ -13,7 +13,9 @@ from collections.abc import Iterable
 
 import numpy as np
 
-DEFAULT_FACTOR = 100.0
+# Chosen from docs/evaluation.md: on SQuAD dev, factor 10 scores within 0.04 MRR of exact float
+# scoring and builds the Lucene index 4.8x faster than factor 100.
+DEFAULT_FACTOR = 10.0
 
 
 def quantize(tokens: Iterable[str], weights: np.ndarray, factor: float) -> dict[str, int]:

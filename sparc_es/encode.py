@@ -116,8 +116,10 @@ def encode_corpus(corpus: Iterable[str | Path], output: str | Path, model: Sparc
             store.add(batch)
             shard += 1
             stats.seconds = time.perf_counter() - started
-            (out / PROGRESS).write_text(json.dumps({"settings": settings, "shards": shard, "bytes": vectors.tell(),
-                                                    "stats": {**stats.__dict__}}))
+            tmp = out / (PROGRESS + ".tmp")  # replaced atomically: a kill never leaves half a file
+            tmp.write_text(json.dumps({"settings": settings, "shards": shard, "bytes": vectors.tell(),
+                                       "stats": {**stats.__dict__}}))
+            tmp.replace(out / PROGRESS)
     bar.close()
     store.close()
     model.tokenizer.save_pretrained(out / TOKENIZER)

@@ -352,7 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="quantisation: integer weight = round(f(v, s) * F) (default: %(default)s)")
     p.add_argument("--batch-size", type=_k, default=32, help="sentences per forward pass (default: %(default)s)")
     p.add_argument("--shard-size", type=_k, default=10_000,
-                   help="sentences per output file, the unit of resuming (default: %(default)s)")
+                   help="sentences per shard, the unit of resuming (default: %(default)s)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     _model_args(p)

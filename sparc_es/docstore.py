@@ -1,19 +1,25 @@
-"""Sentence store: id -> text, document and offsets, so a hit can be shown in its document.
+"""Sentence store: id -> text, context, document and offsets, so a hit can be shown in its document.
 
 A single SQLite file (standard library, bounded memory, random access by id) written while
-encoding and copied into every index built from the encoded folder. Contexts are not stored:
-they are inputs to the encoder, not results.
+encoding and copied into every index built from the encoded folder. Contexts are stored once
+each (many sentences share a passage) and joined back on request.
 """
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 
 from .corpus import Sentence
+from .errors import StoreError
 
 FILENAME = "sentences.sqlite"
+
+
+def _key(context: str) -> str | None:
+    return hashlib.sha1(context.encode("utf-8")).hexdigest() if context else None
 
 
 class DocStore:
@@ -22,29 +28,35 @@ class DocStore:
     def __init__(self, path: str | Path, create: bool = False) -> None:
         self.path = Path(path)
         if not create and not self.path.is_file():
-            from .errors import StoreError
-
             raise StoreError(f"{self.path}: sentence store missing")
         # check_same_thread=False: the Lucene engine may look hits up from worker threads.
         self.db = sqlite3.connect(self.path, check_same_thread=False)
         if create:
             self.db.execute("CREATE TABLE IF NOT EXISTS sentences (id TEXT PRIMARY KEY, text TEXT NOT NULL, "
-                            "doc TEXT, start INTEGER, end INTEGER)")
+                            "doc TEXT, start INTEGER, end INTEGER, context TEXT)")
+            self.db.execute("CREATE TABLE IF NOT EXISTS contexts (key TEXT PRIMARY KEY, text TEXT NOT NULL)")
 
     def add(self, sentences: Iterable[Sentence]) -> None:
-        # INSERT OR REPLACE makes a resumed encode idempotent.
-        self.db.executemany("INSERT OR REPLACE INTO sentences VALUES (?, ?, ?, ?, ?)",
-                            ((s.id, s.text, s.doc, s.start, s.end) for s in sentences))
+        sentences = list(sentences)
+        # INSERT OR REPLACE / IGNORE make a resumed encode idempotent.
+        self.db.executemany("INSERT OR IGNORE INTO contexts VALUES (?, ?)",
+                            {(_key(s.context), s.context) for s in sentences if s.context})
+        self.db.executemany("INSERT OR REPLACE INTO sentences VALUES (?, ?, ?, ?, ?, ?)",
+                            ((s.id, s.text, s.doc, s.start, s.end, _key(s.context)) for s in sentences))
         self.db.commit()
 
-    def get(self, ids: list[str]) -> dict[str, Sentence]:
+    def get(self, ids: list[str], context: bool = False) -> dict[str, Sentence]:
+        """The stored sentences among ``ids``; with ``context``, their passages too."""
         out: dict[str, Sentence] = {}
+        join = "LEFT JOIN contexts c ON c.key = s.context" if context else ""
+        ctx = "c.text" if context else "NULL"
         for start in range(0, len(ids), 500):  # SQLite caps the number of bound parameters
             chunk = ids[start: start + 500]
             marks = ",".join("?" * len(chunk))
-            for sid, text, doc, a, b in self.db.execute(
-                    f"SELECT id, text, doc, start, end FROM sentences WHERE id IN ({marks})", chunk):
-                out[sid] = Sentence(id=sid, text=text, doc=doc, start=a, end=b)
+            for sid, text, doc, a, b, passage in self.db.execute(
+                    f"SELECT s.id, s.text, s.doc, s.start, s.end, {ctx} FROM sentences s {join} "
+                    f"WHERE s.id IN ({marks})", chunk):
+                out[sid] = Sentence(id=sid, text=text, context=passage or "", doc=doc, start=a, end=b)
         return out
 
     def __len__(self) -> int:

@@ -4,7 +4,7 @@ Layout (``sparc-es encode --corpus DOCS --output ENCODED``)::
 
     ENCODED/meta.json             model fingerprint, K, quantisation factor, counts
     ENCODED/tokenizer/            the tokenizer questions are split with at search time
-    ENCODED/sentences.sqlite      id -> text, document, offsets (shown with hits)
+    ENCODED/sentences.sqlite      id -> text, context, document, offsets (shown with hits)
     ENCODED/vectors/vectors.jsonl Pyserini JsonVectorCollection, integer weights, input order
 
 The corpus is validated in a first cheap pass (so a bad line fails in seconds, not after hours of

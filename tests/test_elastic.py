@@ -117,6 +117,9 @@ def test_batch_search_and_cli_on_elasticsearch(squad_both, es_url, capsys, tmp_p
 
 def test_reloading_is_idempotent_and_other_weights_are_refused(squad_both, tiny_model, tmp_path):
     root, _, client, index = squad_both
+    first = next(iter_vectors(root / "encoded"))["id"]
+    source = client.get(index=index, id=first)["_source"]
+    assert source["context"] and source["text"] in source["context"]  # the passage travels with it
     before = client.count(index=index)["count"]
     load(root / "encoded", client, index, progress=False)  # same ids: replaced, not duplicated
     assert client.count(index=index)["count"] == before

@@ -54,6 +54,7 @@ BASE_MAPPING = {
     "dynamic": "strict",
     "properties": {
         "text": {"type": "text"},
+        "context": {"type": "text", "index": False},  # shown with a hit, not searched
         "doc": {"type": "keyword"},
         "start": {"type": "integer"},
         "end": {"type": "integer"},
@@ -156,15 +157,15 @@ def _actions(encoded: Path, index: str) -> Iterator[dict]:
 
 
 def _with_text(records: list[dict], store: DocStore, index: str) -> Iterator[dict]:
-    found = store.get([r["id"] for r in records])
+    found = store.get([r["id"] for r in records], context=True)
     for r in records:
         features = es_features(r["vector"])
         if not features:
             continue  # nothing to retrieve it by: counted as an empty vector at encode time
         s = found[r["id"]]
         source = {"text": s.text, FIELD: features}
-        for key in ("doc", "start", "end"):
-            if getattr(s, key) is not None:
+        for key in ("context", "doc", "start", "end"):
+            if getattr(s, key) not in (None, ""):
                 source[key] = getattr(s, key)
         yield {"_op_type": "index", "_index": index, "_id": r["id"], "_source": source}
 

@@ -173,14 +173,14 @@ def _torch():
 class SparcModel:
     """A BERT-family encoder scored as SPARC. Not an ``nn.Module`` itself: training wraps it."""
 
-    def __init__(self, encoder, tokenizer, config: SparcConfig, fingerprint: str = "") -> None:
+    def __init__(self, encoder, tokenizer, config: SparcConfig) -> None:
         """Wrap a loaded encoder and tokenizer; most callers want :meth:`load`."""
         torch = _torch()
         self.encoder = encoder
         self.tokenizer = tokenizer
         self.config = config
         self.w = torch.nn.Parameter(torch.tensor(float(config.w)))
-        self.fingerprint = fingerprint or model_fingerprint(encoder, config)
+        self.fingerprint = model_fingerprint(encoder, config)
         for name in ("cls_token_id", "sep_token_id", "pad_token_id"):
             if getattr(tokenizer, name) is None:
                 raise ModelError(f"the tokenizer has no {name[:3].upper()} token: SPARC needs a BERT-family "

@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(args.workdir, ignore_errors=True)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({"sentences": len(sentences), "rows": rows}, indent=2) + "\n")
-    print(f"\n| K | factor | integer weight per sentence | build s | sentences/s | MB |\n|---|---|---|---|---|---|")
+    print("\n| K | factor | integer weight per sentence | build s | sentences/s | MB |\n|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['K']} | {r['factor']:g} | {r['impact_per_sentence']:,} | {r['build_seconds']} | "
               f"{r['sentences_per_second']:,} | {r['index_megabytes']} |")

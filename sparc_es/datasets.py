@@ -32,7 +32,7 @@ def read_mrqa(path: str | Path) -> Iterator[dict]:
     if not path.is_file():
         raise InputError(path, f"MRQA file not found (set {DATA_ENV} to the data folder)")
     with gzip.open(path, "rt", encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
+        for line in f:
             obj = json.loads(line)
             if "header" in obj:
                 continue

@@ -66,6 +66,12 @@ def _lines(path: str | Path) -> Iterable[tuple[int, list[str]]]:
                 yield lineno, fields
 
 
+def _judged(run: Run, qrels: Qrels) -> dict[str, dict[str, float]]:
+    """The part of the run the library sees: judged queries with at least one result. The
+    callers count every other judged query as zero."""
+    return {q: dict(docs) for q, docs in run.items() if q in qrels and docs}
+
+
 def evaluate(run: Run, qrels: Qrels, measures: Mapping[str, str] = MEASURES) -> dict[str, float]:
     """Mean of each measure over all queries with qrels; missing or empty results score 0."""
     import ir_measures
@@ -73,9 +79,7 @@ def evaluate(run: Run, qrels: Qrels, measures: Mapping[str, str] = MEASURES) -> 
     parsed = {name: ir_measures.parse_measure(m) for name, m in measures.items()}
     by_measure = {m: name for name, m in parsed.items()}
     totals = dict.fromkeys(parsed, 0.0)
-    # Only judged queries with at least one result reach the library; the rest add zero.
-    judged_run = {q: dict(docs) for q, docs in run.items() if q in qrels and docs}
-    for metric in ir_measures.iter_calc(list(parsed.values()), dict(qrels), judged_run):
+    for metric in ir_measures.iter_calc(list(parsed.values()), dict(qrels), _judged(run, qrels)):
         totals[by_measure[metric.measure]] += metric.value
     n = len(qrels)
     return {name: total / n for name, total in totals.items()}
@@ -87,8 +91,7 @@ def per_query(run: Run, qrels: Qrels, measure: str) -> dict[str, float]:
 
     m = ir_measures.parse_measure(measure)
     values = dict.fromkeys(qrels, 0.0)
-    judged_run = {q: dict(docs) for q, docs in run.items() if q in qrels and docs}
-    for metric in ir_measures.iter_calc([m], dict(qrels), judged_run):
+    for metric in ir_measures.iter_calc([m], dict(qrels), _judged(run, qrels)):
         values[metric.query_id] = metric.value
     return values
 

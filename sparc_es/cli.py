@@ -9,6 +9,7 @@
     sparc-es evalset --domain squad --output DIR        corpus, topics, qrels from ../shared/data
     sparc-es table   --systems bm25,sparc --domains squad,newsqa   systems x domains table
     sparc-es train   --output MODEL                     train SPARC on the SQuAD train slice
+    sparc-es adapt   --corpus DOCS --output MODEL       embedding replacement on your own corpus (CPU)
     sparc-es query-dsl "question"                       the Elasticsearch request, for Kibana
     sparc-es demo                                       all of the above on the bundled demo corpus
 """
@@ -90,6 +91,12 @@ def _engine_args(p: argparse.ArgumentParser) -> None:
                         "sparse_vector query (default: %(default)s)")
     g.add_argument("--bm25-weight", type=float, default=0.0, metavar="B",
                    help="add a BM25 match clause on the text with this boost (hybrid; default: off)")
+    g = p.add_argument_group("hybrid with BM25 (Lucene engine; uses the BM25 index built beside the impact index)")
+    g.add_argument("--hybrid", choices=["rrf", "sum"],
+                   help="fuse with BM25: reciprocal-rank fusion, or a weighted sum of min-max-normalised "
+                        "scores (default: SPARC alone)")
+    g.add_argument("--hybrid-weight", type=float, default=0.5, metavar="A",
+                   help="BM25's share of the --hybrid sum, 0 to 1 (default: %(default)s)")
 
 
 def _k(value: str) -> int:
@@ -108,10 +115,12 @@ def cmd_encode(args: argparse.Namespace) -> int:
         raise SparcError("--factor must be positive")
     model = _load_model(args)
     meta = encode_corpus(args.corpus, args.output, model, factor=args.factor, batch_size=args.batch_size,
-                         shard_size=args.shard_size, overwrite=args.overwrite, progress=not args.quiet)
+                         shard_size=args.shard_size, overwrite=args.overwrite, progress=not args.quiet,
+                         idf=args.idf)
     _report_encode(meta, model.config.max_length)
     print(f"encoded {meta['sentences']} sentences into {args.output} "
-          f"(K={meta['top_k']}, factor={meta['factor']:g}, {meta['sentences_per_second']} sentences/s)")
+          f"(K={meta['top_k']}, factor={meta['factor']:g}{', IDF-weighted' if args.idf else ''}, "
+          f"{meta['sentences_per_second']} sentences/s)")
     return 0
 
 
@@ -137,7 +146,7 @@ def cmd_index(args: argparse.Namespace) -> int:
 
     if not args.index:
         raise SparcError("--index DIR is required for the Lucene engine")
-    meta = build_index(args.input, args.index, overwrite=args.overwrite)
+    meta = build_index(args.input, args.index, overwrite=args.overwrite, bm25=not args.no_bm25)
     info = meta["index"]
     if meta["empty_vectors"]:
         _warn(f"{meta['empty_vectors']} sentences have no weights and are not in the index")
@@ -173,6 +182,10 @@ def _open_engine(args: argparse.Namespace):
 
     if not args.index:
         raise SparcError("--index DIR is required for the Lucene engine")
+    if args.hybrid:
+        from .engines.hybrid import HybridEngine
+
+        return HybridEngine.open(args.index, args.hybrid, args.hybrid_weight)
     return LuceneEngine(args.index)
 
 
@@ -273,13 +286,13 @@ def cmd_evalset(args: argparse.Namespace) -> int:
 
 
 def cmd_table(args: argparse.Namespace) -> int:
-    from .experiment import run_table, write_table
+    from .experiment import run_table, split_systems, write_table
 
     if args.threads:
         import torch
 
         torch.set_num_threads(args.threads)
-    rows = run_table(args.systems.split(","), args.domains.split(","), args.workdir, args.data,
+    rows = run_table(split_systems(args.systems), args.domains.split(","), args.workdir, args.data,
                      k=args.k, threads=args.threads or 2)
     write_table(rows, args.json, args.markdown)
     print(f"wrote {args.json} and {args.markdown}")
@@ -302,6 +315,25 @@ def cmd_train(args: argparse.Namespace) -> int:
                     examples_cache=args.examples_cache)
     print(f"trained {summary['steps']} steps in {summary['seconds']:.0f} s ({summary['questions_per_second']} "
           f"questions/s on {summary['device']}); exp(w) = {summary['exp_w']:.2f}; model in {args.output}")
+    return 0
+
+
+def cmd_adapt(args: argparse.Namespace) -> int:
+    from .adapt import AdaptConfig, adapt
+
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    if not 0 < args.mask_probability < 1:
+        raise SparcError("--mask-probability must be between 0 and 1")
+    config = AdaptConfig(steps=args.steps, batch_size=args.batch_size, lr=args.lr,
+                         mask_probability=args.mask_probability, max_length=args.max_length, seed=args.seed,
+                         checkpoint_every=args.checkpoint_every)
+    record = adapt(args.model, args.corpus, args.output, config, base=args.base, overwrite=args.overwrite,
+                   progress=not args.quiet)
+    print(f"adapted E on {record['sentences']} sentences in {record['seconds']:.0f} s ({record['steps']} steps, "
+          f"MLM loss {record['loss_first_10']:.2f} -> {record['loss_last_10']:.2f}); model in {args.output}")
     return 0
 
 
@@ -353,6 +385,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=_k, default=32, help="sentences per forward pass (default: %(default)s)")
     p.add_argument("--shard-size", type=_k, default=10_000,
                    help="sentences per shard, the unit of resuming (default: %(default)s)")
+    p.add_argument("--idf", action="store_true",
+                   help="multiply each weight by log(N / N_v) over this corpus before the top-K cut "
+                        "(paper 004; recorded in meta.json)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     _model_args(p)
@@ -364,6 +399,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--input", required=True, metavar="ENCODED", help="folder written by sparc-es encode")
     p.add_argument("--index", metavar="DIR", help="Lucene index folder to write")
     p.add_argument("--overwrite", action="store_true", help="replace an existing Lucene index folder")
+    p.add_argument("--no-bm25", action="store_true",
+                   help="skip the BM25 index of the sentence texts that --hybrid searches need")
     _engine_args(p)
     g = p.add_argument_group("Elasticsearch loading")
     g.add_argument("--chunk-size", type=_k, default=500, help="documents per bulk request (default: %(default)s)")
@@ -438,6 +475,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=_k, default=None, help="torch CPU threads")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_train)
+
+    from .adapt import AdaptConfig, __doc__ as adapt_doc
+
+    d = AdaptConfig()
+    p = sub.add_parser("adapt", help="adapt a model to your corpus on the CPU (embedding replacement; resumable)",
+                       description=adapt_doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--corpus", nargs="+", required=True, metavar="PATH",
+                   help="the target corpus: what encode takes (JSONL, .txt, .md files or folders)")
+    p.add_argument("--output", required=True, metavar="DIR", help="adapted model folder to write (and resume from)")
+    p.add_argument("--model", default="default", help="SPARC model folder to adapt (default: %(default)s)")
+    p.add_argument("--base", metavar="DIR", help="its base checkpoint (default: found from the model's provenance)")
+    p.add_argument("--steps", type=_k, default=d.steps, help="(default: %(default)s)")
+    p.add_argument("--batch-size", type=_k, default=d.batch_size, help="sentences per step (default: %(default)s)")
+    p.add_argument("--lr", type=float, default=d.lr, help="learning rate of E (default: %(default)s)")
+    p.add_argument("--mask-probability", type=float, default=d.mask_probability, help="(default: %(default)s)")
+    p.add_argument("--max-length", type=_k, default=d.max_length, help="tokens per sentence (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=d.seed, help="(default: %(default)s)")
+    p.add_argument("--checkpoint-every", type=_k, default=d.checkpoint_every, help="steps (default: %(default)s)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
+    p.add_argument("--threads", type=_k, default=None, help="torch CPU threads")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_adapt)
 
     p = sub.add_parser("eval", help="score a TREC run against TREC qrels",
                        description="MRR@1000, R@1 (first hit relevant), nDCG@10 and R@100 through trec_eval's "

@@ -7,6 +7,10 @@ Layout (``sparc-es encode --corpus DOCS --output ENCODED``)::
     ENCODED/sentences.sqlite      id -> text, context, document, offsets (shown with hits)
     ENCODED/vectors/vectors.jsonl Pyserini JsonVectorCollection, integer weights, input order
 
+With ``idf`` every weight is multiplied, before the top-K cut, by log(N / N_v) over the corpus
+being encoded (paper 004, eq. 6-7): N sentences, N_v of them with token v in their text, and a
+factor of 1 for tokens that occur in none. The counts are recorded in ``meta.json``.
+
 The corpus is validated in a first cheap pass (so a bad line fails in seconds, not after hours of
 encoding), then encoded in shards appended to one file: Anserini numbers documents in file order
 within a file but lists a folder's files in no fixed order, and Lucene breaks score ties by that
@@ -25,6 +29,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
+
+import numpy as np
 
 from . import __version__
 from .corpus import Sentence, read_corpus
@@ -69,11 +75,31 @@ class EncodeStats:
         return stats
 
 
-def _settings(model: SparcModel, factor: float, corpus: list[str], keep_floats: bool) -> dict:
+def _settings(model: SparcModel, factor: float, corpus: list[str], keep_floats: bool, idf: bool) -> dict:
     return {"model": {"fingerprint": model.fingerprint, "w": float(model.w.detach()),
                       "max_over": model.config.max_over.value, "max_length": model.config.max_length,
-                      "base_model": model.config.base_model},
-            "top_k": model.config.top_k, "factor": factor, "corpus": corpus, "floats": keep_floats}
+                      "base_model": model.config.base_model, "adaptation": model.config.adaptation},
+            "top_k": model.config.top_k, "factor": factor, "corpus": corpus, "floats": keep_floats, "idf": idf}
+
+
+def document_frequencies(sentences: Iterable[Sentence], tokenizer, batch: int = 1024) -> tuple[np.ndarray, int]:
+    """(N_v for every vocabulary id, N): how many sentences have token v in their text."""
+    df = np.zeros(len(tokenizer), dtype=np.int64)
+    n = 0
+    records = iter(sentences)
+    while chunk := list(islice(records, batch)):
+        for ids in tokenizer([s.text for s in chunk], add_special_tokens=False)["input_ids"]:
+            df[np.unique(np.asarray(ids, dtype=np.int64))] += 1
+        n += len(chunk)
+    return df, n
+
+
+def idf_weights(df: np.ndarray, n: int) -> np.ndarray:
+    """log(N / N_v), and 1 where N_v = 0 (paper 004, eq. 6)."""
+    out = np.ones(len(df), dtype=np.float64)
+    seen = df > 0
+    out[seen] = np.log(n / df[seen])
+    return out
 
 
 def read_meta(folder: str | Path) -> dict:
@@ -86,19 +112,27 @@ def read_meta(folder: str | Path) -> dict:
 
 def encode_corpus(corpus: Iterable[str | Path], output: str | Path, model: SparcModel,
                   factor: float = DEFAULT_FACTOR, batch_size: int = 32, shard_size: int = 10_000,
-                  overwrite: bool = False, progress: bool = True, keep_floats: bool = False) -> dict:
+                  overwrite: bool = False, progress: bool = True, keep_floats: bool = False,
+                  idf: bool = False) -> dict:
     """Encode every sentence of ``corpus`` into ``output``; returns the metadata written.
 
-    ``keep_floats`` also stores each sentence's unquantised weights (exact scoring, re-quantising).
+    ``keep_floats`` also stores each sentence's unquantised weights (exact scoring, re-quantising);
+    ``idf`` weights them by the corpus's IDF first (see the module docstring).
     """
     from tqdm import tqdm
 
     corpus = [str(p) for p in corpus]
     out = Path(output)
-    settings = _settings(model, factor, corpus, keep_floats)
+    settings = _settings(model, factor, corpus, keep_floats, idf)
     stats, done_shards, done_bytes = _prepare(out, settings, overwrite)
 
     total = sum(1 for _ in read_corpus(corpus))  # validates every line before any encoding
+    term_weights, idf_meta = None, {}
+    if idf:
+        df, n = document_frequencies(read_corpus(corpus), model.tokenizer)
+        term_weights = idf_weights(df, n)[: model.embeddings.shape[0]]
+        idf_meta = {"idf_weighting": {"documents": n, "counted_in": "sentence text (WordPiece tokens)",
+                                      "tokens_seen": int((df > 0).sum()), "formula": "log(N / N_v), 1 where N_v = 0"}}
     records = read_corpus(corpus)
     skip = sum(1 for _ in islice(records, done_shards * shard_size))
     store = DocStore(out / DOCSTORE, create=True)
@@ -112,7 +146,7 @@ def encode_corpus(corpus: Iterable[str | Path], output: str | Path, model: Sparc
             batch = list(islice(records, shard_size))
             if not batch:
                 break
-            _write_shard(vectors, batch, model, factor, batch_size, stats, bar, keep_floats)
+            _write_shard(vectors, batch, model, factor, batch_size, stats, bar, keep_floats, term_weights)
             store.add(batch)
             shard += 1
             stats.seconds = time.perf_counter() - started
@@ -123,7 +157,7 @@ def encode_corpus(corpus: Iterable[str | Path], output: str | Path, model: Sparc
     bar.close()
     store.close()
     model.tokenizer.save_pretrained(out / TOKENIZER)
-    meta = {"format": "sparc-es-encoded/1", "sparc_es": __version__, **settings, **stats.to_json()}
+    meta = {"format": "sparc-es-encoded/1", "sparc_es": __version__, **settings, **idf_meta, **stats.to_json()}
     (out / META).write_text(json.dumps(meta, indent=2) + "\n")
     (out / PROGRESS).unlink(missing_ok=True)
     return meta
@@ -151,10 +185,10 @@ def _prepare(out: Path, settings: dict, overwrite: bool) -> tuple[EncodeStats, i
 
 
 def _write_shard(f, batch: list[Sentence], model: SparcModel, factor: float, batch_size: int,
-                 stats: EncodeStats, bar, keep_floats: bool = False) -> None:
+                 stats: EncodeStats, bar, keep_floats: bool = False, term_weights=None) -> None:
     pairs = ((s.text, s.context) for s in batch)
     lines = []
-    for s, enc in zip(batch, model.encode(pairs, batch_size=batch_size)):
+    for s, enc in zip(batch, model.encode(pairs, batch_size=batch_size, term_weights=term_weights)):
         vector = quantize(enc.tokens, enc.weights, factor)
         floats = dict(zip(enc.tokens, enc.weights.tolist())) if keep_floats else None
         lines.append(json.dumps(pyserini_record(s.id, s.text, vector, floats), ensure_ascii=False) + "\n")

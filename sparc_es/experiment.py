@@ -8,8 +8,10 @@ Systems (``--systems``, comma-separated; options after a colon)::
     sparc-exact[:opts]        the same model scored exactly in floating point (SciPy)
     sparc-int[:opts]          the same model's integers scored exactly (what Lucene should give)
 
-    opts: model=PATH, k=TOP_K, factor=F, max_over=sentence|all, max_length=N
-          e.g. sparc:k=500,factor=100   sparc-exact:model=models/sparc,max_over=all
+    opts: model=PATH, k=TOP_K, factor=F, max_over=sentence|all, max_length=N,
+          idf=1 (IDF-weighted encoding), hybrid=rrf|sum (fused with Lucene BM25; sparc only),
+          hybrid_weight=A (BM25's share of the sum, default 0.5)
+          e.g. sparc:k=500,factor=100,bm25-paper   sparc-exact:model=models/sparc,max_over=all
 
 Everything is cached under ``--workdir`` (evaluation sets, encoded folders with float weights,
 indexes, run files), keyed by the model fingerprint and settings, so adding a system or a domain
@@ -20,6 +22,7 @@ fingerprint and settings beside each row.
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +34,14 @@ from .export import DEFAULT_FACTOR
 from .trec import TrecRunWriter
 
 KINDS = ("bm25", "bm25-paper", "sparc", "sparc-exact", "sparc-int")
-SPARC_OPTIONS = {"model": str, "k": int, "factor": float, "max_over": str, "max_length": int}
+SPARC_OPTIONS = {"model": str, "k": int, "factor": float, "max_over": str, "max_length": int,
+                 "idf": int, "hybrid": str, "hybrid_weight": float}
+
+
+def split_systems(text: str) -> list[str]:
+    """Split ``--systems`` on the commas that start a new system (options also use commas)."""
+    kinds = "|".join(re.escape(k) for k in sorted(KINDS, key=len, reverse=True))
+    return [s for s in re.split(rf",(?=(?:{kinds})(?::|,|$))", text) if s]
 
 
 @dataclass(frozen=True)
@@ -56,6 +66,8 @@ class System:
                 options[key] = SPARC_OPTIONS[key](value)
             except ValueError:
                 raise SparcError(f"bad value in {item!r} of system {spec!r}") from None
+        if "hybrid" in options and (kind != "sparc" or options["hybrid"] not in ("rrf", "sum")):
+            raise SparcError(f"system {spec!r}: hybrid=rrf|sum applies to the Lucene system 'sparc' only")
         return cls(spec, kind, options)
 
 
@@ -69,10 +81,11 @@ def _sparc_encoded(system: System, evalset: EvalSet, corpus: Path, folder: Path)
                                    ("max_over", MaxOver(o["max_over"]) if "max_over" in o else None)) if v is not None}
     model = SparcModel.load(o.get("model", "default"), **overrides)
     factor = o.get("factor", DEFAULT_FACTOR)
-    key = f"{model.fingerprint}-k{model.config.top_k}"
+    idf = bool(o.get("idf"))
+    key = f"{model.fingerprint}-k{model.config.top_k}{'-idf' if idf else ''}"
     encoded = folder / f"encoded-{key}"
     if not (encoded / "meta.json").is_file():
-        encode_corpus([corpus], encoded, model, factor=factor, keep_floats=True)
+        encode_corpus([corpus], encoded, model, factor=factor, keep_floats=True, idf=idf)
     if read_meta(encoded)["factor"] != factor:
         quantised = folder / f"encoded-{key}-f{factor:g}"
         if not (quantised / "meta.json").is_file():
@@ -100,7 +113,10 @@ def _engine(system: System, evalset: EvalSet, paths: dict[str, Path], folder: Pa
     settings = {"model": meta["model"]["fingerprint"], "base": meta["model"]["base_model"].get("name"),
                 "w": meta["model"]["w"], "K": meta["top_k"], "max_over": meta["model"]["max_over"],
                 "max_length": meta["model"]["max_length"],
-                "median_nonzero_before_top_k": meta["median_nonzero_before_top_k"]}
+                "median_nonzero_before_top_k": meta["median_nonzero_before_top_k"], "idf": bool(meta.get("idf"))}
+    if meta["model"].get("adaptation"):
+        a = meta["model"]["adaptation"]
+        settings["adapted"] = f"{a['corpus_fingerprint']} ({a['sentences']} sentences, {a['steps']} steps, {a['seconds']} s)"
     if system.kind == "sparc-exact":
         from .engines.exact import ExactEngine
 
@@ -114,10 +130,20 @@ def _engine(system: System, evalset: EvalSet, paths: dict[str, Path], folder: Pa
 
     index = folder / f"index-{encoded.name.removeprefix('encoded-')}"
     if not (index / "meta.json").is_file():
-        build_index(encoded, index, overwrite=True)
+        build_index(encoded, index, overwrite=True, bm25=False)  # hybrids share the domain's BM25 index
     info = read_meta(index)["index"]
-    return LuceneEngine(index), {**settings, "factor": meta["factor"], "scoring": "Lucene impact index",
-                                 "index_build_seconds": info["build_seconds"], "index_megabytes": round(info["bytes"] / 1e6, 2)}
+    settings = {**settings, "factor": meta["factor"], "scoring": "Lucene impact index",
+                "index_build_seconds": info["build_seconds"], "index_megabytes": round(info["bytes"] / 1e6, 2)}
+    engine = LuceneEngine(index)
+    if "hybrid" in system.options:
+        from .engines.hybrid import HybridEngine
+
+        bm25, _ = _engine(System("bm25", "bm25"), evalset, paths, folder)
+        weight = system.options.get("hybrid_weight", 0.5)
+        engine = HybridEngine(engine, bm25, system.options["hybrid"], weight)
+        settings["hybrid"] = "RRF (k = 60)" if system.options["hybrid"] == "rrf" else \
+            f"{weight:g} x BM25 + {1 - weight:g} x SPARC, min-max normalised"
+    return engine, settings
 
 
 def run_table(systems: list[str], domains: list[str], workdir: str | Path, data: str | Path | None = None,

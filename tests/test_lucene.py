@@ -64,3 +64,57 @@ def test_index_metadata_records_the_quantisation(squad_index):
     assert meta["factor"] == 100 and meta["top_k"] == 64 and meta["engine"] == "lucene"
     assert meta["index"]["documents"] == meta["sentences"] - meta["empty_vectors"]
     assert meta["model"]["fingerprint"] and meta["index"]["bytes"] > 0
+
+
+# --- hybrids with BM25 (paper 004) ------------------------------------------------------------
+
+def test_fusion_formulas_by_hand():
+    from sparc_es.engines import Hit
+    from sparc_es.engines.hybrid import normalised_sum, reciprocal_rank
+
+    sparc = [Hit("a", 9.0), Hit("b", 5.0), Hit("c", 1.0)]
+    bm25 = [Hit("c", 20.0), Hit("d", 10.0)]
+    # min-max: sparc a 1, b 0.5, c 0; bm25 c 1, d 0
+    assert normalised_sum(sparc, bm25, 0.25) == [("a", 0.75), ("b", 0.375), ("c", 0.25), ("d", 0.0)]
+    rrf = dict(reciprocal_rank([sparc, bm25]))
+    assert rrf["c"] == pytest.approx(1 / 63 + 1 / 61) and rrf["a"] == pytest.approx(1 / 61)
+    assert [i for i, _ in reciprocal_rank([sparc, bm25])] == ["c", "a", "b", "d"]
+
+
+@pytest.mark.parametrize("method", ["rrf", "sum"])
+def test_hybrid_fuses_the_two_real_lucene_runs(squad_index, method):
+    from sparc_es.engines.bm25 import LuceneBM25
+    from sparc_es.engines.hybrid import HybridEngine
+
+    root, questions = squad_index
+    topics = [(f"q{i}", q) for i, q in enumerate(questions[:40])]
+    hybrid = HybridEngine.open(root / "index", method, bm25_weight=0.3, depth=50)
+    fused = hybrid.batch_search(topics, k=20)
+    sparc = LuceneEngine(root / "index").batch_search(topics, k=50)
+    bm25 = LuceneBM25(root / "index" / "bm25").batch_search(topics, k=50)
+    assert any(bm25[qid] for qid, _ in topics) and any(sparc[qid] for qid, _ in topics)
+    for qid, _ in topics:
+        expected: dict[str, float] = {}
+        for hits, weight in ((sparc[qid], 0.7), (bm25[qid], 0.3)):
+            for rank, h in enumerate(hits, start=1):
+                if method == "rrf":
+                    part = 1 / (60 + rank)
+                else:
+                    hi, lo = max(x.score for x in hits), min(x.score for x in hits)
+                    part = weight * ((h.score - lo) / (hi - lo) if hi > lo else 1.0)
+                expected[h.id] = expected.get(h.id, 0.0) + part
+        best = sorted(expected.items(), key=lambda kv: (-kv[1], kv[0]))[:20]
+        assert [h.id for h in fused[qid]] == [i for i, _ in best]
+        assert [h.score for h in fused[qid]] == pytest.approx([s for _, s in best])
+    hits = hybrid.search(questions[0], k=3)
+    assert hits and all(h.text for h in hits)
+
+
+def test_hybrid_needs_the_bm25_side(squad_index, tmp_path):
+    from sparc_es.engines.hybrid import HybridEngine
+    from sparc_es.errors import StoreError
+
+    root, _ = squad_index
+    build_index(root / "encoded", tmp_path / "index", bm25=False)
+    with pytest.raises(StoreError, match="no BM25 index"):
+        HybridEngine.open(tmp_path / "index")

@@ -6,6 +6,7 @@ Index layout (``sparc-es index --input ENCODED --index INDEX``)::
     INDEX/tokenizer/         question tokenizer (a question is a bag of WordPiece tokens)
     INDEX/sentences.sqlite   texts and offsets shown with hits
     INDEX/lucene/            Anserini impact index (JsonVectorCollection, -impact -pretokenized)
+    INDEX/bm25/lucene/       Lucene BM25 index of the same sentences' texts (for hybrids)
 
 Scores are exact integer dot products of the question's token counts with the stored impacts
 (``min_idf=-1`` so tokens present in every sentence still count); ties come in Lucene docid
@@ -28,17 +29,19 @@ from . import Hit
 from ._java import start_jvm
 
 LUCENE = "lucene"
+BM25 = "bm25"
 
 
 def folder_size(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
-def build_index(encoded: str | Path, index: str | Path, overwrite: bool = False) -> dict:
+def build_index(encoded: str | Path, index: str | Path, overwrite: bool = False, bm25: bool = True) -> dict:
     """Build a Lucene impact index from an encoded folder; returns the index metadata.
 
     One indexing thread: Anserini parallelises over files, and the encoded folder is one file so
-    that Lucene docids, which break score ties, follow input order.
+    that Lucene docids, which break score ties, follow input order. ``bm25`` also indexes the
+    sentence texts for BM25 in ``INDEX/bm25`` (what ``--hybrid`` searches fuse with).
     """
     encoded, index = Path(encoded), Path(index)
     meta = read_meta(encoded)
@@ -69,9 +72,16 @@ def build_index(encoded: str | Path, index: str | Path, overwrite: bool = False)
                           "some were lost while indexing")
     shutil.copytree(encoded / TOKENIZER, index / TOKENIZER)
     shutil.copy2(encoded / DOCSTORE, index / DOCSTORE)
-    meta = {**meta, "engine": LUCENE, "index": {"documents": docs, "build_seconds": round(seconds, 2),
-                                                "bytes": folder_size(index / LUCENE),
-                                                "encoded": str(encoded)}}
+    info = {"documents": docs, "build_seconds": round(seconds, 2), "bytes": folder_size(index / LUCENE),
+            "encoded": str(encoded)}
+    if bm25:
+        from ..corpus import Sentence
+        from ..encode import iter_vectors
+        from .bm25 import build_bm25_index
+
+        texts = (Sentence(id=r["id"], text=r["contents"]) for r in iter_vectors(encoded))
+        info["bm25"] = build_bm25_index(texts, index / BM25)
+    meta = {**meta, "engine": LUCENE, "index": info}
     (index / META).write_text(json.dumps(meta, indent=2) + "\n")
     return meta
 

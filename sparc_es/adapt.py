@@ -1,0 +1,254 @@
+"""Embedding replacement: adapt a trained SPARC model to a target corpus, on a CPU, with no questions.
+
+Paper 000 section 5.1 (DESIGN.md "Embedding replacement"): the *original base checkpoint* the
+SPARC model was fine-tuned from is trained with masked-language modelling on the target corpus's
+sentences with every parameter frozen except the word-embedding matrix E; that E then replaces
+the SPARC model's own (which training left equal to the base's, since E is frozen there). The
+encoder's layers are untouched, so what the model learnt about questions and answers stays, while
+the vocabulary it scores with moves towards the target domain.
+
+The MLM logits come from the checkpoint's own MLM head where it has one (tied to E, so E is
+trained on both sides); a checkpoint without one (all-MiniLM-L6-v2) uses the same dot-product
+head SPARC scores with, logits = H . E^T. Masking is BERT's: 15% of the sentence's tokens, of
+which 80% become [MASK], 10% a random token, 10% stay.
+
+Batches and masks are drawn from the seed and the step number alone, so a run is deterministic
+and a resumed run (``adapt-checkpoint.pt`` in the output folder, every ``checkpoint_every`` steps)
+continues exactly where the killed one was. The target sentences' texts are held in memory (for
+random batches); nothing else of the corpus is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import sys
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .corpus import read_corpus
+from .errors import ModelError, SparcError, StoreError
+from .model import KNOWN_BASES, SPARC_CONFIG, SparcModel, _quiet_transformers, _sha256, _weights_file, known_base_path
+
+CHECKPOINT = "adapt-checkpoint.pt"
+
+
+@dataclass(frozen=True)
+class AdaptConfig:
+    """Settings of one adaptation run (paper defaults: 500 steps, batch 32, lr 5e-5)."""
+
+    steps: int = 500
+    batch_size: int = 32
+    lr: float = 5e-5
+    mask_probability: float = 0.15
+    max_length: int = 128  # tokens per sentence, [CLS] and [SEP] included
+    seed: int = 13
+    checkpoint_every: int = 100
+
+
+def corpus_fingerprint(texts: Iterable[str]) -> str:
+    """Short hash of the target sentences, in order (what the adapted E was trained on)."""
+    h = hashlib.sha256()
+    for t in texts:
+        h.update(t.encode("utf-8"))
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+def find_base(model: SparcModel, base: str | Path | None = None) -> Path:
+    """The base checkpoint ``model`` was fine-tuned from: ``base`` if given, else the path its
+    provenance records, else the ``KNOWN_BASES`` package whose weights have the recorded sha256."""
+    if base is not None:
+        path = known_base_path(str(base)) if str(base) in KNOWN_BASES else Path(base)
+        if not path.is_dir():
+            raise ModelError(f"{path}: no such base checkpoint folder")
+        return path
+    record = model.config.base_model
+    want = record.get("sha256")
+    candidates = [Path(record["path"])] if record.get("path") else []
+    for name in KNOWN_BASES:
+        try:
+            candidates.append(known_base_path(name))
+        except ModelError:
+            continue
+    for path in candidates:
+        try:
+            if path.is_dir() and (want is None or _sha256(_weights_file(path)) == want):
+                return path
+        except ModelError:
+            continue
+    raise ModelError(f"cannot find the base checkpoint of this model ({record.get('name')!r}, sha256 "
+                     f"{str(want)[:12]}...); pass --base FOLDER")
+
+
+class _MaskedLM:
+    """The base checkpoint with only E trainable, and its MLM loss."""
+
+    def __init__(self, path: Path) -> None:
+        import torch
+        from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoTokenizer
+
+        with _quiet_transformers():
+            self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+            archs = AutoConfig.from_pretrained(path, local_files_only=True).architectures or []
+            self.head = "mlm" if any(a.endswith("ForMaskedLM") for a in archs) else "dot"
+            cls = AutoModelForMaskedLM if self.head == "mlm" else AutoModel
+            self.model, info = cls.from_pretrained(path, local_files_only=True, output_loading_info=True,
+                                                   dtype=torch.float32)
+        missing = [k for k in info.get("missing_keys", ()) if "pooler" not in k]
+        if missing:
+            raise ModelError(f"{path}: base checkpoint lacks {len(missing)} tensors, e.g. {missing[:3]}")
+        if self.tokenizer.mask_token_id is None:
+            raise ModelError(f"{path}: the tokenizer has no [MASK] token; masked-language modelling needs one")
+        for p in self.model.parameters():
+            p.requires_grad_(False)
+        self.E = self.model.get_input_embeddings().weight
+        self.E.requires_grad_(True)
+        self.model.train()  # dropout, as in pre-training
+        self.special = torch.tensor(sorted(set(self.tokenizer.all_special_ids)))
+
+    def batch(self, texts: list[str], max_length: int, probability: float, generator):
+        """Input ids, attention mask and labels (-100 where not masked) for one batch."""
+        import torch
+
+        with _quiet_transformers():
+            enc = self.tokenizer(texts, truncation=True, max_length=max_length, padding=True, return_tensors="pt")
+        ids = enc["input_ids"]
+        candidates = (enc["attention_mask"] == 1) & ~torch.isin(ids, self.special)
+        chosen = (torch.rand(ids.shape, generator=generator) < probability) & candidates
+        if not chosen.any():  # a batch of very short sentences: mask at least one token
+            rows, cols = candidates.nonzero(as_tuple=True)
+            pick = int(torch.randint(len(rows), (1,), generator=generator))
+            chosen[rows[pick], cols[pick]] = True
+        labels = torch.where(chosen, ids, torch.full_like(ids, -100))
+        roll = torch.rand(ids.shape, generator=generator)
+        inputs = ids.clone()
+        inputs[chosen & (roll < 0.8)] = self.tokenizer.mask_token_id
+        swap = chosen & (roll >= 0.8) & (roll < 0.9)
+        inputs[swap] = torch.randint(len(self.tokenizer), ids.shape, generator=generator)[swap]
+        return inputs, enc["attention_mask"], labels
+
+    def loss(self, inputs, attention, labels):
+        import torch
+
+        if self.head == "mlm":
+            return self.model(input_ids=inputs, attention_mask=attention, labels=labels).loss
+        hidden = self.model(input_ids=inputs, attention_mask=attention).last_hidden_state
+        picked = labels != -100
+        logits = hidden[picked] @ self.E.T  # only masked positions: the vocabulary product is the cost
+        return torch.nn.functional.cross_entropy(logits, labels[picked])
+
+
+def _batch_indices(n: int, step: int, batch_size: int, seed: int) -> list[int]:
+    """Sentences of a step: consecutive slices of a fresh seeded permutation per pass over the corpus."""
+    out: list[int] = []
+    position = step * batch_size
+    while len(out) < batch_size:
+        epoch, offset = divmod(position, n)
+        order = np.random.default_rng([seed, epoch]).permutation(n)
+        take = order[offset: offset + batch_size - len(out)]
+        out.extend(int(i) for i in take)
+        position += len(take)
+    return out
+
+
+def adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, config: AdaptConfig = AdaptConfig(),
+          base: str | Path | None = None, overwrite: bool = False, progress: bool = True) -> dict:
+    """Adapt ``model`` to ``corpus`` and write the new model folder to ``output``; returns its provenance.
+
+    ``corpus`` takes what ``encode`` takes (JSONL, .txt, .md); only the sentences' texts are used.
+    Running the same call again after an interruption resumes from the last checkpoint.
+    """
+    import shutil
+
+    import torch
+    from tqdm import tqdm
+
+    out = Path(output)
+    corpus = [str(p) for p in corpus]
+    sparc = SparcModel.load(model)
+    source_fingerprint = sparc.fingerprint
+    base_path = find_base(sparc, base)
+    texts = [s.text for s in read_corpus(corpus)]  # validates every line, as encode does
+    if not texts:
+        raise SparcError("the target corpus has no sentences")
+    settings = {"model": sparc.fingerprint, "base": str(base_path), "corpus": corpus,
+                "corpus_fingerprint": corpus_fingerprint(texts), **dataclasses.asdict(config)}
+
+    if out.exists() and overwrite:
+        shutil.rmtree(out)
+    checkpoint = out / CHECKPOINT
+    if (out / SPARC_CONFIG).exists():
+        raise StoreError(f"{out}: already holds a model; pass --overwrite to replace it")
+    if out.exists() and any(out.iterdir()) and not checkpoint.is_file():
+        raise StoreError(f"{out}: folder is not empty; choose a new folder or pass --overwrite")
+
+    mlm = _MaskedLM(base_path)
+    if len(mlm.tokenizer) != len(sparc.tokenizer) or mlm.E.shape != sparc.embeddings.shape:
+        raise ModelError(f"{base_path}: vocabulary or embedding shape differs from the model's "
+                         f"({tuple(mlm.E.shape)} against {tuple(sparc.embeddings.shape)})")
+    optimizer = torch.optim.AdamW([mlm.E], lr=config.lr, weight_decay=0.0)  # no decay on embeddings
+    step, elapsed, losses = 0, 0.0, []
+    if checkpoint.is_file():
+        state = torch.load(checkpoint, map_location="cpu", weights_only=False)
+        if state["settings"] != settings:
+            raise StoreError(f"{checkpoint}: an unfinished adaptation with other settings; pass --overwrite")
+        with torch.no_grad():
+            mlm.E.copy_(state["E"])
+        optimizer.load_state_dict(state["optimizer"])
+        step, elapsed, losses = state["step"], state["elapsed"], state["losses"]
+    out.mkdir(parents=True, exist_ok=True)
+
+    bar = tqdm(total=config.steps, initial=step, unit="step", desc="adapt", disable=not progress,
+               file=sys.stderr, dynamic_ncols=True)
+    started = time.perf_counter() - elapsed
+    while step < config.steps:
+        generator = torch.Generator().manual_seed(config.seed * 1_000_003 + step)
+        torch.manual_seed(config.seed * 1_000_003 + step)  # dropout
+        batch = [texts[i] for i in _batch_indices(len(texts), step, config.batch_size, config.seed)]
+        loss = mlm.loss(*mlm.batch(batch, config.max_length, config.mask_probability, generator))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        step += 1
+        losses.append(round(loss.item(), 4))
+        bar.set_postfix(loss=f"{losses[-1]:.3f}")
+        bar.update(1)
+        if step % config.checkpoint_every == 0 and step < config.steps:
+            tmp = out / (CHECKPOINT + ".tmp")  # replaced atomically: a kill never leaves half a file
+            torch.save({"settings": settings, "step": step, "elapsed": time.perf_counter() - started,
+                        "losses": losses, "E": mlm.E.detach().clone(), "optimizer": optimizer.state_dict()}, tmp)
+            tmp.replace(checkpoint)
+    bar.close()
+    seconds = round(time.perf_counter() - started, 1)
+
+    with torch.no_grad():
+        sparc.embeddings.copy_(mlm.E.detach())
+    record = {"method": "embedding replacement (masked-language modelling, only E trained)",
+              "head": "the checkpoint's MLM head" if mlm.head == "mlm" else "dot product H . E^T",
+              "adapted_from": {"fingerprint": source_fingerprint, "path": str(Path(model))},
+              "base": {"path": str(base_path), "sha256": _sha256(_weights_file(base_path))},
+              "corpus": corpus, "corpus_fingerprint": settings["corpus_fingerprint"], "sentences": len(texts),
+              **dataclasses.asdict(config), "seconds": seconds, "torch_threads": torch.get_num_threads(),
+              "loss_first_10": float(np.mean(losses[:10])), "loss_last_10": float(np.mean(losses[-10:]))}
+    sparc.config = dataclasses.replace(sparc.config, adaptation=record)
+    sparc.save(out)
+    checkpoint.unlink(missing_ok=True)
+    (out / "adaptation.json").write_text(json.dumps({**record, "losses": losses}, indent=2) + "\n")
+    return record
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m sparc_es.adapt`` is ``sparc-es adapt``."""
+    from .cli import main as cli_main
+
+    return cli_main(["adapt", *(argv if argv is not None else sys.argv[1:])])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

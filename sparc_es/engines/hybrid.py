@@ -1,0 +1,100 @@
+"""BM25 + SPARC hybrids on the embedded Lucene engine (paper 004 section 3.3).
+
+Both engines retrieve ``depth`` sentences per question (at least the k asked for); the two lists
+are fused per question by one of
+
+* ``sum``: a weighted sum after min-max normalisation of each list to [0, 1]:
+  ``a * bm25' + (1 - a) * sparc'``, a sentence missing from a list scoring 0 there. Raw BM25 and
+  SPARC scores live on different scales (and a factor changes SPARC's), hence the normalisation.
+* ``rrf``: reciprocal-rank fusion (Cormack et al. 2009), ``sum over lists of 1 / (60 + rank)``,
+  which needs no scores at all.
+
+Ties are broken by sentence id so that a fused run is deterministic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from ..errors import SparcError, StoreError
+from . import Hit
+
+METHODS = ("sum", "rrf")
+RRF_K = 60
+
+
+def normalised_sum(sparc: list[Hit], bm25: list[Hit], bm25_weight: float = 0.5) -> list[tuple[str, float]]:
+    """(id, fused score) best first: ``a * bm25' + (1 - a) * sparc'`` over min-max-normalised lists."""
+    fused: dict[str, float] = {}
+    for hits, weight in ((sparc, 1.0 - bm25_weight), (bm25, bm25_weight)):
+        if not hits:
+            continue
+        top, bottom = max(h.score for h in hits), min(h.score for h in hits)
+        span = top - bottom
+        for h in hits:
+            fused[h.id] = fused.get(h.id, 0.0) + weight * ((h.score - bottom) / span if span > 0 else 1.0)
+    return sorted(fused.items(), key=lambda item: (-item[1], item[0]))
+
+
+def reciprocal_rank(runs: Iterable[list[Hit]], k: int = RRF_K) -> list[tuple[str, float]]:
+    """(id, fused score) best first: ``sum over runs of 1 / (k + rank)``, ranks from 1."""
+    fused: dict[str, float] = {}
+    for hits in runs:
+        for rank, h in enumerate(hits, start=1):
+            fused[h.id] = fused.get(h.id, 0.0) + 1.0 / (k + rank)
+    return sorted(fused.items(), key=lambda item: (-item[1], item[0]))
+
+
+class HybridEngine:
+    """A SPARC engine and a BM25 engine over the same sentences, fused per question."""
+
+    def __init__(self, sparc, bm25, method: str = "rrf", bm25_weight: float = 0.5, depth: int = 1000) -> None:
+        if method not in METHODS:
+            raise SparcError(f"unknown hybrid method {method!r}; choose from {', '.join(METHODS)}")
+        if not 0.0 <= bm25_weight <= 1.0:
+            raise SparcError("the BM25 weight of a hybrid sum must be between 0 and 1")
+        self.sparc, self.bm25 = sparc, bm25
+        self.method, self.bm25_weight, self.depth = method, bm25_weight, depth
+
+    @classmethod
+    def open(cls, index: str | Path, method: str = "rrf", bm25_weight: float = 0.5, depth: int = 1000) -> HybridEngine:
+        """The hybrid over a sparc-es Lucene index and the BM25 index built beside it (``INDEX/bm25``)."""
+        from .bm25 import LuceneBM25
+        from .lucene import BM25, LuceneEngine
+
+        sparc = LuceneEngine(index)
+        if not (Path(index) / BM25 / "lucene").is_dir():
+            raise StoreError(f"{index}: has no BM25 index beside the impact index; rebuild it with "
+                             "sparc-es index (without --no-bm25)")
+        return cls(sparc, LuceneBM25(Path(index) / BM25), method, bm25_weight, depth)
+
+    def fuse(self, sparc: list[Hit], bm25: list[Hit], k: int) -> list[Hit]:
+        if self.method == "rrf":
+            ranked = reciprocal_rank([sparc, bm25])
+        else:
+            ranked = normalised_sum(sparc, bm25, self.bm25_weight)
+        return [Hit(id=i, score=s) for i, s in ranked[:k]]
+
+    def batch_search(self, topics: Iterable[tuple[str, str]], k: int = 1000, threads: int = 1) -> dict[str, list[Hit]]:
+        topics = list(topics)
+        depth = max(k, self.depth)
+        sparc = self.sparc.batch_search(topics, k=depth, threads=threads)
+        bm25 = self.bm25.batch_search(topics, k=depth, threads=threads)
+        return {qid: self.fuse(sparc.get(qid, []), bm25.get(qid, []), k) for qid, _ in topics}
+
+    def search(self, question: str, k: int = 10) -> list[Hit]:
+        """Fused hits with their text, document and offsets (from the SPARC index's store)."""
+        hits = self.batch_search([("q", question)], k=k)["q"]
+        store = getattr(self.sparc, "store", None)
+        found = store.get([h.id for h in hits]) if store is not None else {}
+        out = []
+        for h in hits:
+            s = found.get(h.id)
+            out.append(Hit(id=h.id, score=h.score, text=s.text if s else "", doc=s.doc if s else None,
+                           start=s.start if s else None, end=s.end if s else None))
+        return out
+
+    def close(self) -> None:
+        if hasattr(self.sparc, "close"):
+            self.sparc.close()

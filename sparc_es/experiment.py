@@ -8,9 +8,9 @@ Systems (``--systems``, comma-separated; options after a colon)::
     sparc-exact[:opts]        the same model scored exactly in floating point (SciPy)
     sparc-int[:opts]          the same model's integers scored exactly (what Lucene should give)
 
-    opts: model=PATH, k=TOP_K, factor=F, max_over=sentence|all, max_length=N,
-          idf=1 (IDF-weighted encoding), hybrid=rrf|sum (fused with Lucene BM25; sparc only),
-          hybrid_weight=A (BM25's share of the sum, default 0.5)
+    opts: model=PATH ({domain} in it becomes the domain's name), k=TOP_K, factor=F, max_over=sentence|all, max_length=N,
+          idf=1 (IDF-weighted encoding), hybrid=rrf|sum (fused with the Lucene BM25 run, top 1,000
+          of each), hybrid_weight=A (BM25's share of the sum, default 0.5)
           e.g. sparc:k=500,factor=100,bm25-paper   sparc-exact:model=models/sparc,max_over=all
 
 Everything is cached under ``--workdir`` (evaluation sets, encoded folders with float weights,
@@ -66,8 +66,8 @@ class System:
                 options[key] = SPARC_OPTIONS[key](value)
             except ValueError:
                 raise SparcError(f"bad value in {item!r} of system {spec!r}") from None
-        if "hybrid" in options and (kind != "sparc" or options["hybrid"] not in ("rrf", "sum")):
-            raise SparcError(f"system {spec!r}: hybrid=rrf|sum applies to the Lucene system 'sparc' only")
+        if options.get("hybrid", "rrf") not in ("rrf", "sum"):
+            raise SparcError(f"system {spec!r}: hybrid must be rrf or sum")
         return cls(spec, kind, options)
 
 
@@ -79,7 +79,7 @@ def _sparc_encoded(system: System, evalset: EvalSet, corpus: Path, folder: Path)
     o = system.options
     overrides = {k: v for k, v in (("top_k", o.get("k")), ("max_length", o.get("max_length")),
                                    ("max_over", MaxOver(o["max_over"]) if "max_over" in o else None)) if v is not None}
-    model = SparcModel.load(o.get("model", "default"), **overrides)
+    model = SparcModel.load(o.get("model", "default").replace("{domain}", folder.name), **overrides)
     factor = o.get("factor", DEFAULT_FACTOR)
     idf = bool(o.get("idf"))
     key = f"{model.fingerprint}-k{model.config.top_k}{'-idf' if idf else ''}"
@@ -134,16 +134,28 @@ def _engine(system: System, evalset: EvalSet, paths: dict[str, Path], folder: Pa
     info = read_meta(index)["index"]
     settings = {**settings, "factor": meta["factor"], "scoring": "Lucene impact index",
                 "index_build_seconds": info["build_seconds"], "index_megabytes": round(info["bytes"] / 1e6, 2)}
-    engine = LuceneEngine(index)
-    if "hybrid" in system.options:
-        from .engines.hybrid import HybridEngine
+    return LuceneEngine(index), settings
 
-        bm25, _ = _engine(System("bm25", "bm25"), evalset, paths, folder)
-        weight = system.options.get("hybrid_weight", 0.5)
-        engine = HybridEngine(engine, bm25, system.options["hybrid"], weight)
-        settings["hybrid"] = "RRF (k = 60)" if system.options["hybrid"] == "rrf" else \
-            f"{weight:g} x BM25 + {1 - weight:g} x SPARC, min-max normalised"
-    return engine, settings
+
+class _MemoRun:
+    """An engine whose batch results are computed once (the BM25 side shared by every hybrid row)."""
+
+    def __init__(self, engine) -> None:
+        self.engine, self.results, self.k = engine, None, 0
+
+    def batch_search(self, topics, k: int = 1000, threads: int = 1):
+        if self.results is None or k > self.k:
+            self.results, self.k = self.engine.batch_search(topics, k=k, threads=threads), k
+        return {qid: hits[:k] for qid, hits in self.results.items()}
+
+
+def _hybrid(system: System, engine, settings: dict, bm25: _MemoRun):
+    from .engines.hybrid import HybridEngine
+
+    weight = system.options.get("hybrid_weight", 0.5)
+    settings = {**settings, "hybrid": "RRF (k = 60)" if system.options["hybrid"] == "rrf" else
+                f"{weight:g} x BM25 + {1 - weight:g} x SPARC, min-max normalised"}
+    return HybridEngine(engine, bm25, system.options["hybrid"], weight), settings
 
 
 def run_table(systems: list[str], domains: list[str], workdir: str | Path, data: str | Path | None = None,
@@ -159,8 +171,15 @@ def run_table(systems: list[str], domains: list[str], workdir: str | Path, data:
         evalset = build_eval_set(domain, data)
         paths = evalset.write(folder / "evalset")
         qrels = {qid: dict.fromkeys(ids, 1) for qid, ids in evalset.qrels.items()}
+        bm25 = None  # one Lucene BM25 run per domain, shared by the bm25 row and every hybrid
         for system in parsed:
             engine, settings = _engine(system, evalset, paths, folder)
+            if system.kind == "bm25" or "hybrid" in system.options:
+                bm25 = bm25 or _MemoRun(_engine(System("bm25", "bm25"), evalset, paths, folder)[0])
+            if system.kind == "bm25":
+                engine = bm25
+            elif "hybrid" in system.options:
+                engine, settings = _hybrid(system, engine, settings, bm25)
             started = time.perf_counter()
             results = engine.batch_search(evalset.topics, k=k, threads=threads)
             seconds = time.perf_counter() - started

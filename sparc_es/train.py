@@ -54,6 +54,7 @@ class TrainConfig:
     lr: float = 1e-5
     w_lr: float = 1e-3
     learn_w: bool = True  # False: SPARTA (w fixed at 0)
+    top_k_aware: bool = False  # score with the top-K cut that encoding applies (not in the paper)
     warmup_steps: int = 500
     weight_decay: float = 0.01
     bm25_depth: int = 100
@@ -190,7 +191,17 @@ class Trainer:
     def _scores(self, sentences: list[Sentence], vocab_ids):
         ids, seg, _, _ = self.model.tokenize_pairs([s.text for s in sentences], [s.context for s in sentences])
         hidden, mask = self.model.hidden_states(ids, seg)
-        return self.model.token_scores(hidden, mask, vocab_ids)
+        f = self.model.token_scores(hidden, mask, vocab_ids)
+        if self.config.top_k_aware:
+            # What the index will hold: a question token scores only if it is among the sentence's
+            # top K over the whole vocabulary. The cut itself is not differentiated.
+            import torch
+
+            with torch.no_grad():
+                full = self.model.token_scores(hidden.detach(), mask)
+                kth = full.topk(min(self.model.config.top_k, full.shape[1]), dim=1).values[:, -1:]
+            f = f * (f >= kth).to(f.dtype)
+        return f
 
     def train_step(self, questions: list[str], sentences: list[Sentence]) -> float:
         """One optimiser step on B questions and their 3B sentences; returns the loss."""

@@ -63,6 +63,28 @@ def test_encode_index_search_run_explain(tmp_path, corpus, tiny_model_dir, capsy
     pairs = json.loads(out)
     assert rc == 0 and len(pairs) == 5 and pairs[0]["weight"] >= pairs[-1]["weight"] > 0
 
+    for method in ("rrf", "sum"):
+        rc, out, err = run_cli(capsys, "search", "--index", idx, "--hybrid", method, "--json", "-k", 6,
+                               "integer impacts in lucene")
+        hits = json.loads(out)
+        assert rc == 0 and hits and hits[0]["id"] == "s0", err  # the one sentence BM25 and SPARC agree on
+    rc, _, err = run_cli(capsys, "search", "--index", idx, "--hybrid", "sum", "--hybrid-weight", 2, "lucene")
+    assert rc == 1 and "between 0 and 1" in err
+
+
+def test_idf_and_adapt_from_the_cli(tmp_path, corpus, capsys):
+    rc, out, err = run_cli(capsys, "adapt", "--model", "splade-bert-tiny", "--corpus", corpus, "--output",
+                           tmp_path / "adapted", "--steps", 2, "--batch-size", 4, "--quiet")
+    assert rc == 0 and "adapted E on 6 sentences" in out, err
+    rc, out, err = run_cli(capsys, "adapt", "--model", "splade-bert-tiny", "--corpus", corpus, "--output",
+                           tmp_path / "adapted", "--steps", 2, "--quiet")
+    assert rc == 1 and "already holds a model" in err
+    rc, out, err = run_cli(capsys, "encode", "--corpus", corpus, "--output", tmp_path / "enc", "--model",
+                           tmp_path / "adapted", "--idf", "--quiet")
+    assert rc == 0 and "IDF-weighted" in out, err
+    meta = json.loads((tmp_path / "enc" / "meta.json").read_text())
+    assert meta["idf"] and meta["idf_weighting"]["documents"] == 6 and meta["model"]["adaptation"]["steps"] == 2
+
 
 def test_encode_resumes_after_interruption(tmp_path, corpus, tiny_model_dir, capsys, monkeypatch):
     args = ["encode", "--corpus", corpus, "--model", tiny_model_dir, "--shard-size", 2, "--quiet"]

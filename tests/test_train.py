@@ -120,3 +120,27 @@ def test_killed_run_resumes_to_the_same_model(tiny_model_dir, examples, tmp_path
     trainer.checkpoint()
     with pytest.raises(Exception, match="other training settings"):
         Trainer(changed, tmp_path / "cut2", examples, device="cpu", progress=False)
+
+
+def test_top_k_aware_scores_are_what_the_index_holds(tiny_model_dir, examples, tmp_path):
+    """With --top-k-aware a question token scores f(v, s) when it is in the sentence's encoded
+    top K and 0 otherwise: the same as scoring the encoded sentence."""
+    import random
+
+    trainer = make_trainer(tiny_model_dir, examples, tmp_path, top_k_aware=True)
+    model = trainer.model
+    model.encoder.eval()
+    questions, sentences = sample_batch(examples, list(range(4)), random.Random(0))
+    tok = model.tokenizer
+    vocab = sorted({tok.convert_tokens_to_ids(t) for q in questions for t in model.query_bag(q)})
+    with torch.no_grad():
+        scores = trainer._scores(sentences, torch.tensor(vocab))
+    encoded = model.encode_batch([s.text for s in sentences], [s.context for s in sentences])
+    kept = 0
+    for i, e in enumerate(encoded):
+        stored = dict(zip(e.tokens, e.weights.tolist()))
+        for j, v in enumerate(vocab):
+            expected = stored.get(tok.convert_ids_to_tokens(v), 0.0)
+            assert scores[i, j].item() == pytest.approx(expected, rel=1e-4, abs=1e-6)
+            kept += expected > 0
+    assert kept > 0 and (scores == 0).sum() > 0  # some question tokens in, some cut

@@ -23,7 +23,9 @@ from sparc_es.model import SHIPPED_MODEL, SparcModel
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("trained", type=Path, help="model folder written by sparc-es train")
-    p.add_argument("--table", type=Path, help="JSON rows from sparc-es table with this model's results")
+    p.add_argument("--table", type=Path, nargs="*", default=[],
+                   help="JSON rows from sparc-es table: rows of this model (trained or shipped) are listed, "
+                        "with BM25 rows for reference")
     p.add_argument("--command", required=True, help="the exact command that trained it")
     p.add_argument("--output", type=Path, default=SHIPPED_MODEL)
     args = p.parse_args(argv)
@@ -36,7 +38,9 @@ def main(argv: list[str] | None = None) -> int:
     model.encoder.half()  # 45 MB for MiniLM; loaded back as float32
     model.save(args.output)
     shipped = SparcModel.load(args.output)
-    rows = [r for r in json.loads(args.table.read_text())] if args.table else []
+    ours = {fingerprint, shipped.fingerprint}
+    rows = [r for t in args.table for r in json.loads(t.read_text())
+            if r["settings"].get("model") in ours or r["system"] == "bm25"]
     size = sum(f.stat().st_size for f in args.output.iterdir()) / 1e6
     cfg = training["config"]
     lines = [
@@ -57,10 +61,13 @@ def main(argv: list[str] | None = None) -> int:
         f"| weights | half precision, {size:.1f} MB in all; fingerprint when loaded: {shipped.fingerprint} "
         f"(trained float32: {fingerprint}) |", "",
         "## Results (MRR@1000 / R@1, revised MultiReQA dev pools)", "",
-        "| domain | system | MRR@1000 | R@1 |", "|---|---|---|---|",
-        *[f"| {r['domain']} | {r['system']} | {r['MRR@1000']:.2f} | {r['R@1']:.2f} |" for r in rows], "",
+        "| domain | system | weights | scoring | MRR@1000 | R@1 |", "|---|---|---|---|---|---|",
+        *[f"| {r['domain']} | {r['system']} | "
+          f"{'-' if r['system'] == 'bm25' else 'trained, float32' if r['settings']['model'] == fingerprint else 'shipped, half precision'}"
+          f" | {r['settings'].get('scoring', 'Lucene BM25')} | {r['MRR@1000']:.2f} | {r['R@1']:.2f} |" for r in rows], "",
         "## Reproduce", "", "```sh", args.command,
-        f".venv/bin/python scripts/ship_model.py {args.trained} --command '...'", "```", "",
+        f".venv/bin/python scripts/ship_model.py {args.trained} --table {' '.join(map(str, args.table))} "
+        f"--command '{args.command}'", "```", "",
     ]
     (args.output / "MODEL_CARD.md").write_text("\n".join(lines))
     print(f"shipped {args.trained} to {args.output} ({size:.1f} MB, fingerprint {shipped.fingerprint})")

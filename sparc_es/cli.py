@@ -171,6 +171,9 @@ def _es_index(args: argparse.Namespace) -> str:
 
 
 def _open_engine(args: argparse.Namespace):
+    if args.engine == "es" and args.hybrid:
+        raise SparcError("--hybrid fuses with the Lucene BM25 index; with --engine es use --bm25-weight "
+                         "(a BM25 clause in the same Elasticsearch query)")
     if args.engine == "es":
         from .engines.elastic import ElasticEngine
         from .model import resolve_model_path

@@ -109,8 +109,21 @@ def test_missing_folder_is_a_model_error(tmp_path):
 
 
 @pytest.mark.slow
-def test_default_model_loads_offline_and_ranks_sensible_tokens():
+def test_default_model_is_the_shipped_trained_one():
+    from sparc_es.model import SHIPPED_MODEL
+
     model = SparcModel.load()
-    assert model.config.w == 0.0 and model.config.base_model["name"].endswith("all-MiniLM-L6-v2")
+    assert (SHIPPED_MODEL / "MODEL_CARD.md").is_file()
+    assert sum(f.stat().st_size for f in SHIPPED_MODEL.iterdir()) <= 50e6
+    assert model.config.base_model["name"] == "splade-bert-tiny" and model.config.w != 0.0
+    assert str(model.encoder.get_input_embeddings().weight.dtype) == "torch.float32"  # fp16 on disk
     top = [t for t, _ in model.explain("The capital of France is Paris.", top=10)]
     assert {"capital", "paris", "france"} <= set(top)
+
+
+def test_untrained_minilm_when_no_model_ships(monkeypatch, tmp_path):
+    from sparc_es import model as model_module
+
+    monkeypatch.setattr(model_module, "SHIPPED_MODEL", tmp_path)
+    assert model_module.resolve_model_path("default") == model_module.default_base_path()
+    assert model_module.resolve_model_path("splade-bert-tiny") == model_module.known_base_path("splade-bert-tiny")

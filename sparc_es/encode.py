@@ -130,7 +130,9 @@ def encode_corpus(corpus: Iterable[str | Path], output: str | Path, model: Sparc
     term_weights, idf_meta = None, {}
     if idf:
         df, n = document_frequencies(read_corpus(corpus), model.tokenizer)
-        term_weights = idf_weights(df, n)[: model.embeddings.shape[0]]
+        vocab = model.embeddings.shape[0]  # may differ from the tokenizer's length (padded vocabularies)
+        term_weights = np.ones(vocab)
+        term_weights[: min(vocab, len(df))] = idf_weights(df, n)[:vocab]
         idf_meta = {"idf_weighting": {"documents": n, "counted_in": "sentence text (WordPiece tokens)",
                                       "tokens_seen": int((df > 0).sum()), "formula": "log(N / N_v), 1 where N_v = 0"}}
     records = read_corpus(corpus)

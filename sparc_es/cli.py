@@ -42,7 +42,8 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model")
     g.add_argument("--model", default="default",
                    help="SPARC model folder or BERT-family checkpoint folder; 'default' is the shipped "
-                        "model (untrained SPARTA over all-MiniLM-L6-v2 until a trained one ships)")
+                        "trained model, 'all-minilm-l6-v2' and 'splade-bert-tiny' the packaged base checkpoints "
+                        "(as untrained SPARTA)")
     g.add_argument("--top-k", type=int, metavar="K", help="tokens kept per sentence (default: the model's, 500)")
     g.add_argument("--max-length", type=int, metavar="N",
                    help="max tokens of [CLS] sentence [SEP] context [SEP] (default: the model's, 256)")
@@ -352,8 +353,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         if work.exists():
             shutil.rmtree(work)
         model = _load_model(args)
-        print(f"model: {model.config.base_model.get('name', args.model)} (fingerprint {model.fingerprint}, "
-              f"w={float(model.w.detach()):g}, K={model.config.top_k})")
+        print(f"model: {args.model} (base {model.config.base_model.get('name', '?')}, fingerprint "
+              f"{model.fingerprint}, exp(w)={float(model.w.detach().exp()):.2f}, K={model.config.top_k})")
         meta = encode_corpus([demo_dir], work / "encoded", model, progress=not args.quiet)
         _report_encode(meta, model.config.max_length)
         imeta = build_index(work / "encoded", work / "index")
@@ -390,7 +391,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--shard-size", type=_k, default=10_000,
                    help="sentences per shard, the unit of resuming (default: %(default)s)")
     p.add_argument("--idf", action="store_true",
-                   help="multiply each weight by log(N / N_v) over this corpus before the top-K cut "
+                   help="multiply each kept weight (after the top-K cut) by log(N / N_v) over this corpus "
                         "(paper 004; recorded in meta.json)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
     p.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -7,9 +7,9 @@ Layout (``sparc-es encode --corpus DOCS --output ENCODED``)::
     ENCODED/sentences.sqlite      id -> text, context, document, offsets (shown with hits)
     ENCODED/vectors/vectors.jsonl Pyserini JsonVectorCollection, integer weights, input order
 
-With ``idf`` every weight is multiplied, before the top-K cut, by log(N / N_v) over the corpus
-being encoded (paper 004, eq. 6-7): N sentences, N_v of them with token v in their text, and a
-factor of 1 for tokens that occur in none. The counts are recorded in ``meta.json``.
+With ``idf`` every kept weight (after the top-K cut) is multiplied by log(N / N_v) over the
+corpus being encoded (paper 004, eq. 6-7): N sentences, N_v of them with token v in their text,
+and a factor of 1 for tokens that occur in none. The counts are recorded in ``meta.json``.
 
 The corpus is validated in a first cheap pass (so a bad line fails in seconds, not after hours of
 encoding), then encoded in shards appended to one file: Anserini numbers documents in file order

@@ -360,8 +360,10 @@ class SparcModel:
                      term_weights=None) -> list[Encoded]:
         """Top-K token maps for one batch (no sorting, no progress bar).
 
-        ``term_weights`` (one float per vocabulary token, e.g. IDF) multiplies f(v, s) before the
-        top-K cut; ``nonzero`` still counts f(v, s) > 0 of the model itself.
+        ``term_weights`` (one float per vocabulary token, e.g. IDF) multiplies the kept weights
+        after the top-K cut, so the model still chooses which tokens a sentence keeps (weighting
+        before the cut let corpus-rare expansion tokens crowd out the sentence's own: 33.9 against
+        73.3 MRR on SQuAD dev, docs/adaptation.md).
         """
         torch = _torch()
         k = top_k or self.config.top_k
@@ -370,9 +372,11 @@ class SparcModel:
             hidden, mask = self.hidden_states(ids, seg)
             f = self.token_scores(hidden, mask)
             nonzero = (f > 0).sum(dim=1).tolist()
-            if term_weights is not None:
-                f = f * torch.as_tensor(term_weights, dtype=f.dtype, device=f.device)
             values, indices = torch.topk(f, min(k, f.shape[1]), dim=1)
+            if term_weights is not None:
+                values = values * torch.as_tensor(term_weights, dtype=f.dtype, device=f.device)[indices]
+                values, order = values.sort(dim=1, descending=True)
+                indices = indices.gather(1, order)
         out = []
         values, indices = values.cpu(), indices.cpu()
         for i in range(len(sentences)):

@@ -85,8 +85,8 @@ def test_base_is_found_by_its_weights_when_the_recorded_path_is_gone(tmp_path):
 
 
 def test_idf_weights_match_brute_force(tmp_path):
-    """Encode with --idf and K large enough to keep everything: every stored weight is
-    f(v, s) * log(N / N_v) with N_v counted by hand; a small K keeps the top of that product."""
+    """Encode with --idf: every stored weight is f(v, s) * log(N / N_v) with N_v counted by hand,
+    over the tokens the model's own top K keeps (all of them, then 10)."""
     model = SparcModel.load("splade-bert-tiny", top_k=30_000)
     sentences = [Sentence(id=f"s{i}", text=t, context=c) for i, (t, c) in enumerate([
         ("Paris is the capital of France.", "Paris is the capital of France. It is large."),
@@ -120,6 +120,8 @@ def test_idf_weights_match_brute_force(tmp_path):
     small = SparcModel.load("splade-bert-tiny", top_k=10)
     encode_corpus([corpus], tmp_path / "idf10", small, keep_floats=True, idf=True, progress=False)
     for r in iter_vectors(tmp_path / "idf10"):
-        best = sorted(stored[r["id"]].items(), key=lambda kv: -kv[1])[:10]
-        assert r["weights"] == pytest.approx(dict(best), rel=1e-5)
+        top10 = sorted(plain[r["id"]].items(), key=lambda kv: -kv[1])[:10]  # the model's choice
+        expected = {t: w * (math.log(n / df[t]) if t in df else 1.0) for t, w in top10}
+        assert r["weights"] == pytest.approx({t: w for t, w in expected.items() if w > 0}, rel=1e-5)
+        assert list(r["weights"].values()) == sorted(r["weights"].values(), reverse=True)
     assert read_meta(tmp_path / "idf10")["top_k"] == 10

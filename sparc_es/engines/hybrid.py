@@ -88,12 +88,7 @@ class HybridEngine:
         hits = self.batch_search([("q", question)], k=k)["q"]
         store = getattr(self.sparc, "store", None)
         found = store.get([h.id for h in hits]) if store is not None else {}
-        out = []
-        for h in hits:
-            s = found.get(h.id)
-            out.append(Hit(id=h.id, score=h.score, text=s.text if s else "", doc=s.doc if s else None,
-                           start=s.start if s else None, end=s.end if s else None))
-        return out
+        return [h.located(found.get(h.id)) for h in hits]
 
     def close(self) -> None:
         if hasattr(self.sparc, "close"):

@@ -138,13 +138,8 @@ class LuceneEngine:
         ranked = sorted((-int(round(h.score)), h.lucene_docid, h.docid) for h in scored)
         pairs = [(docid, -neg) for neg, _, docid in ranked]
         found = self.store.get([d for d, _ in pairs]) if with_text else {}
-        hits = []
-        for docid, impact in pairs:
-            s = found.get(docid)
-            hits.append(Hit(id=docid, score=impact / self.factor, impact=impact,
-                            text=s.text if s else "", doc=s.doc if s else None,
-                            start=s.start if s else None, end=s.end if s else None))
-        return hits
+        return [Hit(id=docid, score=impact / self.factor, impact=impact).located(found.get(docid))
+                for docid, impact in pairs]
 
     def close(self) -> None:
         self.store.close()

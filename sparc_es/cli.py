@@ -26,6 +26,7 @@ from importlib import resources
 from pathlib import Path
 
 from . import __version__
+from .datasets import DOMAINS
 from .errors import SparcError
 from .export import DEFAULT_FACTOR
 
@@ -313,7 +314,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     config = TrainConfig(model=args.model, max_length=args.max_length, max_over=args.max_over,
                          batch_size=args.batch_size, chunk_size=args.chunk_size, epochs=args.epochs,
                          max_steps=args.max_steps, lr=args.lr, w_lr=args.w_lr, learn_w=not args.sparta,
-                         top_k_aware=args.top_k_aware,
+                         top_k_aware=args.top_k_aware, head=args.head, token_weights=args.token_weights,
+                         token_weight_lr=args.token_weight_lr, same_passage_negatives=args.same_passage_negatives,
+                         bm25_negatives=args.bm25_negatives, validation_articles=args.validation_articles,
                          warmup_steps=args.warmup_steps, seed=args.seed, checkpoint_every=args.checkpoint_every,
                          data=args.data)
     summary = train(config, args.output, progress=not args.quiet, limit=args.limit,
@@ -475,6 +478,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top-k-aware", action="store_true",
                    help="a question token scores in training only if it is in the sentence's top K, as in the "
                         "index (not in the paper; see docs/training.md)")
+    p.add_argument("--head", choices=["dot", "mlm"], default=d.head,
+                   help="vocabulary logits: the paper's H . E^T, or the base's BERT MLM head (transform and "
+                        "bias, E still tied) (default: %(default)s)")
+    p.add_argument("--token-weights", action="store_true",
+                   help="also learn one multiplier per vocabulary token (a query-side weight that the index "
+                        "stores folded into each sentence's weights; queries stay plain bags)")
+    p.add_argument("--token-weight-lr", type=float, default=d.token_weight_lr, help="(default: %(default)s)")
+    p.add_argument("--same-passage-negatives", type=int, default=d.same_passage_negatives,
+                   help="other sentences of the positive's passage per question (default: %(default)s)")
+    p.add_argument("--bm25-negatives", type=int, default=d.bm25_negatives,
+                   help="sentences from the question's BM25 top 100 without the answer (default: %(default)s)")
+    p.add_argument("--validation-articles", type=int, default=d.validation_articles,
+                   help="the training slice's last N articles are held out for model selection "
+                        "(`sparc-es table --domains val`) (default: %(default)s)")
     p.add_argument("--seed", type=int, default=d.seed, help="(default: %(default)s)")
     p.add_argument("--checkpoint-every", type=_k, default=d.checkpoint_every, help="steps (default: %(default)s)")
     p.add_argument("--limit", type=_k, default=None, help="use only the first N questions (smoke tests)")
@@ -518,7 +535,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("evalset", help="build an evaluation set (corpus, topics, qrels) from ../shared/data",
                        description="Revised MultiReQA protocol: every sentence of every passage is a candidate, "
                        "sentences overlapping an answer span are relevant, identical questions are merged.")
-    p.add_argument("--domain", required=True, choices=["squad", "newsqa"])
+    p.add_argument("--domain", required=True, choices=list(DOMAINS))
     p.add_argument("--output", required=True, metavar="DIR")
     p.add_argument("--data", metavar="DIR", help="data folder (default: $SPARC_ES_DATA or ../shared/data)")
     p.set_defaults(func=cmd_evalset)

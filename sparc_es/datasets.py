@@ -107,12 +107,67 @@ def _newsqa_sentences(contexts: list[dict], prefix: str) -> Iterator[Sentence]:
                            doc=f"{prefix}-{ctx}", start=s.start, end=s.end)
 
 
+# --- the training slice and its validation split --------------------------------------------
+
+TRAIN_FILE = Path("squad_train_slice") / "train-v1.1-articles-1-44.json"
+VALIDATION_ARTICLES = 6  # the slice's last articles (1,036 questions), never trained on by default
+
+
+def train_articles(root: str | Path | None = None, validation_articles: int = VALIDATION_ARTICLES,
+                   part: str = "train") -> list[dict]:
+    """The SQuAD train slice's articles: ``part="train"`` all but the last ``validation_articles``,
+    ``"validation"`` those last ones (model selection happens there, never on SQuAD or NewsQA dev)."""
+    root = Path(root) if root else data_dir()
+    path = root / TRAIN_FILE
+    if not path.is_file():
+        raise InputError(path, f"SQuAD train slice not found (set {DATA_ENV} to the data folder)")
+    articles = json.loads(path.read_text(encoding="utf-8"))["data"]
+    cut = len(articles) - validation_articles
+    if part not in ("train", "validation") or not 0 <= validation_articles < len(articles):
+        raise InputError(path, f"cannot hold out {validation_articles} of {len(articles)} articles as {part}")
+    return articles[:cut] if part == "train" else articles[cut:]
+
+
+def paragraph_sentences(context: str, prefix: str) -> list[Sentence]:
+    """A paragraph cut by the project's splitter; each sentence's context is the paragraph."""
+    from .corpus import split_document
+
+    return [Sentence(id=f"{prefix}-{s.id.rsplit('#', 1)[1]}", text=s.text, context=context, doc=prefix,
+                     start=s.start, end=s.end) for s in split_document(context, prefix)]
+
+
+def _validation_set(root: str | Path | None) -> EvalSet:
+    """The held-out articles of the training slice as a MultiReQA-style pool (the project's splitter,
+    as for NewsQA: the slice has no usable MultiReQA boundaries)."""
+    sentences: list[Sentence] = []
+    topics: list[tuple[str, str]] = []
+    qrels: dict[str, set[str]] = {}
+    qid_of: dict[str, str] = {}
+    paragraphs = [p for a in train_articles(root, part="validation") for p in a["paragraphs"]]
+    for n, p in enumerate(paragraphs):
+        ss = paragraph_sentences(p["context"], f"squad-val-{n}")
+        sentences += ss
+        for qa in p["qas"]:
+            relevant = {s.id for s in ss for a in qa["answers"]
+                        if s.start < a["answer_start"] + len(a["text"]) and a["answer_start"] < s.end}
+            question = qa["question"].strip()
+            if question not in qid_of:
+                qid_of[question] = qa["id"]
+                topics.append((qa["id"], question))
+                qrels[qa["id"]] = set()
+            qrels[qid_of[question]] |= relevant
+    return EvalSet("val", sentences, topics, qrels)
+
+
 def build_eval_set(domain: str, root: str | Path | None = None) -> EvalSet:
     """Candidate pool = every sentence of every passage; relevant = sentences overlapping an
     answer span; identical questions (after strip) merged into one query with the union of their
-    relevant sentences. ``domain`` is one of :data:`DOMAINS`."""
+    relevant sentences. ``domain`` is one of :data:`DOMAINS`; ``val`` is the training slice's
+    held-out articles."""
     if domain not in DOMAINS:
         raise InputError(domain, f"unknown domain; choose from {', '.join(DOMAINS)}")
+    if domain == "val":
+        return _validation_set(root)
     root = Path(root) if root else data_dir()
     mrqa_name, prefix = DOMAINS[domain]
     mrqa = root / "mrqa" / mrqa_name
@@ -143,4 +198,5 @@ def build_eval_set(domain: str, root: str | Path | None = None) -> EvalSet:
     return EvalSet(domain, sentences, topics, qrels)
 
 
-DOMAINS = {"squad": ("SQuAD.jsonl.gz", "squad-dev"), "newsqa": ("NewsQA.jsonl.gz", "newsqa-dev")}
+DOMAINS = {"squad": ("SQuAD.jsonl.gz", "squad-dev"), "newsqa": ("NewsQA.jsonl.gz", "newsqa-dev"),
+           "val": ("train-v1.1-articles-1-44.json", "squad-val")}

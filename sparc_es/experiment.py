@@ -9,6 +9,7 @@ Systems (``--systems``, comma-separated; options after a colon)::
     sparc-int[:opts]          the same model's integers scored exactly (what Lucene should give)
 
     opts: model=PATH ({domain} in it becomes the domain's name), k=TOP_K, factor=F, max_over=sentence|all, max_length=N,
+          head=dot|mlm (score a plain checkpoint through its MLM head),
           idf=1 (IDF-weighted encoding), hybrid=rrf|sum (fused with the Lucene BM25 run, top 1,000
           of each), hybrid_weight=A (BM25's share of the sum, default 0.5)
           e.g. sparc:k=500,factor=100,bm25-paper   sparc-exact:model=models/sparc,max_over=all
@@ -34,7 +35,7 @@ from .export import DEFAULT_FACTOR
 from .trec import TrecRunWriter
 
 KINDS = ("bm25", "bm25-paper", "sparc", "sparc-exact", "sparc-int")
-SPARC_OPTIONS = {"model": str, "k": int, "factor": float, "max_over": str, "max_length": int,
+SPARC_OPTIONS = {"model": str, "k": int, "factor": float, "max_over": str, "max_length": int, "head": str,
                  "idf": int, "hybrid": str, "hybrid_weight": float}
 
 
@@ -74,11 +75,12 @@ class System:
 def _sparc_encoded(system: System, evalset: EvalSet, corpus: Path, folder: Path) -> tuple[Path, dict]:
     """Encoded folder (with float weights) for this model and settings; encoded once, then reused."""
     from .encode import encode_corpus, read_meta, requantize
-    from .model import MaxOver, SparcModel
+    from .model import Head, MaxOver, SparcModel
 
     o = system.options
     overrides = {k: v for k, v in (("top_k", o.get("k")), ("max_length", o.get("max_length")),
-                                   ("max_over", MaxOver(o["max_over"]) if "max_over" in o else None)) if v is not None}
+                                   ("max_over", MaxOver(o["max_over"]) if "max_over" in o else None),
+                                   ("head", Head(o["head"]) if "head" in o else None)) if v is not None}
     model = SparcModel.load(o.get("model", "default").replace("{domain}", folder.name), **overrides)
     factor = o.get("factor", DEFAULT_FACTOR)
     idf = bool(o.get("idf"))

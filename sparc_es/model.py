@@ -45,6 +45,13 @@ KNOWN_BASES = {
 _UNUSED = re.compile(r"^\[unused\d+\]$")
 
 
+class Head(str, Enum):
+    """How a position's hidden state is turned into vocabulary logits before the max."""
+
+    DOT = "dot"  # H . E^T, the paper's
+    MLM = "mlm"  # the base's BERT MLM head: LayerNorm(act(dense(H))) . E^T + b, E still tied
+
+
 class MaxOver(str, Enum):
     """Which positions of H(s) the max in f(v, s) runs over."""
 
@@ -60,20 +67,28 @@ class SparcConfig:
     top_k: int = 500
     max_length: int = 256
     max_over: MaxOver = MaxOver.SENTENCE
+    head: Head = Head.DOT
+    token_weights: bool = False  # a learned per-token multiplier u_v on f(v, s), stored in the index
     base_model: dict = field(default_factory=dict)  # provenance: name, path, sha256
     adaptation: dict = field(default_factory=dict)  # embedding replacement provenance (sparc_es.adapt)
+
+    def __post_init__(self) -> None:
+        try:  # accept the enums' string values too (config files, overrides)
+            object.__setattr__(self, "max_over", MaxOver(self.max_over))
+            object.__setattr__(self, "head", Head(self.head))
+        except ValueError as e:
+            raise ModelError(f"invalid SPARC setting: {e}") from None
 
     def to_json(self) -> dict:
         d = dataclasses.asdict(self)
         d["max_over"] = self.max_over.value
+        d["head"] = self.head.value
         return {"format": FORMAT, **d}
 
     @classmethod
     def from_json(cls, d: dict) -> SparcConfig:
         known = {f.name for f in dataclasses.fields(cls)}
         kwargs = {k: v for k, v in d.items() if k in known}
-        if "max_over" in kwargs:
-            kwargs["max_over"] = MaxOver(kwargs["max_over"])
         return cls(**kwargs)
 
 
@@ -142,18 +157,74 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def model_fingerprint(encoder, config: SparcConfig) -> str:
+def model_fingerprint(encoder, config: SparcConfig, head=None) -> str:
     """Short hash of the weights' values and the settings that change f(v, s).
 
     Hashes tensor contents, not file bytes, so re-saving a model keeps its fingerprint.
     """
     h = hashlib.sha256()
-    for name, tensor in sorted(encoder.state_dict().items()):
+    tensors = sorted(encoder.state_dict().items())
+    if head is not None:
+        tensors += sorted((f"sparc_head.{k}", v) for k, v in head.state_dict().items())
+    for name, tensor in tensors:
         h.update(name.encode())
         h.update(tensor.detach().cpu().contiguous().numpy().tobytes())
-    h.update(json.dumps({"w": config.w, "max_over": config.max_over.value, "max_length": config.max_length},
-                        sort_keys=True).encode())
+    settings = {"w": config.w, "max_over": config.max_over.value, "max_length": config.max_length}
+    if head is not None:  # older fingerprints (no head) stay what they were
+        settings["head"] = config.head.value
+    h.update(json.dumps(settings, sort_keys=True).encode())
     return h.hexdigest()[:16]
+
+
+HEAD_FILE = "sparc_head.safetensors"
+_MLM_PREFIX = "cls.predictions."
+
+
+def _legacy_name(key: str) -> str:
+    """Old BERT checkpoints name LayerNorm parameters gamma and beta."""
+    return key.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias")
+
+
+def _sparc_head(encoder, config: SparcConfig, weights: Path, folder: Path):
+    """The scoring head's own parameters, or None for the paper's plain dot product.
+
+    Holds the BERT MLM transform and output bias (``head=mlm``) and the per-token log-multiplier
+    (``token_weights``). Read from ``sparc_head.safetensors`` in a SPARC model folder, else taken
+    from the checkpoint's own MLM head (``cls.predictions.*``); token weights start at 1.
+    """
+    if config.head is Head.DOT and not config.token_weights:
+        return None
+    torch = _torch()
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    vocab = encoder.get_input_embeddings().weight.shape[0]
+    head = torch.nn.Module()
+    if config.head is Head.MLM:
+        from transformers.models.bert.modeling_bert import BertPredictionHeadTransform
+
+        head.transform = BertPredictionHeadTransform(encoder.config)
+        head.bias = torch.nn.Parameter(torch.zeros(vocab))
+    if config.token_weights:
+        head.log_u = torch.nn.Parameter(torch.zeros(vocab))
+    try:
+        if (folder / HEAD_FILE).is_file():
+            state = load_file(folder / HEAD_FILE)
+        elif weights.suffix == ".safetensors":
+            raw = load_file(weights)
+            state = {_legacy_name(k[len(_MLM_PREFIX):]): v for k, v in raw.items()
+                     if k.startswith(_MLM_PREFIX + "transform.") or k == _MLM_PREFIX + "bias"}
+        else:
+            state = {}
+    except (SafetensorError, OSError) as e:
+        raise ModelError(f"{folder}: cannot read the head weights ({e})") from None
+    wanted = set(head.state_dict())
+    missing = sorted(wanted - set(state) - {"log_u"})
+    if missing:
+        raise ModelError(f"{folder}: head={config.head.value} needs the checkpoint's BERT MLM head, but "
+                         f"{', '.join(missing[:3])} {'is' if len(missing) == 1 else 'are'} missing")
+    head.load_state_dict({k: v.float() for k, v in state.items() if k in wanted}, strict=False)
+    return head
 
 
 def _weights_file(folder: Path) -> Path:
@@ -198,14 +269,16 @@ def _torch():
 class SparcModel:
     """A BERT-family encoder scored as SPARC. Not an ``nn.Module`` itself: training wraps it."""
 
-    def __init__(self, encoder, tokenizer, config: SparcConfig) -> None:
-        """Wrap a loaded encoder and tokenizer; most callers want :meth:`load`."""
+    def __init__(self, encoder, tokenizer, config: SparcConfig, head=None) -> None:
+        """Wrap a loaded encoder and tokenizer (and the head's parameters, see :func:`_sparc_head`);
+        most callers want :meth:`load`."""
         torch = _torch()
         self.encoder = encoder
         self.tokenizer = tokenizer
         self.config = config
+        self.head = head
         self.w = torch.nn.Parameter(torch.tensor(float(config.w)))
-        self.fingerprint = model_fingerprint(encoder, config)
+        self.fingerprint = model_fingerprint(encoder, config, head)
         for name in ("cls_token_id", "sep_token_id", "pad_token_id"):
             if getattr(tokenizer, name) is None:
                 raise ModelError(f"the tokenizer has no {name[:3].upper()} token: SPARC needs a BERT-family "
@@ -262,7 +335,7 @@ class SparcModel:
         if missing and getattr(encoder, "pooler", None) is not None:
             encoder.pooler = None  # randomly initialised, unused: drop it rather than save noise
         encoder.eval()
-        return cls(encoder, tokenizer, config)
+        return cls(encoder, tokenizer, config, _sparc_head(encoder, config, weights, path))
 
     def save(self, folder: str | os.PathLike) -> Path:
         """Write the model folder: SPARC config, encoder config and safetensors weights, tokenizer."""
@@ -271,6 +344,11 @@ class SparcModel:
         with _quiet_transformers():
             self.encoder.save_pretrained(folder)  # safetensors
             self.tokenizer.save_pretrained(folder)
+        if self.head is not None:
+            from safetensors.torch import save_file
+
+            save_file({k: v.detach().cpu().contiguous() for k, v in self.head.state_dict().items()},
+                      folder / HEAD_FILE)
         config = dataclasses.replace(self.config, w=float(self.w.detach()))
         manifest = {**config.to_json(), "versions": _versions()}
         (folder / SPARC_CONFIG).write_text(json.dumps(manifest, indent=2) + "\n")
@@ -286,6 +364,8 @@ class SparcModel:
         """Move the encoder, w and the scorable mask to ``device`` (e.g. ``"cuda"``)."""
         torch = _torch()
         self.encoder.to(device)
+        if self.head is not None:
+            self.head.to(device)
         with torch.no_grad():
             self.w.data = self.w.data.to(device)
         self.scorable = self.scorable.to(device)
@@ -346,13 +426,22 @@ class SparcModel:
     def token_scores(self, hidden, mask, vocab_ids=None):
         """f(v, s) for every scorable token (or only ``vocab_ids``): shape (batch, tokens).
 
-        The product H . E^T runs per sentence over its own unpadded positions: padding would
-        otherwise cost as much as the sentences themselves.
+        With ``head=mlm`` the logits are the base's MLM head's, ``LayerNorm(act(dense(H))) . E^T + b``
+        (the bias is per token, so it is added after the max); with ``token_weights`` f is
+        multiplied by the learned u_v. The product runs over unpadded positions only: padding
+        would otherwise cost as much as the sentences themselves.
         """
         torch = _torch()
+        head = self.head
         E = self.embeddings if vocab_ids is None else self.embeddings[vocab_ids]
-        m = torch.stack([(hidden[i][mask[i]] @ E.T).max(dim=0).values for i in range(hidden.shape[0])])
+        if head is not None and hasattr(head, "transform"):
+            hidden = head.transform(hidden)
+        m = _masked_max_product(hidden, mask, E)
+        if head is not None and hasattr(head, "bias"):
+            m = m + (head.bias if vocab_ids is None else head.bias[vocab_ids])
         f = torch.log1p(torch.relu(m) * torch.exp(self.w))
+        if head is not None and hasattr(head, "log_u"):
+            f = f * torch.exp(head.log_u if vocab_ids is None else head.log_u[vocab_ids])
         keep = self.scorable if vocab_ids is None else self.scorable[vocab_ids]
         return f * keep.to(f.dtype)
 
@@ -422,6 +511,34 @@ class SparcModel:
     def query_bag(self, question: str) -> dict[str, int]:
         """The question as a bag of WordPiece tokens: what the engines score (no model run)."""
         return query_bag(self.tokenizer, question)
+
+
+def _masked_max_product(hidden, mask, E, positions: int = 2048):
+    """``max_i hidden[b, i] . E^T`` over the positions where ``mask`` is set, for each row b.
+
+    The valid positions of several sentences go into one product (a few large matrix products
+    run about 1.4 times faster than one small product per sentence), at most ``positions`` rows at
+    a time so memory stays bounded; ``index_reduce`` takes each sentence's max and back-propagates.
+    """
+    import warnings
+
+    torch = _torch()
+    lengths = mask.sum(dim=1).tolist()
+    packed = hidden[mask]
+    out, start, first = [], 0, 0
+    for b in range(len(lengths) + 1):
+        if b < len(lengths) and (b == first or sum(lengths[first: b + 1]) <= positions):
+            continue
+        n = sum(lengths[first:b])
+        logits = packed[start: start + n] @ E.T
+        rows = torch.repeat_interleave(torch.arange(b - first, device=logits.device),
+                                       torch.tensor(lengths[first:b], device=logits.device))
+        init = torch.full((b - first, E.shape[0]), float("-inf"), dtype=logits.dtype, device=logits.device)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "index_reduce() is in beta"
+            out.append(init.index_reduce(0, rows, logits, "amax"))
+        start, first = start + n, b
+    return torch.cat(out)
 
 
 def query_bag(tokenizer, question: str) -> dict[str, int]:

@@ -30,12 +30,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .corpus import Sentence, split_document
-from .datasets import data_dir
-from .errors import InputError, SparcError
-from .model import MaxOver, SparcModel, query_bag
+from .corpus import Sentence
+from .datasets import VALIDATION_ARTICLES, data_dir, paragraph_sentences, train_articles
+from .errors import SparcError
+from .model import Head, MaxOver, SparcModel, query_bag
 
-TRAIN_FILE = Path("squad_train_slice") / "train-v1.1-articles-1-44.json"
 CHECKPOINT = "checkpoint"
 TRAINER_STATE = "trainer.pt"
 
@@ -55,12 +54,18 @@ class TrainConfig:
     w_lr: float = 1e-3
     learn_w: bool = True  # False: SPARTA (w fixed at 0)
     top_k_aware: bool = False  # score with the top-K cut that encoding applies (not in the paper)
+    head: str = "dot"  # "mlm": score through the base's BERT MLM head (transform and bias trained)
+    token_weights: bool = False  # learn a per-token multiplier u_v (query-side weight, folded into f)
+    token_weight_lr: float = 1e-2
     warmup_steps: int = 500
     weight_decay: float = 0.01
     bm25_depth: int = 100
+    same_passage_negatives: int = 1  # per question; the paper's setting is one of each kind
+    bm25_negatives: int = 1
     seed: int = 13
     checkpoint_every: int = 50
     data: str | None = None
+    validation_articles: int = VALIDATION_ARTICLES  # the slice's last articles, held out for model selection
 
 
 @dataclass(frozen=True)
@@ -73,20 +78,15 @@ class Example:
 
 
 def load_examples(root: str | Path | None = None, bm25_depth: int = 100, workdir: str | Path | None = None,
-                  limit: int | None = None) -> list[Example]:
-    """Training examples from the SQuAD train slice: sentences split like the NewsQA evaluation set
-    (the project's splitter; context = the paragraph)."""
-    root = Path(root) if root else data_dir()
-    path = root / TRAIN_FILE
-    if not path.is_file():
-        raise InputError(path, "SQuAD train slice not found (set SPARC_ES_DATA)")
-    data = json.loads(path.read_text(encoding="utf-8"))
-    paragraphs = [p for article in data["data"] for p in article["paragraphs"]]
+                  limit: int | None = None, validation_articles: int = VALIDATION_ARTICLES) -> list[Example]:
+    """Training examples from the SQuAD train slice without its validation articles: sentences
+    split like the NewsQA evaluation set (the project's splitter; context = the paragraph)."""
+    articles = train_articles(root, validation_articles, "train")
+    paragraphs = [p for article in articles for p in article["paragraphs"]]
     sentences: list[Sentence] = []
     by_paragraph: list[list[Sentence]] = []
     for i, p in enumerate(paragraphs):
-        ss = [dataclasses.replace(s, id=f"squad-train-{i}-{n}", context=p["context"])
-              for n, s in enumerate(split_document(p["context"], f"squad-train-{i}"))]
+        ss = paragraph_sentences(p["context"], f"squad-train-{i}")
         by_paragraph.append(ss)
         sentences += ss
     questions = []
@@ -124,18 +124,33 @@ def _bm25_candidates(questions: list[str], sentences: list[Sentence], depth: int
     return [[h.id for h in results[str(i)]] for i in range(len(questions))]
 
 
-def sample_batch(examples: list[Example], indices: list[int], rng: random.Random) -> tuple[list[str], list[Sentence]]:
-    """Questions and their 3B sentences: positives, then same-passage, then BM25 negatives."""
-    questions, positives, same, hard = [], [], [], []
+def _draw(pool: list[Sentence], n: int, rng: random.Random) -> list[Sentence]:
+    return [rng.choice(pool)] if n == 1 else rng.sample(pool, min(n, len(pool)))
+
+
+def sample_batch(examples: list[Example], indices: list[int], rng: random.Random, same_passage: int = 1,
+                 bm25: int = 1) -> tuple[list[str], list[Sentence]]:
+    """Questions and their sentences: the B positives first, then each question's negatives.
+
+    With one negative of each kind (the paper's setting) a question whose passage has no other
+    sentence takes a BM25 one instead and vice versa; with more, each kind gives what it has.
+    """
+    questions, positives, negatives = [], [], []
     for i in indices:
         e = examples[i]
         questions.append(e.question)
         positives.append(e.positive)
-        pool_same = e.same_passage or e.bm25
-        pool_hard = e.bm25 or e.same_passage
-        same.append(rng.choice(pool_same) if pool_same else e.positive)
-        hard.append(rng.choice(pool_hard) if pool_hard else e.positive)
-    return questions, positives + same + hard
+        if same_passage == 1 and bm25 == 1:
+            pool_same = e.same_passage or e.bm25
+            pool_hard = e.bm25 or e.same_passage
+            negatives.append(rng.choice(pool_same) if pool_same else e.positive)
+            negatives.append(rng.choice(pool_hard) if pool_hard else e.positive)
+        else:
+            negatives += _draw(e.same_passage, same_passage, rng) if e.same_passage and same_passage else []
+            negatives += _draw(e.bm25, bm25, rng) if e.bm25 and bm25 else []
+    if same_passage == 1 and bm25 == 1:  # the original order: all same-passage, then all BM25
+        negatives = negatives[0::2] + negatives[1::2]
+    return questions, positives + negatives
 
 
 class Trainer:
@@ -166,12 +181,18 @@ class Trainer:
                                  "or delete the checkpoint")
         torch.manual_seed(config.seed)
         source = checkpoint if resume else config.model
-        overrides = {} if resume else {"max_length": config.max_length, "max_over": MaxOver(config.max_over)}
+        overrides = {} if resume else {"max_length": config.max_length, "max_over": MaxOver(config.max_over),
+                                       "head": Head(config.head), "token_weights": config.token_weights}
         self.model = SparcModel.load(source, **overrides).to(self.device)
         encoder = self.model.encoder
         encoder.get_input_embeddings().weight.requires_grad_(False)  # E stays the pre-trained one
         params = [p for p in encoder.parameters() if p.requires_grad]
+        head = self.model.head
+        if head is not None and hasattr(head, "transform"):
+            params += [*head.transform.parameters(), head.bias]
         groups = [{"params": params, "lr": config.lr, "weight_decay": config.weight_decay}]
+        if head is not None and hasattr(head, "log_u"):
+            groups.append({"params": [head.log_u], "lr": config.token_weight_lr, "weight_decay": 0.0})
         self.model.w.requires_grad_(config.learn_w)
         if config.learn_w:
             groups.append({"params": [self.model.w], "lr": config.w_lr, "weight_decay": 0.0})
@@ -218,6 +239,8 @@ class Trainer:
         vocab_ids = torch.tensor(vocab, device=self.device)
         labels = torch.arange(len(questions), device=self.device)
         self.model.encoder.train()
+        if self.model.head is not None:
+            self.model.head.train()
         chunk = self.config.chunk_size
         if len(sentences) <= chunk:
             loss = torch.nn.functional.cross_entropy(Q @ self._scores(sentences, vocab_ids).T, labels)
@@ -261,7 +284,8 @@ class Trainer:
         started = time.perf_counter() - self.seconds
         while self.step < self.total_steps:
             indices, rng = self.batches(self.step)
-            questions, sentences = sample_batch(self.examples, indices, rng)
+            questions, sentences = sample_batch(self.examples, indices, rng, self.config.same_passage_negatives,
+                                                self.config.bm25_negatives)
             self.losses.append(self.train_step(questions, sentences))
             self.step += 1
             self.seconds = time.perf_counter() - started
@@ -290,6 +314,8 @@ class Trainer:
         import torch
 
         self.model.encoder.eval()
+        if self.model.head is not None:
+            self.model.head.eval()
         self.model.save(self.output)
         summary = {"config": dataclasses.asdict(self.config), "steps": self.step, "questions": len(self.examples),
                    "seconds": round(self.seconds, 1),
@@ -323,20 +349,29 @@ def _set_rng_state(state, device: str) -> None:
         torch.cuda.set_rng_state(state[1])
 
 
-def cached_examples(cache: Path, root: str | Path | None, bm25_depth: int, limit: int | None) -> list[Example]:
-    """:func:`load_examples`, kept in ``cache`` (JSON) so runs with the same data share the BM25 pass."""
-    key = {"root": str(Path(root) if root else data_dir()), "bm25_depth": bm25_depth, "limit": limit}
+def cached_examples(cache: Path, root: str | Path | None, bm25_depth: int, limit: int | None,
+                    validation_articles: int = VALIDATION_ARTICLES) -> list[Example]:
+    """:func:`load_examples`, kept in ``cache`` (JSON) so runs with the same data share the BM25 pass.
+
+    Each sentence is stored once and examples refer to it by id (a paragraph per BM25 candidate
+    made the file a gigabyte).
+    """
+    key = {"format": 2, "root": str(Path(root) if root else data_dir()), "bm25_depth": bm25_depth, "limit": limit,
+           "validation_articles": validation_articles}
     if cache.is_file():
         stored = json.loads(cache.read_text())
-        if stored["key"] == key:
-            def sentence(d: dict) -> Sentence:
-                return Sentence(**d)
-
-            return [Example(e["question"], e["answer"], sentence(e["positive"]),
-                            [sentence(s) for s in e["same_passage"]], [sentence(s) for s in e["bm25"]])
-                    for e in stored["examples"]]
-    examples = load_examples(root, bm25_depth, workdir=cache.parent, limit=limit)
-    cache.write_text(json.dumps({"key": key, "examples": [dataclasses.asdict(e) for e in examples]}))
+        if stored.get("key") == key:
+            by_id = {d["id"]: Sentence(**d) for d in stored["sentences"]}
+            return [Example(e["question"], e["answer"], by_id[e["positive"]], [by_id[i] for i in e["same_passage"]],
+                            [by_id[i] for i in e["bm25"]]) for e in stored["examples"]]
+    examples = load_examples(root, bm25_depth, workdir=cache.parent, limit=limit,
+                             validation_articles=validation_articles)
+    sentences = {s.id: dataclasses.asdict(s) for e in examples for s in [e.positive, *e.same_passage, *e.bm25]}
+    refs = [{"question": e.question, "answer": e.answer, "positive": e.positive.id,
+             "same_passage": [s.id for s in e.same_passage], "bm25": [s.id for s in e.bm25]} for e in examples]
+    tmp = cache.with_name(cache.name + ".tmp")
+    tmp.write_text(json.dumps({"key": key, "sentences": list(sentences.values()), "examples": refs}))
+    tmp.replace(cache)
     return examples
 
 
@@ -348,5 +383,5 @@ def train(config: TrainConfig, output: str | Path, progress: bool = True, limit:
     output.mkdir(parents=True, exist_ok=True)
     resume_checkpoint(output)
     cache = Path(examples_cache) if examples_cache else output / "examples.json"
-    examples = cached_examples(cache, config.data, config.bm25_depth, limit)
+    examples = cached_examples(cache, config.data, config.bm25_depth, limit, config.validation_articles)
     return Trainer(config, output, examples, progress=progress).train()

@@ -229,6 +229,8 @@ def adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, c
 
     with torch.no_grad():
         sparc.embeddings.copy_(mlm.E.detach())
+        if sparc.passage_model is not None:  # both encoders started from the same base E
+            sparc.passage_model.embeddings.copy_(mlm.E.detach())
     record = {"method": "embedding replacement (masked-language modelling, only E trained)",
               "head": "the checkpoint's MLM head" if mlm.head == "mlm" else "dot product H . E^T",
               "adapted_from": {"fingerprint": source_fingerprint, "path": str(Path(model))},

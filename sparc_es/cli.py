@@ -316,7 +316,8 @@ def cmd_train(args: argparse.Namespace) -> int:
                          max_steps=args.max_steps, lr=args.lr, w_lr=args.w_lr, learn_w=not args.sparta,
                          top_k_aware=args.top_k_aware, head=args.head, token_weights=args.token_weights,
                          token_weight_lr=args.token_weight_lr, same_passage_negatives=args.same_passage_negatives,
-                         bm25_negatives=args.bm25_negatives, validation_articles=args.validation_articles,
+                         bm25_negatives=args.bm25_negatives, passage_weight=args.passage_weight,
+                         passage_model=args.passage_model, validation_articles=args.validation_articles,
                          warmup_steps=args.warmup_steps, seed=args.seed, checkpoint_every=args.checkpoint_every,
                          data=args.data)
     summary = train(config, args.output, progress=not args.quiet, limit=args.limit,
@@ -489,6 +490,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="other sentences of the positive's passage per question (default: %(default)s)")
     p.add_argument("--bm25-negatives", type=int, default=d.bm25_negatives,
                    help="sentences from the question's BM25 top 100 without the answer (default: %(default)s)")
+    p.add_argument("--passage-weight", type=float, default=d.passage_weight,
+                   help="passage expansion: each sentence also stores lambda x the scores of its whole passage "
+                        "from a frozen passage encoder; this is lambda's starting value, learned from there "
+                        "(default: %(default)s, off)")
+    p.add_argument("--passage-model", default=d.passage_model,
+                   help="the frozen passage encoder, scored through its MLM head (default: %(default)s)")
     p.add_argument("--validation-articles", type=int, default=d.validation_articles,
                    help="the training slice's last N articles are held out for model selection "
                         "(`sparc-es table --domains val`) (default: %(default)s)")

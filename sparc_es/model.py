@@ -69,6 +69,12 @@ class SparcConfig:
     max_over: MaxOver = MaxOver.SENTENCE
     head: Head = Head.DOT
     token_weights: bool = False  # a learned per-token multiplier u_v on f(v, s), stored in the index
+    # Passage expansion: a sentence stores f(v, s) + passage_weight * f_P(v, passage), with the
+    # passage encoded alone ([CLS] passage [SEP], max over all its positions, at most
+    # passage_max_length tokens) by the encoder in the subfolder ``passage_encoder`` ("self": this one).
+    passage_weight: float = 0.0
+    passage_encoder: str = "self"
+    passage_max_length: int = 256
     base_model: dict = field(default_factory=dict)  # provenance: name, path, sha256
     adaptation: dict = field(default_factory=dict)  # embedding replacement provenance (sparc_es.adapt)
 
@@ -172,6 +178,8 @@ def model_fingerprint(encoder, config: SparcConfig, head=None) -> str:
     settings = {"w": config.w, "max_over": config.max_over.value, "max_length": config.max_length}
     if head is not None:  # older fingerprints (no head) stay what they were
         settings["head"] = config.head.value
+    if config.passage_weight:
+        settings["passage"] = [config.passage_weight, config.passage_encoder, config.passage_max_length]
     h.update(json.dumps(settings, sort_keys=True).encode())
     return h.hexdigest()[:16]
 
@@ -269,7 +277,7 @@ def _torch():
 class SparcModel:
     """A BERT-family encoder scored as SPARC. Not an ``nn.Module`` itself: training wraps it."""
 
-    def __init__(self, encoder, tokenizer, config: SparcConfig, head=None) -> None:
+    def __init__(self, encoder, tokenizer, config: SparcConfig, head=None, passage_model=None) -> None:
         """Wrap a loaded encoder and tokenizer (and the head's parameters, see :func:`_sparc_head`);
         most callers want :meth:`load`."""
         torch = _torch()
@@ -277,8 +285,11 @@ class SparcModel:
         self.tokenizer = tokenizer
         self.config = config
         self.head = head
+        self.passage_model = passage_model  # None: passages are encoded by this model itself
         self.w = torch.nn.Parameter(torch.tensor(float(config.w)))
         self.fingerprint = model_fingerprint(encoder, config, head)
+        if passage_model is not None:
+            self.fingerprint = hashlib.sha256((self.fingerprint + passage_model.fingerprint).encode()).hexdigest()[:16]
         for name in ("cls_token_id", "sep_token_id", "pad_token_id"):
             if getattr(tokenizer, name) is None:
                 raise ModelError(f"the tokenizer has no {name[:3].upper()} token: SPARC needs a BERT-family "
@@ -335,7 +346,13 @@ class SparcModel:
         if missing and getattr(encoder, "pooler", None) is not None:
             encoder.pooler = None  # randomly initialised, unused: drop it rather than save noise
         encoder.eval()
-        return cls(encoder, tokenizer, config, _sparc_head(encoder, config, weights, path))
+        passage = None
+        if config.passage_weight and config.passage_encoder != "self":
+            sub = path / config.passage_encoder
+            if not (sub / SPARC_CONFIG).is_file():
+                raise ModelError(f"{path}: the passage encoder folder {config.passage_encoder!r} is missing")
+            passage = cls.load(sub)
+        return cls(encoder, tokenizer, config, _sparc_head(encoder, config, weights, path), passage)
 
     def save(self, folder: str | os.PathLike) -> Path:
         """Write the model folder: SPARC config, encoder config and safetensors weights, tokenizer."""
@@ -349,6 +366,8 @@ class SparcModel:
 
             save_file({k: v.detach().cpu().contiguous() for k, v in self.head.state_dict().items()},
                       folder / HEAD_FILE)
+        if self.passage_model is not None:
+            self.passage_model.save(folder / self.config.passage_encoder)
         config = dataclasses.replace(self.config, w=float(self.w.detach()))
         manifest = {**config.to_json(), "versions": _versions()}
         (folder / SPARC_CONFIG).write_text(json.dumps(manifest, indent=2) + "\n")
@@ -366,6 +385,8 @@ class SparcModel:
         self.encoder.to(device)
         if self.head is not None:
             self.head.to(device)
+        if self.passage_model is not None:
+            self.passage_model.to(device)
         with torch.no_grad():
             self.w.data = self.w.data.to(device)
         self.scorable = self.scorable.to(device)
@@ -376,7 +397,8 @@ class SparcModel:
         """E: the encoder's input word-embedding matrix, (vocabulary, hidden)."""
         return self.encoder.get_input_embeddings().weight
 
-    def tokenize_pairs(self, sentences: list[str], contexts: list[str]) -> tuple[list[list[int]], list[int], list[bool], list[bool]]:
+    def tokenize_pairs(self, sentences: list[str], contexts: list[str], max_length: int | None = None
+                       ) -> tuple[list[list[int]], list[int], list[bool], list[bool]]:
         """Build ``[CLS] sentence [SEP] context [SEP]`` id lists truncated to ``max_length``.
 
         Returns (input ids, sentence segment lengths including [CLS] and [SEP], sentence
@@ -384,7 +406,7 @@ class SparcModel:
         than the limit is cut too and flagged.
         """
         tok = self.tokenizer
-        budget = self.config.max_length
+        budget = max_length or self.config.max_length
         with _quiet_transformers():  # no "longer than the maximum" warning: truncation happens below
             s_ids = tok(sentences, add_special_tokens=False)["input_ids"]
             c_ids = tok([c or "" for c in contexts], add_special_tokens=False)["input_ids"]
@@ -445,14 +467,23 @@ class SparcModel:
         keep = self.scorable if vocab_ids is None else self.scorable[vocab_ids]
         return f * keep.to(f.dtype)
 
+    def passage_scores(self, passages: list[str]):
+        """f_P(v, passage) for every vocabulary token: each passage encoded alone, max over all its
+        positions, by the passage encoder; shape (passages, tokens)."""
+        model = self.passage_model or self
+        ids, seg, _, _ = model.tokenize_pairs(passages, [""] * len(passages), self.config.passage_max_length)
+        hidden, mask = model.hidden_states(ids, seg)  # no context: the "sentence" positions are all of them
+        return model.token_scores(hidden, mask)
+
     def encode_batch(self, sentences: list[str], contexts: list[str], top_k: int | None = None,
-                     term_weights=None) -> list[Encoded]:
+                     term_weights=None, passages=None) -> list[Encoded]:
         """Top-K token maps for one batch (no sorting, no progress bar).
 
         ``term_weights`` (one float per vocabulary token, e.g. IDF) multiplies the kept weights
         after the top-K cut, so the model still chooses which tokens a sentence keeps (weighting
         before the cut let corpus-rare expansion tokens crowd out the sentence's own: 33.9 against
-        73.3 MRR on SQuAD dev, docs/adaptation.md).
+        73.3 MRR on SQuAD dev, docs/adaptation.md). With passage expansion, ``passages`` holds each
+        sentence's row of :meth:`passage_scores` (computed here when not given).
         """
         torch = _torch()
         k = top_k or self.config.top_k
@@ -460,6 +491,10 @@ class SparcModel:
         with torch.inference_mode():
             hidden, mask = self.hidden_states(ids, seg)
             f = self.token_scores(hidden, mask)
+            if self.config.passage_weight:
+                if passages is None:
+                    passages = self.passage_scores([c or s for s, c in zip(sentences, contexts)])
+                f = f + self.config.passage_weight * passages
             nonzero = (f > 0).sum(dim=1).tolist()
             values, indices = torch.topk(f, min(k, f.shape[1]), dim=1)
             if term_weights is not None:
@@ -480,7 +515,8 @@ class SparcModel:
         """Encode (sentence, context) pairs as a stream, in input order.
 
         Pairs are read ``batch_size * window`` at a time and sorted by length so each batch pads
-        little; results come back in the order they went in.
+        little; results come back in the order they went in. With passage expansion each distinct
+        context of a window is encoded once (a sentence without context stands for its own passage).
         """
         buffer: list[tuple[str, str]] = []
         for pair in pairs:
@@ -493,12 +529,26 @@ class SparcModel:
 
     def _encode_window(self, pairs: list[tuple[str, str]], batch_size: int, top_k: int | None,
                        term_weights=None) -> list[Encoded]:
+        torch = _torch()
+        passages = None
+        if self.config.passage_weight:
+            texts = list(dict.fromkeys(c or s for s, c in pairs))
+            row = {t: i for i, t in enumerate(texts)}
+            by_length = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+            with torch.inference_mode():
+                scores = torch.empty((len(texts), self.embeddings.shape[0]), device=self.device)
+                for b in range(0, len(texts), batch_size):
+                    idx = by_length[b: b + batch_size]
+                    scores[idx] = self.passage_scores([texts[i] for i in idx])
+            passages = [row[c or s] for s, c in pairs]
         # Character length is a good enough proxy for token length to sort by.
         order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
         results: list[Encoded | None] = [None] * len(pairs)
         for b in range(0, len(order), batch_size):
             idx = order[b: b + batch_size]
-            encoded = self.encode_batch([pairs[i][0] for i in idx], [pairs[i][1] for i in idx], top_k, term_weights)
+            rows = None if passages is None else scores[[passages[i] for i in idx]]
+            encoded = self.encode_batch([pairs[i][0] for i in idx], [pairs[i][1] for i in idx], top_k, term_weights,
+                                        rows)
             for i, e in zip(idx, encoded):
                 results[i] = e
         return results  # type: ignore[return-value]

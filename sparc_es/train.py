@@ -57,6 +57,11 @@ class TrainConfig:
     head: str = "dot"  # "mlm": score through the base's BERT MLM head (transform and bias trained)
     token_weights: bool = False  # learn a per-token multiplier u_v (query-side weight, folded into f)
     token_weight_lr: float = 1e-2
+    # Passage expansion (see SparcConfig): a frozen passage encoder, its scores computed once per
+    # training passage; the weight lambda starts at passage_weight and is learned with w's lr.
+    passage_weight: float = 0.0
+    passage_model: str = "splade-bert-tiny"
+    passage_head: str = "mlm"
     warmup_steps: int = 500
     weight_decay: float = 0.01
     bm25_depth: int = 100
@@ -183,7 +188,16 @@ class Trainer:
         source = checkpoint if resume else config.model
         overrides = {} if resume else {"max_length": config.max_length, "max_over": MaxOver(config.max_over),
                                        "head": Head(config.head), "token_weights": config.token_weights}
-        self.model = SparcModel.load(source, **overrides).to(self.device)
+        self.model = SparcModel.load(source, **overrides)
+        if config.passage_weight and self.model.passage_model is None:  # a fresh run: attach the passage encoder
+            self.model.config = dataclasses.replace(self.model.config, passage_weight=config.passage_weight,
+                                                    passage_encoder="passage", passage_max_length=2 * config.max_length)
+            self.model.passage_model = SparcModel.load(config.passage_model, head=Head(config.passage_head),
+                                                       max_length=2 * config.max_length)
+        self.model.to(self.device)
+        self.passages, self.passage_row = None, {}
+        if config.passage_weight:
+            self._encode_passages()
         encoder = self.model.encoder
         encoder.get_input_embeddings().weight.requires_grad_(False)  # E stays the pre-trained one
         params = [p for p in encoder.parameters() if p.requires_grad]
@@ -196,6 +210,13 @@ class Trainer:
         self.model.w.requires_grad_(config.learn_w)
         if config.learn_w:
             groups.append({"params": [self.model.w], "lr": config.w_lr, "weight_decay": 0.0})
+        self.log_lambda = None
+        if config.passage_weight:
+            import math
+
+            self.log_lambda = torch.nn.Parameter(torch.tensor(math.log(self.model.config.passage_weight),
+                                                              device=self.device))
+            groups.append({"params": [self.log_lambda], "lr": config.w_lr, "weight_decay": 0.0})
         self.optimizer = torch.optim.AdamW(groups)
         from transformers import get_linear_schedule_with_warmup
 
@@ -209,10 +230,35 @@ class Trainer:
 
     # --- one step --------------------------------------------------------------------------
 
+    def _encode_passages(self) -> None:
+        """f_P(v, passage) of every training passage, once (the passage encoder is frozen)."""
+        import torch
+        from tqdm import tqdm
+
+        texts = list(dict.fromkeys(s.context or s.text for e in self.examples
+                                   for s in [e.positive, *e.same_passage, *e.bm25]))
+        self.passage_row = {t: i for i, t in enumerate(texts)}
+        self.passages = torch.empty((len(texts), self.model.embeddings.shape[0]), dtype=torch.float16)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        with torch.inference_mode():
+            for b in tqdm(range(0, len(texts), 32), desc="passages", unit="batch", disable=not self.progress,
+                          file=sys.stderr, dynamic_ncols=True):
+                idx = order[b: b + 32]
+                self.passages[idx] = self.model.passage_scores([texts[i] for i in idx]).cpu().half()
+
+    def _passage_term(self, sentences: list[Sentence], vocab_ids=None):
+        """lambda * f_P(v, passage of s) for the batch's sentences (all tokens, or ``vocab_ids``)."""
+        rows = self.passages[[self.passage_row[s.context or s.text] for s in sentences]]
+        if vocab_ids is not None:
+            rows = rows[:, vocab_ids.cpu()]
+        return self.log_lambda.exp() * rows.float().to(self.device)
+
     def _scores(self, sentences: list[Sentence], vocab_ids):
         ids, seg, _, _ = self.model.tokenize_pairs([s.text for s in sentences], [s.context for s in sentences])
         hidden, mask = self.model.hidden_states(ids, seg)
         f = self.model.token_scores(hidden, mask, vocab_ids)
+        if self.passages is not None:
+            f = f + self._passage_term(sentences, vocab_ids)
         if self.config.top_k_aware:
             # What the index will hold: a question token scores only if it is among the sentence's
             # top K over the whole vocabulary. The cut itself is not differentiated.
@@ -220,6 +266,8 @@ class Trainer:
 
             with torch.no_grad():
                 full = self.model.token_scores(hidden.detach(), mask)
+                if self.passages is not None:
+                    full = full + self._passage_term(sentences)
                 kth = full.topk(min(self.model.config.top_k, full.shape[1]), dim=1).values[:, -1:]
             f = f * (f >= kth).to(f.dtype)
         return f
@@ -297,11 +345,17 @@ class Trainer:
         bar.close()
         return self.finish()
 
+    def _sync_lambda(self) -> None:
+        if self.log_lambda is not None:
+            self.model.config = dataclasses.replace(self.model.config,
+                                                    passage_weight=float(self.log_lambda.detach().exp()))
+
     def checkpoint(self) -> None:
         import torch
 
         tmp = self.output / (CHECKPOINT + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
+        self._sync_lambda()
         self.model.save(tmp)
         torch.save({"config": dataclasses.asdict(self.config), "optimizer": self.optimizer.state_dict(),
                     "scheduler": self.scheduler.state_dict(), "step": self.step, "seconds": self.seconds,
@@ -316,12 +370,14 @@ class Trainer:
         self.model.encoder.eval()
         if self.model.head is not None:
             self.model.head.eval()
+        self._sync_lambda()
         self.model.save(self.output)
         summary = {"config": dataclasses.asdict(self.config), "steps": self.step, "questions": len(self.examples),
                    "seconds": round(self.seconds, 1),
                    "questions_per_second": round(self.step * self.config.batch_size / max(self.seconds, 1e-9), 2),
                    "final_loss": round(sum(self.losses[-20:]) / max(len(self.losses[-20:]), 1), 4),
-                   "exp_w": float(self.model.w.detach().exp()), "device": self.device,
+                   "exp_w": float(self.model.w.detach().exp()),
+                   "passage_weight": self.model.config.passage_weight, "device": self.device,
                    "torch_threads": torch.get_num_threads()}
         (self.output / "training.json").write_text(json.dumps(summary, indent=2) + "\n")
         shutil.rmtree(self.output / CHECKPOINT, ignore_errors=True)

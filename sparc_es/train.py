@@ -238,20 +238,20 @@ class Trainer:
         texts = list(dict.fromkeys(s.context or s.text for e in self.examples
                                    for s in [e.positive, *e.same_passage, *e.bm25]))
         self.passage_row = {t: i for i, t in enumerate(texts)}
-        self.passages = torch.empty((len(texts), self.model.embeddings.shape[0]), dtype=torch.float16)
+        self.passages = torch.empty((len(texts), self.model.embeddings.shape[0]))
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         with torch.inference_mode():
             for b in tqdm(range(0, len(texts), 32), desc="passages", unit="batch", disable=not self.progress,
                           file=sys.stderr, dynamic_ncols=True):
                 idx = order[b: b + 32]
-                self.passages[idx] = self.model.passage_scores([texts[i] for i in idx]).cpu().half()
+                self.passages[idx] = self.model.passage_scores([texts[i] for i in idx]).cpu()
 
     def _passage_term(self, sentences: list[Sentence], vocab_ids=None):
         """lambda * f_P(v, passage of s) for the batch's sentences (all tokens, or ``vocab_ids``)."""
         rows = self.passages[[self.passage_row[s.context or s.text] for s in sentences]]
         if vocab_ids is not None:
             rows = rows[:, vocab_ids.cpu()]
-        return self.log_lambda.exp() * rows.float().to(self.device)
+        return self.log_lambda.exp() * rows.to(self.device)
 
     def _scores(self, sentences: list[Sentence], vocab_ids):
         ids, seg, _, _ = self.model.tokenize_pairs([s.text for s in sentences], [s.context for s in sentences])

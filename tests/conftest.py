@@ -63,3 +63,25 @@ def squad_sample():
                  if i in wanted for qa in c["qas"]]
     random.Random(13).shuffle(questions)
     return sentences, questions[:150]
+
+
+@pytest.fixture(scope="session")
+def tiny_mlm_dir(tmp_path_factory) -> Path:
+    """A tiny random BertForMaskedLM checkpoint (MLM head included), as a plain base checkpoint."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
+
+    from sparc_es.model import default_base_path
+
+    torch.manual_seed(1)
+    tokenizer = AutoTokenizer.from_pretrained(default_base_path(), local_files_only=True)
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=512, type_vocab_size=2,
+                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    model = BertForMaskedLM(config).eval()
+    with torch.no_grad():  # a visible bias, so the test can tell it is applied
+        model.cls.predictions.bias.normal_(0, 0.5)
+    folder = tmp_path_factory.mktemp("models") / "tiny-mlm"
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder

@@ -127,3 +127,83 @@ def test_untrained_minilm_when_no_model_ships(monkeypatch, tmp_path):
     monkeypatch.setattr(model_module, "SHIPPED_MODEL", tmp_path)
     assert model_module.resolve_model_path("default") == model_module.default_base_path()
     assert model_module.resolve_model_path("splade-bert-tiny") == model_module.known_base_path("splade-bert-tiny")
+
+
+def _brute_mlm_scores(model, sentence: str, context: str):
+    """f(v, s) written out from the formula: LayerNorm(gelu(dense(H))) . E^T + b, max over the
+    sentence's positions, log(1 + ReLU(.) exp(w)), times u_v."""
+    import torch
+
+    ids, seg, _, _ = model.tokenize_pairs([sentence], [context])
+    with torch.no_grad():
+        hidden, mask = model.hidden_states(ids, seg)
+        h = hidden[0][mask[0]]
+        t = model.head.transform
+        h = torch.nn.functional.layer_norm(torch.nn.functional.gelu(t.dense(h)), (h.shape[-1],),
+                                           t.LayerNorm.weight, t.LayerNorm.bias, t.LayerNorm.eps)
+        m = (h @ model.embeddings.T).max(dim=0).values + model.head.bias
+        f = torch.log1p(torch.relu(m) * torch.exp(model.w))
+        if hasattr(model.head, "log_u"):
+            f = f * model.head.log_u.exp()
+    return f * model.scorable
+
+
+def test_mlm_head_scores_follow_the_formula_and_survive_save_and_load(tiny_mlm_dir, tmp_path):
+    import torch
+
+    model = SparcModel.load(tiny_mlm_dir, head="mlm", token_weights=True, top_k=40)
+    with torch.no_grad():
+        model.head.log_u.normal_(0, 0.3)  # as if trained
+    sentence, context = "The capital of France is Paris.", "France is a country in Europe."
+    expected = _brute_mlm_scores(model, sentence, context)
+    e = model.encode_batch([sentence], [context])[0]
+    top = expected.topk(40)
+    assert e.tokens == [t for t, v in zip(model.tokenizer.convert_ids_to_tokens(top.indices.tolist()),
+                                          top.values.tolist()) if v > 0]
+    np.testing.assert_allclose(e.weights, top.values[top.values > 0].numpy(), rtol=1e-5)
+
+    model.save(tmp_path / "m")
+    again = SparcModel.load(tmp_path / "m")
+    assert again.config.head.value == "mlm" and again.config.token_weights
+    assert again.fingerprint != SparcModel.load(tiny_mlm_dir, head="mlm", token_weights=True).fingerprint  # u counts
+    assert again.encode_batch([sentence], [context])[0].tokens == e.tokens
+    dot = SparcModel.load(tiny_mlm_dir)  # a plain checkpoint is read as the paper's dot product
+    assert dot.head is None and dot.fingerprint != model.fingerprint
+
+
+def test_mlm_head_needs_one(tiny_model_dir):
+    from sparc_es.errors import ModelError
+
+    with pytest.raises(ModelError, match="needs the checkpoint's BERT MLM head"):
+        SparcModel.load(tiny_model_dir, head="mlm")
+
+
+def test_passage_expansion_adds_the_passage_scores_before_the_cut(tiny_model_dir, tiny_mlm_dir, tmp_path):
+    import dataclasses
+
+    import torch
+
+    model = SparcModel.load(tiny_model_dir)
+    model.config = dataclasses.replace(model.config, passage_weight=1.5, passage_encoder="passage",
+                                       passage_max_length=64)
+    model.passage_model = SparcModel.load(tiny_mlm_dir, head="mlm")
+    passage = "France is a country in Europe. The capital of France is Paris. It has many museums."
+    pairs = [("The capital of France is Paris.", passage), ("It has many museums.", passage),
+             ("A sentence on its own.", "")]
+    with torch.no_grad():
+        expected = []
+        for s, c in pairs:
+            ids, seg, _, _ = model.tokenize_pairs([s], [c])
+            f = model.token_scores(*model.hidden_states(ids, seg))[0]
+            expected.append(f + 1.5 * model.passage_scores([c or s])[0])
+    streamed = list(model.encode(pairs, batch_size=2, window=1))  # passages shared across batches of a window
+    for e, f in zip(streamed, expected):
+        top = f.topk(model.config.top_k)
+        assert e.tokens == model.tokenizer.convert_ids_to_tokens(top.indices[top.values > 0].tolist())
+        np.testing.assert_allclose(e.weights, top.values[top.values > 0].numpy(), rtol=1e-5)
+
+    model.save(tmp_path / "pm")
+    assert (tmp_path / "pm" / "passage" / "sparc_config.json").is_file()
+    again = SparcModel.load(tmp_path / "pm")
+    assert again.passage_model is not None and again.fingerprint != SparcModel.load(tiny_model_dir).fingerprint
+    assert [e.tokens for e in again.encode(pairs)] == [e.tokens for e in streamed]

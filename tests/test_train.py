@@ -122,12 +122,14 @@ def test_killed_run_resumes_to_the_same_model(tiny_model_dir, examples, tmp_path
         Trainer(changed, tmp_path / "cut2", examples, device="cpu", progress=False)
 
 
-def test_top_k_aware_scores_are_what_the_index_holds(tiny_model_dir, examples, tmp_path):
+@pytest.mark.parametrize("passage", [False, True])
+def test_top_k_aware_scores_are_what_the_index_holds(tiny_model_dir, tiny_mlm_dir, examples, tmp_path, passage):
     """With --top-k-aware a question token scores f(v, s) when it is in the sentence's encoded
-    top K and 0 otherwise: the same as scoring the encoded sentence."""
+    top K and 0 otherwise: the same as scoring the encoded sentence (with passage expansion too)."""
     import random
 
-    trainer = make_trainer(tiny_model_dir, examples, tmp_path, top_k_aware=True)
+    extra = dict(passage_weight=0.1, passage_model=str(tiny_mlm_dir)) if passage else {}
+    trainer = make_trainer(tiny_model_dir, examples, tmp_path, top_k_aware=True, **extra)
     model = trainer.model
     model.encoder.eval()
     questions, sentences = sample_batch(examples, list(range(4)), random.Random(0))
@@ -144,3 +146,25 @@ def test_top_k_aware_scores_are_what_the_index_holds(tiny_model_dir, examples, t
             assert scores[i, j].item() == pytest.approx(expected, rel=1e-4, abs=1e-6)
             kept += expected > 0
     assert kept > 0 and (scores == 0).sum() > 0  # some question tokens in, some cut
+
+
+def test_passage_weight_is_learned_and_saved(tiny_model_dir, tiny_mlm_dir, examples, tmp_path):
+    summary = make_trainer(tiny_model_dir, examples, tmp_path, top_k_aware=True, passage_weight=1.5,
+                           passage_model=str(tiny_mlm_dir)).train()
+    model = SparcModel.load(tmp_path)
+    assert model.passage_model is not None and model.config.passage_encoder == "passage"
+    assert model.config.passage_weight == pytest.approx(summary["passage_weight"]) != pytest.approx(1.5)
+    assert torch.equal(model.passage_model.embeddings, SparcModel.load(tiny_mlm_dir).embeddings)  # frozen
+
+
+def test_validation_articles_are_never_trained_on(examples):
+    from sparc_es.datasets import build_eval_set
+
+    held_out = build_eval_set("val")
+    assert len(held_out.topics) > 1000 and len(held_out.sentences) > 1000
+    assert all(held_out.qrels[q] for q, _ in held_out.topics)  # every question has an answer sentence
+    from sparc_es.datasets import train_articles
+
+    trained_on = {p["context"] for a in train_articles() for p in a["paragraphs"]}
+    assert {e.positive.context for e in examples} <= trained_on
+    assert not trained_on & {s.context for s in held_out.sentences}

@@ -445,12 +445,13 @@ class SparcModel:
             return hidden[:, :width], mask.to(self.device)
         return hidden, inputs["attention_mask"].bool()
 
-    def token_scores(self, hidden, mask, vocab_ids=None):
+    def token_scores(self, hidden, mask, vocab_ids=None, passage=None, weighted: bool = True):
         """f(v, s) for every scorable token (or only ``vocab_ids``): shape (batch, tokens).
 
         With ``head=mlm`` the logits are the base's MLM head's, ``LayerNorm(act(dense(H))) . E^T + b``
-        (the bias is per token, so it is added after the max); with ``token_weights`` f is
-        multiplied by the learned u_v. The product runs over unpadded positions only: padding
+        (the bias is per token, so it is added after the max). ``passage`` (lambda f_P, same shape)
+        is added next; with ``token_weights`` (and ``weighted``) the sum is then multiplied by the
+        learned u_v, a query-side weight that the index stores folded in. The product runs over unpadded positions only: padding
         would otherwise cost as much as the sentences themselves.
         """
         torch = _torch()
@@ -462,7 +463,9 @@ class SparcModel:
         if head is not None and hasattr(head, "bias"):
             m = m + (head.bias if vocab_ids is None else head.bias[vocab_ids])
         f = torch.log1p(torch.relu(m) * torch.exp(self.w))
-        if head is not None and hasattr(head, "log_u"):
+        if passage is not None:
+            f = f + passage
+        if weighted and head is not None and hasattr(head, "log_u"):
             f = f * torch.exp(head.log_u if vocab_ids is None else head.log_u[vocab_ids])
         keep = self.scorable if vocab_ids is None else self.scorable[vocab_ids]
         return f * keep.to(f.dtype)
@@ -473,7 +476,7 @@ class SparcModel:
         model = self.passage_model or self
         ids, seg, _, _ = model.tokenize_pairs(passages, [""] * len(passages), self.config.passage_max_length)
         hidden, mask = model.hidden_states(ids, seg)  # no context: the "sentence" positions are all of them
-        return model.token_scores(hidden, mask)
+        return model.token_scores(hidden, mask, weighted=False)
 
     def encode_batch(self, sentences: list[str], contexts: list[str], top_k: int | None = None,
                      term_weights=None, passages=None) -> list[Encoded]:
@@ -490,11 +493,10 @@ class SparcModel:
         ids, seg, s_cut, c_cut = self.tokenize_pairs(sentences, contexts)
         with torch.inference_mode():
             hidden, mask = self.hidden_states(ids, seg)
-            f = self.token_scores(hidden, mask)
-            if self.config.passage_weight:
-                if passages is None:
-                    passages = self.passage_scores([c or s for s, c in zip(sentences, contexts)])
-                f = f + self.config.passage_weight * passages
+            if self.config.passage_weight and passages is None:
+                passages = self.passage_scores([c or s for s, c in zip(sentences, contexts)])
+            f = self.token_scores(hidden, mask,
+                                  passage=self.config.passage_weight * passages if self.config.passage_weight else None)
             nonzero = (f > 0).sum(dim=1).tolist()
             values, indices = torch.topk(f, min(k, f.shape[1]), dim=1)
             if term_weights is not None:

@@ -256,18 +256,16 @@ class Trainer:
     def _scores(self, sentences: list[Sentence], vocab_ids):
         ids, seg, _, _ = self.model.tokenize_pairs([s.text for s in sentences], [s.context for s in sentences])
         hidden, mask = self.model.hidden_states(ids, seg)
-        f = self.model.token_scores(hidden, mask, vocab_ids)
-        if self.passages is not None:
-            f = f + self._passage_term(sentences, vocab_ids)
+        passage = self._passage_term(sentences, vocab_ids) if self.passages is not None else None
+        f = self.model.token_scores(hidden, mask, vocab_ids, passage)
         if self.config.top_k_aware:
             # What the index will hold: a question token scores only if it is among the sentence's
             # top K over the whole vocabulary. The cut itself is not differentiated.
             import torch
 
             with torch.no_grad():
-                full = self.model.token_scores(hidden.detach(), mask)
-                if self.passages is not None:
-                    full = full + self._passage_term(sentences)
+                passage = self._passage_term(sentences) if self.passages is not None else None
+                full = self.model.token_scores(hidden.detach(), mask, passage=passage)
                 kth = full.topk(min(self.model.config.top_k, full.shape[1]), dim=1).values[:, -1:]
             f = f * (f >= kth).to(f.dtype)
         return f

@@ -35,25 +35,37 @@ def main(argv: list[str] | None = None) -> int:
     training = json.loads((args.trained / "training.json").read_text())
     if args.output.exists():
         shutil.rmtree(args.output)
-    model.encoder.half()  # 45 MB for MiniLM; loaded back as float32
+    model.encoder.half()  # loaded back as float32
+    if model.passage_model is not None:
+        model.passage_model.encoder.half()
     model.save(args.output)
     shipped = SparcModel.load(args.output)
     ours = {fingerprint, shipped.fingerprint}
     rows = [r for t in args.table for r in json.loads(t.read_text())
             if r["settings"].get("model") in ours or r["system"] == "bm25"]
-    size = sum(f.stat().st_size for f in args.output.iterdir()) / 1e6
+    size = sum(f.stat().st_size for f in args.output.rglob("*") if f.is_file()) / 1e6
     cfg = training["config"]
+    held_out = cfg.get("validation_articles", 0)
+    c = model.config
+    extras = [f"scored through the base's MLM head" if c.head.value == "mlm" else "",
+              "learned per-token weights" if c.token_weights else "",
+              f"passage expansion, lambda = {c.passage_weight:.2f} (frozen {cfg.get('passage_model')} passage "
+              f"encoder, {c.passage_max_length} tokens)" if c.passage_weight else "",
+              f"{cfg.get('same_passage_negatives', 1)} same-passage and {cfg.get('bm25_negatives', 1)} BM25 "
+              "negatives per question"]
     lines = [
         "# sparc-es default model", "",
         f"SPARC ({'w learned' if cfg['learn_w'] else 'SPARTA, w fixed at 0'}) fine-tuned from "
         f"{model.config.base_model.get('name', cfg['model'])}; exp(w) = {training['exp_w']:.2f}.", "",
         "| | |", "|---|---|",
         f"| base checkpoint | {model.config.base_model.get('name')} (sha256 {model.config.base_model.get('sha256', '?')[:16]}...) |",
-        "| training data | SQuAD v1.1 train, articles 1-44 (11,877 questions; `../shared/data/squad_train_slice`) |",
+        f"| training data | SQuAD v1.1 train, articles 1-{44 - held_out} of `../shared/data/squad_train_slice` "
+        f"({training['questions']:,} questions)"
+        f"{f'; articles {45 - held_out}-44 held out for model selection' if held_out else ''} |",
         f"| steps | {training['steps']} of {cfg['batch_size']} questions ({training['steps'] * cfg['batch_size']} questions seen) |",
         f"| settings | max length {cfg['max_length']}, max over {cfg['max_over']}, lr {cfg['lr']}, w lr {cfg['w_lr']}, "
         f"warm-up {cfg['warmup_steps']} (capped at a tenth of the run), seed {cfg['seed']}, K {model.config.top_k}"
-        f"{', top-K-aware scoring in training' if cfg.get('top_k_aware') else ''} |",
+        f"{', top-K-aware scoring in training' if cfg.get('top_k_aware') else ''}; {'; '.join(e for e in extras if e)} |",
         f"| objective | cross-entropy over in-batch sentences (positive, same-passage and BM25 negatives), "
         f"E frozen; final training loss {training['final_loss']} |",
         f"| hardware | {training['device']}, {training['torch_threads']} torch threads ({platform.machine()}) |",

@@ -476,15 +476,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup-steps", type=int, default=d.warmup_steps,
                    help="linear warm-up, at most a tenth of the run (default: %(default)s)")
     p.add_argument("--sparta", action="store_true", help="keep w at 0 (SPARTA) instead of learning it")
-    p.add_argument("--top-k-aware", action="store_true",
+    p.add_argument("--top-k-aware", action=argparse.BooleanOptionalAction, default=d.top_k_aware,
                    help="a question token scores in training only if it is in the sentence's top K, as in the "
-                        "index (not in the paper; see docs/training.md)")
+                        "index (not in the paper; see docs/training.md) (default: on)")
     p.add_argument("--head", choices=["dot", "mlm"], default=d.head,
                    help="vocabulary logits: the paper's H . E^T, or the base's BERT MLM head (transform and "
                         "bias, E still tied) (default: %(default)s)")
-    p.add_argument("--token-weights", action="store_true",
+    p.add_argument("--token-weights", action=argparse.BooleanOptionalAction, default=d.token_weights,
                    help="also learn one multiplier per vocabulary token (a query-side weight that the index "
-                        "stores folded into each sentence's weights; queries stay plain bags)")
+                        "stores folded into each sentence's weights; queries stay plain bags) (default: on)")
     p.add_argument("--token-weight-lr", type=float, default=d.token_weight_lr, help="(default: %(default)s)")
     p.add_argument("--same-passage-negatives", type=int, default=d.same_passage_negatives,
                    help="other sentences of the positive's passage per question (default: %(default)s)")
@@ -492,8 +492,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="sentences from the question's BM25 top 100 without the answer (default: %(default)s)")
     p.add_argument("--passage-weight", type=float, default=d.passage_weight,
                    help="passage expansion: each sentence also stores lambda x the scores of its whole passage "
-                        "from a frozen passage encoder; this is lambda's starting value, learned from there "
-                        "(default: %(default)s, off)")
+                        "from a frozen passage encoder; this is lambda's starting value, learned from there; "
+                        "0 turns it off (default: %(default)s)")
     p.add_argument("--passage-model", default=d.passage_model,
                    help="the frozen passage encoder, scored through its MLM head (default: %(default)s)")
     p.add_argument("--validation-articles", type=int, default=d.validation_articles,

@@ -79,6 +79,7 @@ def _settings(model: SparcModel, factor: float, corpus: list[str], keep_floats: 
     return {"model": {"fingerprint": model.fingerprint, "w": float(model.w.detach()),
                       "max_over": model.config.max_over.value, "max_length": model.config.max_length,
                       "head": model.config.head.value, "token_weights": model.config.token_weights,
+                      "passage_weight": model.config.passage_weight,
                       "base_model": model.config.base_model, "adaptation": model.config.adaptation},
             "top_k": model.config.top_k, "factor": factor, "corpus": corpus, "floats": keep_floats, "idf": idf}
 

@@ -9,7 +9,8 @@ Systems (``--systems``, comma-separated; options after a colon)::
     sparc-int[:opts]          the same model's integers scored exactly (what Lucene should give)
 
     opts: model=PATH ({domain} in it becomes the domain's name), k=TOP_K, factor=F, max_over=sentence|all, max_length=N,
-          head=dot|mlm (score a plain checkpoint through its MLM head),
+          head=dot|mlm (score a plain checkpoint through its MLM head), passage_weight=LAMBDA (passage
+          expansion with the model itself as passage encoder, for a model trained without it),
           idf=1 (IDF-weighted encoding), hybrid=rrf|sum (fused with the Lucene BM25 run, top 1,000
           of each), hybrid_weight=A (BM25's share of the sum, default 0.5)
           e.g. sparc:k=500,factor=100,bm25-paper   sparc-exact:model=models/sparc,max_over=all
@@ -36,6 +37,7 @@ from .trec import TrecRunWriter
 
 KINDS = ("bm25", "bm25-paper", "sparc", "sparc-exact", "sparc-int")
 SPARC_OPTIONS = {"model": str, "k": int, "factor": float, "max_over": str, "max_length": int, "head": str,
+                 "passage_weight": float,
                  "idf": int, "hybrid": str, "hybrid_weight": float}
 
 
@@ -80,7 +82,8 @@ def _sparc_encoded(system: System, evalset: EvalSet, corpus: Path, folder: Path)
     o = system.options
     overrides = {k: v for k, v in (("top_k", o.get("k")), ("max_length", o.get("max_length")),
                                    ("max_over", MaxOver(o["max_over"]) if "max_over" in o else None),
-                                   ("head", Head(o["head"]) if "head" in o else None)) if v is not None}
+                                   ("head", Head(o["head"]) if "head" in o else None),
+                                   ("passage_weight", o.get("passage_weight"))) if v is not None}
     model = SparcModel.load(o.get("model", "default").replace("{domain}", folder.name), **overrides)
     factor = o.get("factor", DEFAULT_FACTOR)
     idf = bool(o.get("idf"))
@@ -115,7 +118,10 @@ def _engine(system: System, evalset: EvalSet, paths: dict[str, Path], folder: Pa
     settings = {"model": meta["model"]["fingerprint"], "base": meta["model"]["base_model"].get("name"),
                 "w": meta["model"]["w"], "K": meta["top_k"], "max_over": meta["model"]["max_over"],
                 "max_length": meta["model"]["max_length"],
-                "median_nonzero_before_top_k": meta["median_nonzero_before_top_k"], "idf": bool(meta.get("idf"))}
+                "head": meta["model"].get("head", "dot"), "passage_weight": meta["model"].get("passage_weight", 0.0),
+                "median_nonzero_before_top_k": meta["median_nonzero_before_top_k"],
+                "postings_per_sentence": round(meta["postings"] / max(meta["sentences"], 1), 1),
+                "idf": bool(meta.get("idf"))}
     if meta["model"].get("adaptation"):
         a = meta["model"]["adaptation"]
         settings["adapted"] = f"{a['corpus_fingerprint']} ({a['sentences']} sentences, {a['steps']} steps, {a['seconds']} s)"

@@ -15,6 +15,13 @@ whole batch, then each chunk is recomputed (same dropout) and back-propagated wi
 The result equals one big batch, in-batch negatives included, which plain gradient accumulation
 would lose.
 
+Beyond the paper (each measured on the validation split, docs/training.md): scoring through the
+base's MLM head (``head="mlm"``), passage expansion (each sentence also stores lambda times its
+passage's scores from a frozen passage encoder, precomputed once per training passage; lambda is
+learned), learned per-token weights, and top-K-aware scoring. The slice's last
+``validation_articles`` articles are never trained on: they are the ``val`` domain of
+``sparc-es table``, where models are chosen.
+
 Checkpoints (model folder plus optimiser, scheduler and random states) are written every
 ``checkpoint_every`` steps; running the same command again resumes from the last one.
 """
@@ -43,23 +50,24 @@ TRAINER_STATE = "trainer.pt"
 class TrainConfig:
     """Settings of one training run; saved with every checkpoint and the final model."""
 
-    model: str = "default"
+    # Defaults are the shipped default's recipe (docs/training.md): `sparc-es train --output DIR`.
+    model: str = "splade-bert-tiny"
     max_length: int = 128
     max_over: str = "sentence"
     batch_size: int = 32  # questions per optimiser step (3x as many sentences)
     chunk_size: int = 96  # sentences per forward/backward pass; smaller saves memory
     epochs: float = 1.0
     max_steps: int | None = None
-    lr: float = 1e-5
-    w_lr: float = 1e-3
+    lr: float = 1e-4
+    w_lr: float = 1e-2
     learn_w: bool = True  # False: SPARTA (w fixed at 0)
-    top_k_aware: bool = False  # score with the top-K cut that encoding applies (not in the paper)
-    head: str = "dot"  # "mlm": score through the base's BERT MLM head (transform and bias trained)
-    token_weights: bool = False  # learn a per-token multiplier u_v (query-side weight, folded into f)
+    top_k_aware: bool = True  # score with the top-K cut that encoding applies (not in the paper)
+    head: str = "mlm"  # score through the base's BERT MLM head (transform and bias trained); "dot": H . E^T
+    token_weights: bool = True  # learn a per-token multiplier u_v (query-side weight, folded into f)
     token_weight_lr: float = 1e-2
     # Passage expansion (see SparcConfig): a frozen passage encoder, its scores computed once per
     # training passage; the weight lambda starts at passage_weight and is learned with w's lr.
-    passage_weight: float = 0.0
+    passage_weight: float = 2.0
     passage_model: str = "splade-bert-tiny"
     passage_head: str = "mlm"
     warmup_steps: int = 500

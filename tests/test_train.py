@@ -31,7 +31,8 @@ def test_examples_have_answer_bearing_positives_and_clean_negatives(examples):
 
 def make_trainer(tiny_model_dir, examples, output, **changes) -> Trainer:
     settings = dict(model=str(tiny_model_dir), max_length=64, batch_size=8, chunk_size=96, max_steps=4,
-                    lr=1e-3, warmup_steps=0, checkpoint_every=2)
+                    lr=1e-3, warmup_steps=0, checkpoint_every=2, head="dot", top_k_aware=False, passage_weight=0.0,
+                    token_weights=False)
     config = TrainConfig(**{**settings, **changes})
     return Trainer(config, output, examples, device="cpu", progress=False)
 
@@ -146,6 +147,12 @@ def test_top_k_aware_scores_are_what_the_index_holds(tiny_model_dir, tiny_mlm_di
             assert scores[i, j].item() == pytest.approx(expected, rel=1e-4, abs=1e-6)
             kept += expected > 0
     assert kept > 0 and (scores == 0).sum() > 0  # some question tokens in, some cut
+
+
+def test_defaults_are_the_shipped_recipe():
+    config = TrainConfig()
+    assert (config.model, config.head, config.top_k_aware, config.passage_weight, config.token_weights) == \
+        ("splade-bert-tiny", "mlm", True, 2.0, True)
 
 
 def test_passage_weight_is_learned_and_saved(tiny_model_dir, tiny_mlm_dir, examples, tmp_path):

@@ -179,8 +179,7 @@ def model_fingerprint(encoder, config: SparcConfig, head=None) -> str:
     if head is not None:  # older fingerprints (no head) stay what they were
         settings["head"] = config.head.value
     if config.passage_weight:
-        # "own": only a passage other than the sentence itself expands it (see passage_of)
-        settings["passage"] = [config.passage_weight, config.passage_encoder, config.passage_max_length, "own"]
+        settings["passage"] = [config.passage_weight, config.passage_encoder, config.passage_max_length]
     h.update(json.dumps(settings, sort_keys=True).encode())
     return h.hexdigest()[:16]
 
@@ -471,13 +470,6 @@ class SparcModel:
         keep = self.scorable if vocab_ids is None else self.scorable[vocab_ids]
         return f * keep.to(f.dtype)
 
-    @staticmethod
-    def passage_of(sentence: str, context: str) -> str | None:
-        """The passage that expands a sentence: its context, unless it has none or the context is
-        the sentence itself (a heading, a one-sentence paragraph), which would only double its
-        own weights and push it above sentences that do have a passage."""
-        return context if context and context.strip() != sentence.strip() else None
-
     def passage_scores(self, passages: list[str]):
         """f_P(v, passage) for every vocabulary token: each passage encoded alone, max over all its
         positions, by the passage encoder; shape (passages, tokens)."""
@@ -502,7 +494,7 @@ class SparcModel:
         with torch.inference_mode():
             hidden, mask = self.hidden_states(ids, seg)
             if self.config.passage_weight and passages is None:
-                passages = self._passage_rows([self.passage_of(s, c) for s, c in zip(sentences, contexts)])
+                passages = self.passage_scores([c or s for s, c in zip(sentences, contexts)])
             f = self.token_scores(hidden, mask,
                                   passage=self.config.passage_weight * passages if self.config.passage_weight else None)
             nonzero = (f > 0).sum(dim=1).tolist()
@@ -520,30 +512,13 @@ class SparcModel:
                                truncated_sentence=s_cut[i], truncated_context=c_cut[i], nonzero=nonzero[i]))
         return out
 
-    def _passage_table(self, passages: list[str | None], batch_size: int = 32):
-        """(scores, row of each distinct passage): each passage encoded once; None maps to a row of zeros."""
-        torch = _torch()
-        texts = list(dict.fromkeys(p for p in passages if p is not None))
-        row = {t: i for i, t in enumerate(texts)}
-        row[None] = len(texts)
-        scores = torch.zeros((len(texts) + 1, self.embeddings.shape[0]), device=self.device)
-        by_length = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for b in range(0, len(texts), batch_size):
-            idx = by_length[b: b + batch_size]
-            scores[idx] = self.passage_scores([texts[i] for i in idx])
-        return scores, row
-
-    def _passage_rows(self, passages: list[str | None]):
-        scores, row = self._passage_table(passages)
-        return scores[[row[p] for p in passages]]
-
     def encode(self, pairs: Iterable[tuple[str, str]], batch_size: int = 32, window: int = 8,
                top_k: int | None = None, term_weights=None) -> Iterator[Encoded]:
         """Encode (sentence, context) pairs as a stream, in input order.
 
         Pairs are read ``batch_size * window`` at a time and sorted by length so each batch pads
         little; results come back in the order they went in. With passage expansion each distinct
-        passage of a window is encoded once.
+        context of a window is encoded once (a sentence without context stands for its own passage).
         """
         buffer: list[tuple[str, str]] = []
         for pair in pairs:
@@ -559,10 +534,15 @@ class SparcModel:
         torch = _torch()
         passages = None
         if self.config.passage_weight:
-            of = [self.passage_of(s, c) for s, c in pairs]
+            texts = list(dict.fromkeys(c or s for s, c in pairs))
+            row = {t: i for i, t in enumerate(texts)}
+            by_length = sorted(range(len(texts)), key=lambda i: len(texts[i]))
             with torch.inference_mode():
-                scores, row = self._passage_table(of, batch_size)
-            passages = [row[p] for p in of]
+                scores = torch.empty((len(texts), self.embeddings.shape[0]), device=self.device)
+                for b in range(0, len(texts), batch_size):
+                    idx = by_length[b: b + batch_size]
+                    scores[idx] = self.passage_scores([texts[i] for i in idx])
+            passages = [row[c or s] for s, c in pairs]
         # Character length is a good enough proxy for token length to sort by.
         order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
         results: list[Encoded | None] = [None] * len(pairs)

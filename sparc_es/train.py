@@ -243,12 +243,10 @@ class Trainer:
         import torch
         from tqdm import tqdm
 
-        of = SparcModel.passage_of
-        texts = list(dict.fromkeys(p for e in self.examples for s in [e.positive, *e.same_passage, *e.bm25]
-                                   if (p := of(s.text, s.context)) is not None))
+        texts = list(dict.fromkeys(s.context or s.text for e in self.examples
+                                   for s in [e.positive, *e.same_passage, *e.bm25]))
         self.passage_row = {t: i for i, t in enumerate(texts)}
-        self.passage_row[None] = len(texts)  # no passage of its own: a row of zeros
-        self.passages = torch.zeros((len(texts) + 1, self.model.embeddings.shape[0]))
+        self.passages = torch.empty((len(texts), self.model.embeddings.shape[0]))
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         with torch.inference_mode():
             for b in tqdm(range(0, len(texts), 32), desc="passages", unit="batch", disable=not self.progress,
@@ -258,7 +256,7 @@ class Trainer:
 
     def _passage_term(self, sentences: list[Sentence], vocab_ids=None):
         """lambda * f_P(v, passage of s) for the batch's sentences (all tokens, or ``vocab_ids``)."""
-        rows = self.passages[[self.passage_row[SparcModel.passage_of(s.text, s.context)] for s in sentences]]
+        rows = self.passages[[self.passage_row[s.context or s.text] for s in sentences]]
         if vocab_ids is not None:
             rows = rows[:, vocab_ids.cpu()]
         return self.log_lambda.exp() * rows.to(self.device)

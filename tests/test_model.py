@@ -195,7 +195,7 @@ def test_passage_expansion_adds_the_passage_scores_before_the_cut(tiny_model_dir
         for s, c in pairs:
             ids, seg, _, _ = model.tokenize_pairs([s], [c])
             f = model.token_scores(*model.hidden_states(ids, seg))[0]
-            expected.append(f + 1.5 * model.passage_scores([c])[0] if c else f)  # no passage of its own: none
+            expected.append(f + 1.5 * model.passage_scores([c or s])[0])  # no token weights here
     streamed = list(model.encode(pairs, batch_size=2, window=1))  # passages shared across batches of a window
     for e, f in zip(streamed, expected):
         top = f.topk(model.config.top_k)

@@ -136,6 +136,17 @@ def paragraph_sentences(context: str, prefix: str) -> list[Sentence]:
                      start=s.start, end=s.end) for s in split_document(context, prefix)]
 
 
+def _merge_question(topics: list[tuple[str, str]], qrels: dict[str, set[str]], qid_of: dict[str, str],
+                    qid: str, question: str, relevant: set[str]) -> None:
+    """Identical questions (after strip) become one query with the union of their relevant sentences."""
+    question = question.strip()
+    if question not in qid_of:
+        qid_of[question] = qid
+        topics.append((qid, question))
+        qrels[qid] = set()
+    qrels[qid_of[question]] |= relevant
+
+
 def _validation_set(root: str | Path | None) -> EvalSet:
     """The held-out articles of the training slice as a MultiReQA-style pool (the project's splitter,
     as for NewsQA: the slice has no usable MultiReQA boundaries)."""
@@ -150,12 +161,7 @@ def _validation_set(root: str | Path | None) -> EvalSet:
         for qa in p["qas"]:
             relevant = {s.id for s in ss for a in qa["answers"]
                         if s.start < a["answer_start"] + len(a["text"]) and a["answer_start"] < s.end}
-            question = qa["question"].strip()
-            if question not in qid_of:
-                qid_of[question] = qa["id"]
-                topics.append((qa["id"], question))
-                qrels[qa["id"]] = set()
-            qrels[qid_of[question]] |= relevant
+            _merge_question(topics, qrels, qid_of, qa["id"], qa["question"], relevant)
     return EvalSet("val", sentences, topics, qrels)
 
 
@@ -189,12 +195,7 @@ def build_eval_set(domain: str, root: str | Path | None = None) -> EvalSet:
             # MRQA character spans are inclusive at both ends.
             relevant = {s.id for s in by_doc.get(f"{prefix}-{ctx}", ())
                         for a, b in spans if s.start <= b and a < s.end}
-            question = qa["question"].strip()
-            if question not in qid_of:
-                qid_of[question] = qa["qid"]
-                topics.append((qa["qid"], question))
-                qrels[qa["qid"]] = set()
-            qrels[qid_of[question]] |= relevant
+            _merge_question(topics, qrels, qid_of, qa["qid"], qa["question"], relevant)
     return EvalSet(domain, sentences, topics, qrels)
 
 

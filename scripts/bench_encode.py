@@ -20,10 +20,10 @@ import time
 from itertools import islice
 from pathlib import Path
 
-from sparc_es.datasets import data_dir, read_mrqa, squad_dev_sentences
+from sparc_es.experiments.datasets import data_dir, read_mrqa, squad_dev_sentences
 from sparc_es.encode import encode_corpus
 from sparc_es.engines.lucene import LuceneEngine, build_index
-from sparc_es.export import DEFAULT_FACTOR
+from sparc_es.encoded import DEFAULT_FACTOR
 from sparc_es.model import SparcModel
 
 
@@ -68,19 +68,19 @@ def main(argv: list[str] | None = None) -> int:
             times.append(time.perf_counter() - t)
         latency[k] = 1000 * statistics.median(times)
 
-    n = meta["sentences"]
+    n, info = meta.sentences, imeta.index
     result = {
         "sentences": n,
-        "model": meta["model"]["fingerprint"], "base_model": meta["model"]["base_model"].get("name"),
-        "top_k": meta["top_k"], "factor": meta["factor"], "max_over": meta["model"]["max_over"],
+        "model": meta.model.fingerprint, "base_model": meta.model.base_model.get("name"),
+        "top_k": meta.top_k, "factor": meta.factor, "max_over": meta.model.max_over,
         "batch_size": args.batch_size, "torch_threads": args.threads,
-        "encode_seconds": round(meta["seconds"], 1), "sentences_per_second": meta["sentences_per_second"],
-        "median_nonzero_before_top_k": meta["median_nonzero_before_top_k"],
-        "postings_per_sentence": round(meta["postings"] / n, 1),
-        "impact_sum_per_sentence": round(meta["impact_sum"] / n, 1),
-        "index_build_seconds": imeta["index"]["build_seconds"],
-        "index_sentences_per_second": round(n / imeta["index"]["build_seconds"], 1),
-        "index_megabytes": round(imeta["index"]["bytes"] / 1e6, 2),
+        "encode_seconds": round(meta.seconds, 1), "sentences_per_second": meta.sentences_per_second,
+        "median_nonzero_before_top_k": meta.median_nonzero_before_top_k,
+        "postings_per_sentence": round(meta.postings / n, 1),
+        "impact_sum_per_sentence": round(meta.impact_sum / n, 1),
+        "index_build_seconds": info.build_seconds,
+        "index_sentences_per_second": round(n / info.build_seconds, 1),
+        "index_megabytes": round(info.bytes / 1e6, 2),
         "query_ms_median_k10": round(latency[10], 2), "query_ms_median_k1000": round(latency[1000], 2),
         "queries_timed": min(args.queries, len(questions)),
         "machine": {"python": platform.python_version(), "torch": torch.__version__,

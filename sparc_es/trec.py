@@ -1,11 +1,15 @@
-"""Anserini-style batch files: topics TSV in, TREC run file out."""
+"""TREC files, read and written in one place: topics (``qid<TAB>question``), runs
+(``qid Q0 docid rank score tag``) and qrels (``qid iter docid relevance``).
+
+Readers stream, check every line and name the file and line of the first bad one.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
-from .engines import Hit
+from .engines.base import Hit
 from .errors import InputError
 
 
@@ -53,3 +57,68 @@ class TrecRunWriter:
 
     def __exit__(self, *exc) -> None:
         self._file.close()
+
+
+def write_topics(path: str | Path, topics: Iterable[tuple[str, str]]) -> None:
+    """Write (qid, question) pairs as ``qid<TAB>question``; whitespace in a question becomes single spaces."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        for qid, question in topics:
+            f.write(f"{qid}\t{' '.join(question.split())}\n")
+
+
+def write_qrels(path: str | Path, qrels: Iterable[tuple[str, Mapping[str, int]]]) -> None:
+    """Write (qid, {docid: relevance}) pairs as TREC qrels, documents sorted per query."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        for qid, docs in qrels:
+            for docid in sorted(docs):
+                f.write(f"{qid} 0 {docid} {docs[docid]}\n")
+
+
+def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
+    """TREC qrels: ``qid iter docid relevance`` per line."""
+    qrels: dict[str, dict[str, int]] = {}
+    for qid, docid, relevance in _columns(path, "qid iter docid relevance", (0, 2, 3), int, "an integer"):
+        qrels.setdefault(qid, {})[docid] = relevance
+    if not qrels:
+        raise InputError(path, "no judgements in the qrels file")
+    return qrels
+
+
+def read_run(path: str | Path) -> dict[str, dict[str, float]]:
+    """TREC run: ``qid Q0 docid rank score tag`` per line."""
+    run: dict[str, dict[str, float]] = {}
+    for qid, docid, score in _columns(path, "qid Q0 docid rank score tag", (0, 2, 4), float, "a number"):
+        run.setdefault(qid, {})[docid] = score
+    return run
+
+
+def _columns(path: str | Path, layout: str, keep: tuple[int, int, int], kind: type, kind_name: str
+             ) -> Iterator[tuple[str, str, float]]:
+    """(qid, docid, value) of each line laid out as ``layout``, the value converted by ``kind``."""
+    width = len(layout.split())
+    for lineno, fields in _lines(path):
+        if len(fields) != width:
+            raise InputError(path, f"expected '{layout}'", lineno)
+        q, d, v = (fields[i] for i in keep)
+        try:
+            yield q, d, kind(v)
+        except ValueError:
+            raise InputError(path, f"{layout.split()[keep[2]]} {v!r} is not {kind_name}", lineno) from None
+
+
+def _lines(path: str | Path) -> Iterable[tuple[int, list[str]]]:
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, "file not found")
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, start=1):
+            try:
+                fields = raw.decode("utf-8").split()
+            except UnicodeDecodeError:
+                raise InputError(path, "not valid UTF-8", lineno) from None
+            if fields:
+                yield lineno, fields

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sparc_es.datasets import data_dir, read_mrqa, squad_dev_sentences
+from sparc_es.experiments.datasets import data_dir, read_mrqa, squad_dev_sentences
 
 
 @pytest.fixture(scope="session")
@@ -20,7 +20,8 @@ def tiny_model_dir(tmp_path_factory) -> Path:
     import torch
     from transformers import AutoTokenizer, BertConfig, BertModel
 
-    from sparc_es.model import SparcConfig, SparcModel, default_base_path
+    from sparc_es.checkpoint import default_base_path
+    from sparc_es.model import SparcConfig, SparcModel
 
     torch.manual_seed(0)
     tokenizer = AutoTokenizer.from_pretrained(default_base_path(), local_files_only=True)
@@ -71,7 +72,7 @@ def tiny_mlm_dir(tmp_path_factory) -> Path:
     import torch
     from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
 
-    from sparc_es.model import default_base_path
+    from sparc_es.checkpoint import default_base_path
 
     torch.manual_seed(1)
     tokenizer = AutoTokenizer.from_pretrained(default_base_path(), local_files_only=True)

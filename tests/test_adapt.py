@@ -17,8 +17,10 @@ import pytest
 from sparc_es import adapt as adapt_module
 from sparc_es.adapt import AdaptConfig, adapt, find_base
 from sparc_es.corpus import Sentence, read_corpus
-from sparc_es.encode import encode_corpus, iter_vectors, read_meta
-from sparc_es.model import SparcModel, known_base_path
+from sparc_es.encode import encode_corpus
+from sparc_es.encoded import Manifest, iter_vectors
+from sparc_es.checkpoint import known_base_path
+from sparc_es.model import SparcModel
 
 DEMO = Path(__file__).resolve().parents[1] / "sparc_es" / "demo"
 E_NAME = "embeddings.word_embeddings.weight"
@@ -51,8 +53,8 @@ def test_adapted_folder_loads_and_encodes(tmp_path):
     model = SparcModel.load(out)
     assert model.fingerprint != SparcModel.load("splade-bert-tiny").fingerprint
     meta = encode_corpus([DEMO], tmp_path / "encoded", model, progress=False)
-    assert meta["sentences"] > 0 and meta["empty_vectors"] == 0
-    assert meta["model"]["adaptation"]["steps"] == 2
+    assert meta.sentences > 0 and meta.empty_vectors == 0
+    assert meta.model.adaptation["steps"] == 2
 
 
 def test_resume_after_a_kill_ends_with_the_same_embeddings(tmp_path, monkeypatch):
@@ -97,7 +99,7 @@ def test_idf_weights_match_brute_force(tmp_path):
     corpus = tmp_path / "c.jsonl"
     corpus.write_text("".join(json.dumps(s.to_json()) + "\n" for s in sentences))
     meta = encode_corpus([corpus], tmp_path / "idf", model, keep_floats=True, idf=True, progress=False)
-    assert meta["idf"] and meta["idf_weighting"]["documents"] == 4
+    assert meta.idf and meta.idf_weighting["documents"] == 4
 
     n = len(sentences)
     df: dict[str, int] = {}
@@ -124,4 +126,4 @@ def test_idf_weights_match_brute_force(tmp_path):
         expected = {t: w * (math.log(n / df[t]) if t in df else 1.0) for t, w in top10}
         assert r["weights"] == pytest.approx({t: w for t, w in expected.items() if w > 0}, rel=1e-5)
         assert list(r["weights"].values()) == sorted(r["weights"].values(), reverse=True)
-    assert read_meta(tmp_path / "idf10")["top_k"] == 10
+    assert Manifest.read(tmp_path / "idf10").top_k == 10

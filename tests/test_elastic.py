@@ -11,12 +11,14 @@ from types import SimpleNamespace
 import pytest
 
 from sparc_es.cli import main
-from sparc_es.encode import encode_corpus, iter_vectors
-from sparc_es.engines.elastic import (BASE_MAPPING, Connection, ElasticEngine, es_features, feature_name, load,
-                                      query_body, token_name)
+from sparc_es.encode import encode_corpus
+from sparc_es.encoded import iter_vectors
+from sparc_es.engines.elastic import BASE_MAPPING, Connection, ElasticEngine, es_features, feature_name, query_body, token_name
+from sparc_es.engines.elastic import build_index as load_es
 from sparc_es.engines.lucene import LuceneEngine, build_index
 from sparc_es.errors import EngineError
-from sparc_es.loopback import noida_binary, noida_server
+from sparc_es.query import QueryEncoder
+from loopback import noida_binary, noida_server
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -74,7 +76,7 @@ def squad_both(tmp_path_factory, tiny_model, squad_sample, es_url):
     build_index(root / "encoded", root / "index")
     client = Connection(es_url).client()
     index = f"sparc-test-{os.getpid()}"
-    load(root / "encoded", client, index, progress=False, recreate=True)
+    load_es(root / "encoded", client, index, progress=False, recreate=True)
     yield root, questions, client, index
     client.indices.delete(index=index, ignore_unavailable=True)
 
@@ -83,7 +85,7 @@ def test_elasticsearch_top10_equals_lucene(squad_both):
     root, questions, client, index = squad_both
     largest = max(max(r["vector"].values(), default=0) for r in iter_vectors(root / "encoded"))
     lucene = LuceneEngine(root / "index")
-    es = ElasticEngine(client, index, root / "encoded")
+    es = ElasticEngine(client, index, QueryEncoder.load(root / "encoded"))
     compared = 0
     for q in questions:
         want = lucene.search(q, k=30)
@@ -100,7 +102,7 @@ def test_elasticsearch_top10_equals_lucene(squad_both):
 
 def test_batch_search_and_cli_on_elasticsearch(squad_both, es_url, capsys, tmp_path):
     root, questions, client, index = squad_both
-    es = ElasticEngine(client, index, root / "encoded")
+    es = ElasticEngine(client, index, QueryEncoder.load(root / "encoded"))
     topics = [(f"q{i}", q) for i, q in enumerate(questions[:60])]
     batch = es.batch_search(topics, k=10)
     for qid, q in topics[:20]:
@@ -121,13 +123,13 @@ def test_reloading_is_idempotent_and_other_weights_are_refused(squad_both, tiny_
     source = client.get(index=index, id=first)["_source"]
     assert source["context"] and source["text"] in source["context"]  # the passage travels with it
     before = client.count(index=index)["count"]
-    load(root / "encoded", client, index, progress=False)  # same ids: replaced, not duplicated
+    load_es(root / "encoded", client, index, progress=False)  # same ids: replaced, not duplicated
     assert client.count(index=index)["count"] == before
     corpus = tmp_path / "c.jsonl"
     corpus.write_text('{"id": "x", "text": "Other weights."}\n')
     encode_corpus([corpus], tmp_path / "other", tiny_model, factor=7, progress=False)
     with pytest.raises(EngineError, match="already holds other weights"):
-        load(tmp_path / "other", client, index, progress=False)
+        load_es(tmp_path / "other", client, index, progress=False)
 
 
 class FlakyClient:
@@ -161,7 +163,7 @@ class FlakyClient:
 def test_bulk_retries_429_with_backoff(squad_both, es_url):
     root, _, _, _ = squad_both
     flaky = FlakyClient(Connection(es_url).client(), busy_calls=2)
-    result = load(root / "encoded", flaky, f"retry-{os.getpid()}", chunk_size=1000, initial_backoff=0,
+    result = load_es(root / "encoded", flaky, f"retry-{os.getpid()}", chunk_size=1000, initial_backoff=0,
                   progress=False, recreate=True)
     assert flaky.calls >= 3 and result["failed"] == 0 and result["count"] == result["expected"]
     flaky.real.indices.delete(index=f"retry-{os.getpid()}")
@@ -173,7 +175,7 @@ def test_partial_failure_is_reported_and_fails(squad_both, es_url, tmp_path):
     flaky = FlakyClient(Connection(es_url).client(), reject=victim)
     report = tmp_path / "failures.jsonl"
     with pytest.raises(EngineError, match="1 of .* documents failed"):
-        load(root / "encoded", flaky, f"partial-{os.getpid()}", initial_backoff=0, progress=False,
+        load_es(root / "encoded", flaky, f"partial-{os.getpid()}", initial_backoff=0, progress=False,
              recreate=True, report=report)
     assert victim in report.read_text()
     flaky.real.indices.delete(index=f"partial-{os.getpid()}")
@@ -182,9 +184,9 @@ def test_partial_failure_is_reported_and_fails(squad_both, es_url, tmp_path):
 def test_sparse_vector_field_and_query_give_the_same_ranking(squad_both, es_url):
     root, questions, client, index = squad_both
     other = f"sv-{os.getpid()}"
-    load(root / "encoded", client, other, progress=False, recreate=True, field_type="sparse_vector")
-    features = ElasticEngine(client, index, root / "encoded")
-    vectors = ElasticEngine(client, other, root / "encoded", mode="sparse_vector")
+    load_es(root / "encoded", client, other, progress=False, recreate=True, field_type="sparse_vector")
+    features = ElasticEngine(client, index, QueryEncoder.load(root / "encoded"))
+    vectors = ElasticEngine(client, other, QueryEncoder.load(root / "encoded"), mode="sparse_vector")
     for q in questions[:30]:
         a, b = features.search(q, k=10), vectors.search(q, k=10)
         assert [h.score for h in a] == pytest.approx([h.score for h in b], rel=0.004)
@@ -193,8 +195,8 @@ def test_sparse_vector_field_and_query_give_the_same_ranking(squad_both, es_url)
 
 def test_hybrid_adds_a_bm25_clause(squad_both):
     root, questions, client, index = squad_both
-    plain = ElasticEngine(client, index, root / "encoded")
-    hybrid = ElasticEngine(client, index, root / "encoded", bm25_weight=1.0)
+    plain = ElasticEngine(client, index, QueryEncoder.load(root / "encoded"))
+    hybrid = ElasticEngine(client, index, QueryEncoder.load(root / "encoded"), bm25_weight=1.0)
     assert hybrid.body(questions[0])["query"]["bool"]["should"][-1] == {
         "match": {"text": {"query": questions[0], "boost": 1.0}}}
     a, b = plain.search(questions[0], k=5), hybrid.search(questions[0], k=5)

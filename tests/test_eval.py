@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 
 from sparc_es.cli import main
-from sparc_es.datasets import build_eval_set, data_dir
+from sparc_es.experiments.datasets import build_eval_set, data_dir
 from sparc_es.errors import SparcError
-from sparc_es.eval import evaluate, per_query, read_qrels, read_run
-from sparc_es.experiment import System
+from sparc_es.eval import evaluate, per_query
+from sparc_es.trec import read_qrels, read_run
+from sparc_es.experiments.table import System
 
 TREC_EVAL = {"recip_rank": "RR", "map": "AP", "P_10": "P@10", "ndcg_cut_10": "nDCG@10"}
 
@@ -92,7 +93,7 @@ def test_squad_dev_counts(squad):
 
 
 def test_relevant_sentences_contain_the_answer(squad):
-    from sparc_es.datasets import read_mrqa
+    from sparc_es.experiments.datasets import read_mrqa
 
     by_id = {s.id: s for s in squad.sentences}
     checked = 0
@@ -147,7 +148,8 @@ def test_eval_and_evalset_commands(tmp_path, capsys):
 
 
 def test_system_specs():
-    assert System.parse("sparc:k=200,factor=20").options == {"k": 200, "factor": 20.0}
+    assert System.parse("sparc:top_k=200,factor=20").options == {"top_k": 200, "factor": 20.0}
+    assert System.parse("sparc:k=200").options == {"top_k": 200}  # the old name still reads
     assert System.parse("bm25").kind == "bm25"
     for bad in ("bm26", "sparc:k", "bm25:k=3", "sparc:colour=red", "sparc:k=many"):
         with pytest.raises(SparcError):

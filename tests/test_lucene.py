@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from sparc_es.encode import encode_corpus, iter_vectors, read_meta
+from sparc_es.encode import encode_corpus
+from sparc_es.encoded import Manifest, iter_vectors
 from sparc_es.engines.lucene import LuceneEngine, build_index
 
 
@@ -39,7 +40,7 @@ def test_lucene_scores_equal_brute_force_dot_products(squad_index):
     engine = LuceneEngine(root / "index")
     answered = 0
     for q in questions:
-        expected = brute_force(vectors, engine.query(q))
+        expected = brute_force(vectors, engine.queries.bag(q))
         hits = engine.search(q, k=len(vectors))
         assert [(h.id, h.impact) for h in hits] == expected, q
         assert all(h.score == h.impact / 100 for h in hits)
@@ -60,10 +61,10 @@ def test_batch_search_equals_single_search(squad_index):
 
 def test_index_metadata_records_the_quantisation(squad_index):
     root, _ = squad_index
-    meta = read_meta(root / "index")
-    assert meta["factor"] == 100 and meta["top_k"] == 64 and meta["engine"] == "lucene"
-    assert meta["index"]["documents"] == meta["sentences"] - meta["empty_vectors"]
-    assert meta["model"]["fingerprint"] and meta["index"]["bytes"] > 0
+    meta = Manifest.read(root / "index")
+    assert meta.factor == 100 and meta.top_k == 64 and meta.index.engine == "lucene"
+    assert meta.index.documents == meta.sentences - meta.empty_vectors
+    assert meta.model.fingerprint and meta.index.bytes > 0
 
 
 # --- hybrids with BM25 (paper 004) ------------------------------------------------------------

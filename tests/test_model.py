@@ -110,7 +110,7 @@ def test_missing_folder_is_a_model_error(tmp_path):
 
 @pytest.mark.slow
 def test_default_model_is_the_shipped_trained_one():
-    from sparc_es.model import SHIPPED_MODEL
+    from sparc_es.checkpoint import SHIPPED_MODEL
 
     model = SparcModel.load()
     assert (SHIPPED_MODEL / "MODEL_CARD.md").is_file()
@@ -122,11 +122,11 @@ def test_default_model_is_the_shipped_trained_one():
 
 
 def test_untrained_minilm_when_no_model_ships(monkeypatch, tmp_path):
-    from sparc_es import model as model_module
+    from sparc_es import checkpoint
 
-    monkeypatch.setattr(model_module, "SHIPPED_MODEL", tmp_path)
-    assert model_module.resolve_model_path("default") == model_module.default_base_path()
-    assert model_module.resolve_model_path("splade-bert-tiny") == model_module.known_base_path("splade-bert-tiny")
+    monkeypatch.setattr(checkpoint, "SHIPPED_MODEL", tmp_path)
+    assert checkpoint.resolve_model_path("default") == checkpoint.default_base_path()
+    assert checkpoint.resolve_model_path("splade-bert-tiny") == checkpoint.known_base_path("splade-bert-tiny")
 
 
 def _brute_mlm_scores(model, sentence: str, context: str):

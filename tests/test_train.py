@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 import torch
 
-from sparc_es.datasets import data_dir
+from sparc_es.experiments.datasets import data_dir
 from sparc_es.model import SparcModel
 from sparc_es.train import TrainConfig, Trainer, load_examples, sample_batch
 
@@ -51,7 +51,7 @@ def test_batch_scores_equal_full_scoring(tiny_model_dir, examples, tmp_path):
         full = model.token_scores(hidden, mask)  # every vocabulary token
         tok = model.tokenizer
         for q in questions:
-            bag = model.query_bag(q)
+            bag = model.queries.bag(q)
             vocab = torch.tensor(sorted({tok.convert_tokens_to_ids(t) for t in bag}))
             subset = model.token_scores(hidden, mask, vocab)
             g_subset = subset @ torch.tensor([bag[t] for t in tok.convert_ids_to_tokens(vocab.tolist())], dtype=subset.dtype)
@@ -135,7 +135,7 @@ def test_top_k_aware_scores_are_what_the_index_holds(tiny_model_dir, tiny_mlm_di
     model.encoder.eval()
     questions, sentences = sample_batch(examples, list(range(4)), random.Random(0))
     tok = model.tokenizer
-    vocab = sorted({tok.convert_tokens_to_ids(t) for q in questions for t in model.query_bag(q)})
+    vocab = sorted({tok.convert_tokens_to_ids(t) for q in questions for t in model.queries.bag(q)})
     with torch.no_grad():
         scores = trainer._scores(sentences, torch.tensor(vocab))
     encoded = model.encode_batch([s.text for s in sentences], [s.context for s in sentences])
@@ -165,12 +165,12 @@ def test_passage_weight_is_learned_and_saved(tiny_model_dir, tiny_mlm_dir, examp
 
 
 def test_validation_articles_are_never_trained_on(examples):
-    from sparc_es.datasets import build_eval_set
+    from sparc_es.experiments.datasets import build_eval_set
 
     held_out = build_eval_set("val")
     assert len(held_out.topics) > 1000 and len(held_out.sentences) > 1000
     assert all(held_out.qrels[q] for q, _ in held_out.topics)  # every question has an answer sentence
-    from sparc_es.datasets import train_articles
+    from sparc_es.experiments.datasets import train_articles
 
     trained_on = {p["context"] for a in train_articles() for p in a["paragraphs"]}
     assert {e.positive.context for e in examples} <= trained_on

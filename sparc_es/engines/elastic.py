@@ -20,19 +20,36 @@ Supported servers: Elasticsearch 8.x (client 8.x or 9.x with 8-compatible header
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 
-from ..docstore import FILENAME as DOCSTORE, DocStore
-from ..encode import TOKENIZER, iter_vectors, read_meta
+from ..encoded import Manifest, iter_vectors
 from ..errors import EngineError, SparcError
-from ..model import query_bag
-from . import Hit
+from ..query import QueryEncoder
+from ..store import FILENAME as SENTENCES, SentenceStore
+from .base import Hit, choice
 
 FIELD = "weights"
+
+
+class QueryMode(str, Enum):
+    """How a question is sent: ``rank_feature`` clauses (linear, boost = count), or one
+    ``sparse_vector`` query (ES 8.15+, field mapped as ``sparse_vector``)."""
+
+    RANK_FEATURE = "rank_feature"
+    SPARSE_VECTOR = "sparse_vector"
+
+
+class FieldType(str, Enum):
+    """How the weights field is mapped."""
+
+    RANK_FEATURES = "rank_features"
+    SPARSE_VECTOR = "sparse_vector"
 
 
 def feature_name(token: str) -> str:
@@ -63,27 +80,25 @@ BASE_MAPPING = {
 }
 
 
-def mapping(meta: dict | None = None, field_type: str = "rank_features") -> dict:
+def mapping(manifest: Manifest | None = None, field_type: FieldType | str = FieldType.RANK_FEATURES) -> dict:
     """The index mapping (also in ``mappings/sparc.json``), ``_meta`` describing the encoded weights."""
     body = copy.deepcopy(BASE_MAPPING)
-    body["properties"][FIELD]["type"] = field_type
-    if meta is not None:
-        body["_meta"] = {"sparc_es": {"model": meta["model"], "top_k": meta["top_k"], "factor": meta["factor"],
-                                      "sentences": meta["sentences"]}}
+    body["properties"][FIELD]["type"] = choice(FieldType, field_type, "field type").value
+    if manifest is not None:
+        body["_meta"] = {"sparc_es": {"model": dataclasses.asdict(manifest.model), "top_k": manifest.top_k,
+                                      "factor": manifest.factor, "sentences": manifest.sentences}}
     return body
 
 
-def query_body(bag: dict[str, int], size: int = 10, mode: str = "rank_feature", bm25_text: str | None = None,
-               bm25_weight: float = 0.0) -> dict:
+def query_body(bag: dict[str, float], size: int = 10, mode: QueryMode | str = QueryMode.RANK_FEATURE,
+               bm25_text: str | None = None, bm25_weight: float = 0.0) -> dict:
     """Search request whose score is sum over the question's tokens of count x stored impact."""
     features = {feature_name(t): c for t, c in bag.items()}
-    if mode == "sparse_vector":
+    if choice(QueryMode, mode, "query mode") is QueryMode.SPARSE_VECTOR:
         should = [{"sparse_vector": {"field": FIELD, "query_vector": {k: float(v) for k, v in features.items()}}}]
-    elif mode == "rank_feature":
+    else:
         should = [{"rank_feature": {"field": f"{FIELD}.{name}", "linear": {}, "boost": count}}
                   for name, count in features.items()]
-    else:
-        raise SparcError(f"unknown query mode {mode!r}: rank_feature or sparse_vector")
     if bm25_text and bm25_weight > 0:
         should.append({"match": {"text": {"query": bm25_text, "boost": bm25_weight}}})
     return {"size": size, "query": {"bool": {"should": should}}, "_source": ["text", "doc", "start", "end"]}
@@ -118,7 +133,7 @@ class Connection:
             from elasticsearch import Elasticsearch
         except ImportError:
             raise SparcError("the Elasticsearch engine needs the client: pip install 'sparc-es[es]'") from None
-        kwargs = dict(options)
+        kwargs = {"request_timeout": 60, "retry_on_timeout": True, **options}
         if self.api_key:
             kwargs["api_key"] = self.api_key
         elif self.username:
@@ -142,21 +157,21 @@ def check_server(client) -> str:
     return version
 
 
-def _actions(encoded: Path, index: str) -> Iterator[dict]:
-    store = DocStore(encoded / DOCSTORE)
+def _actions(encoded: Path, index_name: str) -> Iterator[dict]:
+    store = SentenceStore(encoded / SENTENCES)
     try:
         batch: list[dict] = []
         for record in iter_vectors(encoded):
             batch.append(record)
             if len(batch) == 500:
-                yield from _with_text(batch, store, index)
+                yield from _with_text(batch, store, index_name)
                 batch = []
-        yield from _with_text(batch, store, index)
+        yield from _with_text(batch, store, index_name)
     finally:
         store.close()
 
 
-def _with_text(records: list[dict], store: DocStore, index: str) -> Iterator[dict]:
+def _with_text(records: list[dict], store: SentenceStore, index_name: str) -> Iterator[dict]:
     found = store.get([r["id"] for r in records], context=True)
     for r in records:
         features = es_features(r["vector"])
@@ -167,14 +182,14 @@ def _with_text(records: list[dict], store: DocStore, index: str) -> Iterator[dic
         for key in ("context", "doc", "start", "end"):
             if getattr(s, key) not in (None, ""):
                 source[key] = getattr(s, key)
-        yield {"_op_type": "index", "_index": index, "_id": r["id"], "_source": source}
+        yield {"_op_type": "index", "_index": index_name, "_id": r["id"], "_source": source}
 
 
-def load(encoded: str | Path, client, index: str, chunk_size: int = 500, max_retries: int = 5,
-         initial_backoff: float = 2.0, report: str | Path | None = None, progress: bool = True,
-         field_type: str = "rank_features", recreate: bool = False) -> dict:
-    """Stream an encoded folder into ``index`` (created with the SPARC mapping if missing;
-    deleted first with ``recreate``).
+def build_index(encoded: str | Path, client, index_name: str, chunk_size: int = 500, max_retries: int = 5,
+                initial_backoff: float = 2.0, report: str | Path | None = None, progress: bool = True,
+                field_type: FieldType | str = FieldType.RANK_FEATURES, recreate: bool = False) -> dict:
+    """Stream an encoded folder into the index ``index_name`` (created with the SPARC mapping if
+    missing; deleted first with ``recreate``): the Elasticsearch counterpart of ``lucene.build_index``.
 
     Returns counts; raises :class:`EngineError` when any document failed (listed in ``report``)
     or the index does not hold every sentence that has weights.
@@ -185,10 +200,11 @@ def load(encoded: str | Path, client, index: str, chunk_size: int = 500, max_ret
     from tqdm import tqdm
 
     encoded = Path(encoded)
-    meta = read_meta(encoded)
-    expected = meta["sentences"] - meta["empty_vectors"]
+    manifest = Manifest.read(encoded)
+    expected = manifest.retrievable
+    index = index_name
     check_server(client)
-    body = mapping(meta, field_type)
+    body = mapping(manifest, field_type)
     if recreate and client.indices.exists(index=index):
         client.indices.delete(index=index)
     if client.indices.exists(index=index):
@@ -230,19 +246,16 @@ def load(encoded: str | Path, client, index: str, chunk_size: int = 500, max_ret
 class ElasticEngine:
     """Search a sparc-es index in Elasticsearch with the question as a dot-product query."""
 
-    def __init__(self, client, index: str, encoded_or_tokenizer: str | Path, mode: str = "rank_feature",
-                 bm25_weight: float = 0.0) -> None:
-        """``bm25_weight`` > 0 adds a BM25 ``match`` clause on the text with that boost (a hybrid;
+    def __init__(self, client, index_name: str, queries: QueryEncoder,
+                 mode: QueryMode | str = QueryMode.RANK_FEATURE, bm25_weight: float = 0.0) -> None:
+        """``queries``: the question encoder (the tokenizer of the encoded folder that was loaded);
+        ``bm25_weight`` > 0 adds a BM25 ``match`` clause on the text with that boost (a hybrid;
         scores are then no longer pure SPARC sums)."""
-        from transformers import AutoTokenizer
-
         self.client = client
-        self.index = index
-        self.mode = mode
+        self.index = index = index_name
+        self.mode = choice(QueryMode, mode, "query mode")
         self.bm25_weight = bm25_weight
-        folder = Path(encoded_or_tokenizer)
-        tok_dir = folder / TOKENIZER if (folder / TOKENIZER).is_dir() else folder
-        self.tokenizer = AutoTokenizer.from_pretrained(tok_dir, local_files_only=True)
+        self.queries = queries
         check_server(client)
         try:
             meta = client.indices.get_mapping(index=index)[index]["mappings"].get("_meta", {}).get("sparc_es")
@@ -252,16 +265,13 @@ class ElasticEngine:
             raise EngineError(f"index {index!r} was not made by sparc-es (no _meta.sparc_es in its mapping)")
         self.factor = float(meta["factor"])
 
-    def query(self, question: str) -> dict[str, int]:
-        return query_bag(self.tokenizer, question)
-
     def body(self, question: str, k: int = 10) -> dict:
         """The request body for ``question`` (what ``sparc-es query-dsl`` prints)."""
-        return query_body(self.query(question), size=k, mode=self.mode, bm25_text=question,
+        return query_body(self.queries.bag(question), size=k, mode=self.mode, bm25_text=question,
                           bm25_weight=self.bm25_weight)
 
     def search(self, question: str, k: int = 10) -> list[Hit]:
-        if not self.query(question) and not self.bm25_weight:
+        if not self.queries.bag(question) and not self.bm25_weight:
             return []
         return self._hits(self.client.search(index=self.index, **self.body(question, k)))
 
@@ -271,7 +281,7 @@ class ElasticEngine:
         results: dict[str, list[Hit]] = {}
         for start in range(0, len(topics), 50):
             part = [(qid, q) for qid, q in topics[start: start + 50]]
-            asked = [(qid, q) for qid, q in part if self.query(q) or self.bm25_weight]
+            asked = [(qid, q) for qid, q in part if self.queries.bag(q) or self.bm25_weight]
             results.update((qid, []) for qid, _ in part)
             if not asked:
                 continue
@@ -292,3 +302,6 @@ class ElasticEngine:
             hits.append(Hit(id=h["_id"], score=h["_score"] / self.factor, text=src.get("text", ""),
                             doc=src.get("doc"), start=src.get("start"), end=src.get("end")))
         return hits
+
+    def close(self) -> None:
+        self.client.close()

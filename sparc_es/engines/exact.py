@@ -14,11 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..encode import TOKENIZER, iter_vectors, read_meta
+from ..encoded import Manifest, iter_vectors, quantize
 from ..errors import StoreError
-from ..export import quantize
-from ..model import query_bag
-from . import Hit
+from ..query import QueryEncoder
+from .base import Hit
 
 
 def top_k_rows(scores: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
@@ -47,15 +46,14 @@ class ExactEngine:
 
     def __init__(self, encoded: str | Path, floats: bool = False, factor: float | None = None) -> None:
         from scipy import sparse
-        from transformers import AutoTokenizer
 
         self.path = Path(encoded)
-        self.meta = read_meta(self.path)
-        self.factor = float(factor or self.meta["factor"])
+        self.manifest = Manifest.read(self.path)
+        self.factor = float(factor or self.manifest.factor)
         self.floats = floats
         requantize = factor is not None and not floats
-        self.tokenizer = AutoTokenizer.from_pretrained(self.path / TOKENIZER, local_files_only=True)
-        self.vocab = self.tokenizer.get_vocab()
+        self.queries = QueryEncoder.load(self.path)
+        self.vocab = self.queries.tokenizer.get_vocab()
         self.ids: list[str] = []
         rows, cols, vals = [], [], []
         for i, record in enumerate(iter_vectors(self.path)):
@@ -76,7 +74,7 @@ class ExactEngine:
 
         rows, cols, vals = [], [], []
         for i, q in enumerate(questions):
-            for token, count in query_bag(self.tokenizer, q).items():
+            for token, count in self.queries.bag(q).items():
                 if token in self.vocab:
                     rows.append(i)
                     cols.append(self.vocab[token])
@@ -95,3 +93,6 @@ class ExactEngine:
         return {qid: [Hit(id=self.ids[j], score=s, impact=None if self.floats else int(round(s * self.factor)))
                       for j, s in ranked]
                 for qid, ranked in ranked_batches(list(topics), self.scores, k)}
+
+    def close(self) -> None:
+        pass  # everything is in memory

@@ -15,13 +15,18 @@ Ties are broken by sentence id so that a fused run is deterministic.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from enum import Enum
 from pathlib import Path
 
-from ..errors import SparcError, StoreError
-from . import Hit
+from ..errors import SparcError
+from .base import Hit, choice
 
-METHODS = ("sum", "rrf")
 RRF_K = 60
+
+
+class HybridMethod(str, Enum):
+    SUM = "sum"
+    RRF = "rrf"
 
 
 def normalised_sum(sparc: list[Hit], bm25: list[Hit], bm25_weight: float = 0.5) -> list[tuple[str, float]]:
@@ -49,28 +54,26 @@ def reciprocal_rank(runs: Iterable[list[Hit]], k: int = RRF_K) -> list[tuple[str
 class HybridEngine:
     """A SPARC engine and a BM25 engine over the same sentences, fused per question."""
 
-    def __init__(self, sparc, bm25, method: str = "rrf", bm25_weight: float = 0.5, depth: int = 1000) -> None:
-        if method not in METHODS:
-            raise SparcError(f"unknown hybrid method {method!r}; choose from {', '.join(METHODS)}")
+    def __init__(self, sparc, bm25, method: HybridMethod | str = HybridMethod.RRF, bm25_weight: float = 0.5,
+                 depth: int = 1000) -> None:
+        method = choice(HybridMethod, method, "hybrid method")
         if not 0.0 <= bm25_weight <= 1.0:
             raise SparcError("the BM25 weight of a hybrid sum must be between 0 and 1")
         self.sparc, self.bm25 = sparc, bm25
         self.method, self.bm25_weight, self.depth = method, bm25_weight, depth
 
     @classmethod
-    def open(cls, index: str | Path, method: str = "rrf", bm25_weight: float = 0.5, depth: int = 1000) -> HybridEngine:
+    def open(cls, index: str | Path, method: HybridMethod | str = HybridMethod.RRF, bm25_weight: float = 0.5,
+             depth: int = 1000) -> HybridEngine:
         """The hybrid over a sparc-es Lucene index and the BM25 index built beside it (``INDEX/bm25``)."""
         from .bm25 import LuceneBM25
-        from .lucene import BM25, LuceneEngine
+        from .lucene import LuceneEngine
 
-        sparc = LuceneEngine(index)
-        if not (Path(index) / BM25 / "lucene").is_dir():
-            raise StoreError(f"{index}: has no BM25 index beside the impact index; rebuild it with "
-                             "sparc-es index (without --no-bm25)")
-        return cls(sparc, LuceneBM25(Path(index) / BM25), method, bm25_weight, depth)
+        bm25 = LuceneBM25.beside(index)  # first: its error says how to get one
+        return cls(LuceneEngine(index), bm25, method, bm25_weight, depth)
 
     def fuse(self, sparc: list[Hit], bm25: list[Hit], k: int) -> list[Hit]:
-        if self.method == "rrf":
+        if self.method is HybridMethod.RRF:
             ranked = reciprocal_rank([sparc, bm25])
         else:
             ranked = normalised_sum(sparc, bm25, self.bm25_weight)
@@ -91,5 +94,6 @@ class HybridEngine:
         return [h.located(found.get(h.id)) for h in hits]
 
     def close(self) -> None:
-        if hasattr(self.sparc, "close"):
-            self.sparc.close()
+        for engine in (self.sparc, self.bm25):
+            if hasattr(engine, "close"):
+                engine.close()

@@ -15,108 +15,72 @@ order, which is input order.
 
 from __future__ import annotations
 
-import json
 import shutil
-import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..docstore import FILENAME as DOCSTORE, DocStore
-from ..encode import META, TOKENIZER, VECTORS, read_meta
+from ..encoded import VECTORS, IndexInfo, Manifest, copy_into, iter_vectors
 from ..errors import EngineError, StoreError
-from ..model import query_bag
-from . import Hit
-from ._java import start_jvm
+from ..query import QueryEncoder
+from ..store import FILENAME as SENTENCES, SentenceStore
+from .base import Hit
+from ._java import folder_size, index_collection, start_jvm
 
 LUCENE = "lucene"
 BM25 = "bm25"
 
 
-def folder_size(path: Path) -> int:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+def build_index(encoded: str | Path, folder: str | Path, overwrite: bool = False, bm25: bool = True) -> Manifest:
+    """Build a Lucene impact index in ``folder`` from an encoded folder; returns the index's manifest.
 
-
-def build_index(encoded: str | Path, index: str | Path, overwrite: bool = False, bm25: bool = True) -> dict:
-    """Build a Lucene impact index from an encoded folder; returns the index metadata.
-
-    One indexing thread: Anserini parallelises over files, and the encoded folder is one file so
-    that Lucene docids, which break score ties, follow input order. ``bm25`` also indexes the
-    sentence texts for BM25 in ``INDEX/bm25`` (what ``--hybrid`` searches fuse with).
+    ``bm25`` also indexes the sentence texts for BM25 in ``FOLDER/bm25`` (what ``--hybrid``
+    searches fuse with, and ``--engine bm25`` searches alone).
     """
-    encoded, index = Path(encoded), Path(index)
-    meta = read_meta(encoded)
-    if index.exists():
+    encoded, folder = Path(encoded), Path(folder)
+    manifest = Manifest.read(encoded)
+    if folder.exists():
         if not overwrite:
-            raise StoreError(f"{index}: already exists; pass --overwrite to rebuild it")
-        shutil.rmtree(index)
-    index.mkdir(parents=True)
-    start_jvm()
-    from pyserini.pyclass import autoclass
-
-    args = ["-collection", "JsonVectorCollection", "-input", str(encoded / VECTORS),
-            "-index", str(index / LUCENE), "-generator", "DefaultLuceneDocumentGenerator",
-            "-threads", "1", "-impact", "-pretokenized", "-optimize", "-quiet"]
-    started = time.perf_counter()
-    try:
-        autoclass("io.anserini.index.IndexCollection").main(args)
-    except Exception as e:  # a JavaException from inside Anserini
-        raise EngineError(f"Lucene indexing failed: {e}") from None
-    seconds = time.perf_counter() - started
+            raise StoreError(f"{folder}: already exists; pass --overwrite to rebuild it")
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    seconds = index_collection("JsonVectorCollection", encoded / VECTORS, folder / LUCENE, "-impact", "-pretokenized")
     from pyserini.index.lucene import LuceneIndexReader
 
-    docs = LuceneIndexReader(str(index / LUCENE)).stats()["documents"]
+    docs = LuceneIndexReader(str(folder / LUCENE)).stats()["documents"]
     # Lucene drops documents with no terms; encode counted and reported those as empty vectors.
-    expected = meta["sentences"] - meta["empty_vectors"]
-    if docs != expected:
-        raise EngineError(f"index holds {docs} sentences but {encoded} has {expected} with weights: "
+    if docs != manifest.retrievable:
+        raise EngineError(f"index holds {docs} sentences but {encoded} has {manifest.retrievable} with weights: "
                           "some were lost while indexing")
-    shutil.copytree(encoded / TOKENIZER, index / TOKENIZER)
-    shutil.copy2(encoded / DOCSTORE, index / DOCSTORE)
-    info = {"documents": docs, "build_seconds": round(seconds, 2), "bytes": folder_size(index / LUCENE),
-            "encoded": str(encoded)}
+    copy_into(encoded, folder)
+    bm25_info = None
     if bm25:
         from ..corpus import Sentence
-        from ..encode import iter_vectors
         from .bm25 import build_bm25_index
 
         texts = (Sentence(id=r["id"], text=r["contents"]) for r in iter_vectors(encoded))
-        info["bm25"] = build_bm25_index(texts, index / BM25)
-    meta = {**meta, "engine": LUCENE, "index": info}
-    (index / META).write_text(json.dumps(meta, indent=2) + "\n")
-    return meta
-
-
-class _BagEncoder:
-    """Pyserini query encoder: the question's WordPiece tokens with their counts."""
-
-    def __init__(self, tokenizer) -> None:
-        self.tokenizer = tokenizer
-
-    def encode(self, text: str, **_) -> dict[str, int]:
-        return query_bag(self.tokenizer, text)
+        bm25_info = build_bm25_index(texts, folder / BM25)
+    info = IndexInfo(engine=LUCENE, documents=docs, build_seconds=round(seconds, 2),
+                     bytes=folder_size(folder / LUCENE), encoded=str(encoded), bm25=bm25_info)
+    manifest = manifest.replace(index=info)
+    manifest.write(folder)
+    return manifest
 
 
 class LuceneEngine:
     """Search a sparc-es Lucene index; questions are bags of tokens, no model runs."""
 
-    def __init__(self, index: str | Path) -> None:
-        self.path = Path(index)
-        self.meta = read_meta(self.path)
-        if self.meta.get("engine") != LUCENE or not (self.path / LUCENE).is_dir():
+    def __init__(self, folder: str | Path) -> None:
+        self.path = Path(folder)
+        self.manifest = Manifest.read(self.path)
+        if self.manifest.index is None or self.manifest.index.engine != LUCENE or not (self.path / LUCENE).is_dir():
             raise StoreError(f"{self.path}: not a sparc-es Lucene index (build one with: sparc-es index)")
-        from transformers import AutoTokenizer
-
-        self.tokenizer = AutoTokenizer.from_pretrained(self.path / TOKENIZER, local_files_only=True)
-        self.factor = float(self.meta["factor"])
-        self.store = DocStore(self.path / DOCSTORE)
+        self.queries = QueryEncoder.load(self.path)
+        self.factor = self.manifest.factor
+        self.store = SentenceStore(self.path / SENTENCES)
         start_jvm()
         from pyserini.search.lucene import LuceneImpactSearcher
 
-        self.searcher = LuceneImpactSearcher(str(self.path / LUCENE), _BagEncoder(self.tokenizer), min_idf=-1)
-
-    def query(self, question: str) -> dict[str, int]:
-        """The bag of tokens the engine scores for ``question``."""
-        return query_bag(self.tokenizer, question)
+        self.searcher = LuceneImpactSearcher(str(self.path / LUCENE), self.queries, min_idf=-1)
 
     def search(self, question: str, k: int = 10) -> list[Hit]:
         return self._hits(self.searcher.search(question, k))

@@ -1,4 +1,4 @@
-"""A loopback Elasticsearch-API server for tests and demos on machines without a cluster.
+"""A loopback Elasticsearch-API server for the tests (and scripts/es_demo.py) on machines without a cluster.
 
 ``noida-db`` (PyPI, MIT) serves the ES API on 127.0.0.1; its ``start`` command is a wrapper whose
 server child outlives a killed wrapper, so the server runs in its own process group, is stopped
@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .errors import EngineError
+from sparc_es.errors import EngineError
 
 
 def free_port() -> int:

@@ -8,12 +8,13 @@ Systems (``--systems``, comma-separated; options after a colon)::
     sparc-exact[:opts]        the same model scored exactly in floating point (SciPy)
     sparc-int[:opts]          the same model's integers scored exactly (what Lucene should give)
 
-    opts: model=PATH ({domain} in it becomes the domain's name), k=TOP_K, factor=F, max_over=sentence|all, max_length=N,
+    opts: model=PATH ({domain} in it becomes the domain's name), top_k=K (tokens kept per sentence;
+          k= is the old name), factor=F, max_over=sentence|all, max_length=N,
           head=dot|mlm (score a plain checkpoint through its MLM head), passage_weight=LAMBDA (passage
           expansion with the model itself as passage encoder, for a model trained without it),
           idf=1 (IDF-weighted encoding), hybrid=rrf|sum (fused with the Lucene BM25 run, top 1,000
           of each), hybrid_weight=A (BM25's share of the sum, default 0.5)
-          e.g. sparc:k=500,factor=100,bm25-paper   sparc-exact:model=models/sparc,max_over=all
+          e.g. sparc:top_k=500,factor=100,bm25-paper   sparc-exact:model=models/sparc,max_over=all
 
 Everything is cached under ``--workdir`` (evaluation sets, encoded folders with float weights,
 indexes, run files), keyed by the model fingerprint and settings, so adding a system or a domain
@@ -29,14 +30,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..encoded import DEFAULT_FACTOR, Manifest
+from ..errors import SparcError
+from ..eval import MEASURES, evaluate
+from ..trec import TrecRunWriter
 from .datasets import DOMAINS, EvalSet, build_eval_set
-from .errors import SparcError
-from .eval import MEASURES, evaluate
-from .export import DEFAULT_FACTOR
-from .trec import TrecRunWriter
 
 KINDS = ("bm25", "bm25-paper", "sparc", "sparc-exact", "sparc-int")
-SPARC_OPTIONS = {"model": str, "k": int, "factor": float, "max_over": str, "max_length": int, "head": str,
+SPARC_OPTIONS = {"model": str, "top_k": int, "factor": float, "max_over": str, "max_length": int, "head": str,
                  "passage_weight": float,
                  "idf": int, "hybrid": str, "hybrid_weight": float}
 
@@ -63,24 +64,29 @@ class System:
         options = {}
         for item in filter(None, opts.split(",")):
             key, eq, value = item.partition("=")
+            key = "top_k" if key == "k" else key  # the old name: k means hits per query everywhere else
             if not eq or key not in SPARC_OPTIONS or not kind.startswith("sparc"):
                 raise SparcError(f"bad option {item!r} in system {spec!r} (sparc options: {', '.join(SPARC_OPTIONS)})")
             try:
                 options[key] = SPARC_OPTIONS[key](value)
             except ValueError:
                 raise SparcError(f"bad value in {item!r} of system {spec!r}") from None
-        if options.get("hybrid", "rrf") not in ("rrf", "sum"):
-            raise SparcError(f"system {spec!r}: hybrid must be rrf or sum")
+        if "hybrid" in options:
+            from ..engines.base import choice
+            from ..engines.hybrid import HybridMethod
+
+            choice(HybridMethod, options["hybrid"], f"hybrid method in system {spec!r}")
         return cls(spec, kind, options)
 
 
-def _sparc_encoded(system: System, evalset: EvalSet, corpus: Path, folder: Path) -> tuple[Path, dict]:
+def _sparc_encoded(system: System, evalset: EvalSet, corpus: Path, folder: Path) -> tuple[Path, Manifest]:
     """Encoded folder (with float weights) for this model and settings; encoded once, then reused."""
-    from .encode import encode_corpus, read_meta, requantize
-    from .model import Head, MaxOver, SparcModel
+    from ..encode import encode_corpus
+    from ..encoded import requantize
+    from ..model import Head, MaxOver, SparcModel
 
     o = system.options
-    overrides = {k: v for k, v in (("top_k", o.get("k")), ("max_length", o.get("max_length")),
+    overrides = {k: v for k, v in (("top_k", o.get("top_k")), ("max_length", o.get("max_length")),
                                    ("max_over", MaxOver(o["max_over"]) if "max_over" in o else None),
                                    ("head", Head(o["head"]) if "head" in o else None),
                                    ("passage_weight", o.get("passage_weight"))) if v is not None}
@@ -91,18 +97,18 @@ def _sparc_encoded(system: System, evalset: EvalSet, corpus: Path, folder: Path)
     encoded = folder / f"encoded-{key}"
     if not (encoded / "meta.json").is_file():
         encode_corpus([corpus], encoded, model, factor=factor, keep_floats=True, idf=idf)
-    if read_meta(encoded)["factor"] != factor:
+    if Manifest.read(encoded).factor != factor:
         quantised = folder / f"encoded-{key}-f{factor:g}"
         if not (quantised / "meta.json").is_file():
             requantize(encoded, quantised, factor)
         encoded = quantised
-    return encoded, read_meta(encoded)
+    return encoded, Manifest.read(encoded)
 
 
 def _engine(system: System, evalset: EvalSet, paths: dict[str, Path], folder: Path):
     """(engine, settings for the table) for one system on one domain."""
     if system.kind == "bm25":
-        from .engines.bm25 import LuceneBM25, build_bm25_index
+        from ..engines.bm25 import LuceneBM25, build_bm25_index
 
         index = folder / "index-bm25"
         info = {}
@@ -110,39 +116,39 @@ def _engine(system: System, evalset: EvalSet, paths: dict[str, Path], folder: Pa
             info = build_bm25_index(evalset.sentences, index, overwrite=True)
         return LuceneBM25(index), {"k1": 0.9, "b": 0.4, "analyzer": "Porter stemming, English stop words", **info}
     if system.kind == "bm25-paper":
-        from .engines.bm25 import PaperBM25
+        from ..engines.bm25 import PaperBM25
 
         return PaperBM25(evalset.sentences), {"k1": 1.5, "b": 0.75, "epsilon": 0.25, "tokens": "lower().split()"}
 
-    encoded, meta = _sparc_encoded(system, evalset, paths["corpus"], folder)
-    settings = {"model": meta["model"]["fingerprint"], "base": meta["model"]["base_model"].get("name"),
-                "w": meta["model"]["w"], "K": meta["top_k"], "max_over": meta["model"]["max_over"],
-                "max_length": meta["model"]["max_length"],
-                "head": meta["model"].get("head", "dot"), "passage_weight": meta["model"].get("passage_weight", 0.0),
-                "median_nonzero_before_top_k": meta["median_nonzero_before_top_k"],
-                "postings_per_sentence": round(meta["postings"] / max(meta["sentences"], 1), 1),
-                "idf": bool(meta.get("idf"))}
-    if meta["model"].get("adaptation"):
-        a = meta["model"]["adaptation"]
+    encoded, manifest = _sparc_encoded(system, evalset, paths["corpus"], folder)
+    model = manifest.model
+    settings = {"model": model.fingerprint, "base": model.base_model.get("name"), "w": model.w, "K": manifest.top_k,
+                "max_over": model.max_over, "max_length": model.max_length, "head": model.head,
+                "passage_weight": model.passage_weight,
+                "median_nonzero_before_top_k": manifest.median_nonzero_before_top_k,
+                "postings_per_sentence": round(manifest.postings / max(manifest.sentences, 1), 1),
+                "idf": manifest.idf}
+    if model.adaptation:
+        a = model.adaptation
         settings["adapted"] = f"{a['corpus_fingerprint']} ({a['sentences']} sentences, {a['steps']} steps, {a['seconds']} s)"
     if system.kind == "sparc-exact":
-        from .engines.exact import ExactEngine
+        from ..engines.exact import ExactEngine
 
         return ExactEngine(encoded, floats=True), {**settings, "scoring": "float"}
     if system.kind == "sparc-int":
-        from .engines.exact import ExactEngine
+        from ..engines.exact import ExactEngine
 
-        return ExactEngine(encoded), {**settings, "factor": meta["factor"], "scoring": "exact integers"}
-    from .encode import read_meta
-    from .engines.lucene import LuceneEngine, build_index
+        return ExactEngine(encoded), {**settings, "factor": manifest.factor, "scoring": "exact integers"}
+    from ..engines import open_engine
+    from ..engines.lucene import build_index
 
     index = folder / f"index-{encoded.name.removeprefix('encoded-')}"
     if not (index / "meta.json").is_file():
         build_index(encoded, index, overwrite=True, bm25=False)  # hybrids share the domain's BM25 index
-    info = read_meta(index)["index"]
-    settings = {**settings, "factor": meta["factor"], "scoring": "Lucene impact index",
-                "index_build_seconds": info["build_seconds"], "index_megabytes": round(info["bytes"] / 1e6, 2)}
-    return LuceneEngine(index), settings
+    info = Manifest.read(index).index
+    settings = {**settings, "factor": manifest.factor, "scoring": "Lucene impact index",
+                "index_build_seconds": info.build_seconds, "index_megabytes": round(info.bytes / 1e6, 2)}
+    return open_engine("lucene", index), settings
 
 
 class _MemoRun:
@@ -158,7 +164,7 @@ class _MemoRun:
 
 
 def _hybrid(system: System, engine, settings: dict, bm25: _MemoRun):
-    from .engines.hybrid import HybridEngine
+    from ..engines.hybrid import HybridEngine
 
     weight = system.options.get("hybrid_weight", 0.5)
     settings = {**settings, "hybrid": "RRF (k = 60)" if system.options["hybrid"] == "rrf" else

@@ -1,4 +1,4 @@
-"""Sentence store: id -> text, context, document and offsets, so a hit can be shown in its document.
+"""The sentence store: id -> text, context, document and offsets, so a hit can be shown in its document.
 
 A single SQLite file (standard library, bounded memory, random access by id) written while
 encoding and copied into every index built from the encoded folder. Contexts are stored once
@@ -22,7 +22,7 @@ def _key(context: str) -> str | None:
     return hashlib.sha1(context.encode("utf-8")).hexdigest() if context else None
 
 
-class DocStore:
+class SentenceStore:
     """Read and write the sentence store of an encoded folder or index."""
 
     def __init__(self, path: str | Path, create: bool = False) -> None:

@@ -13,8 +13,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .corpus import Sentence
-from .errors import InputError
+from ..corpus import Sentence
+from ..errors import InputError
+from ..trec import write_qrels, write_topics
 
 DATA_ENV = "SPARC_ES_DATA"
 
@@ -23,7 +24,7 @@ def data_dir() -> Path:
     """``$SPARC_ES_DATA``, else ``../shared/data`` beside the repository."""
     if os.environ.get(DATA_ENV):
         return Path(os.environ[DATA_ENV])
-    return Path(__file__).resolve().parents[2] / "shared" / "data"
+    return Path(__file__).resolve().parents[3] / "shared" / "data"
 
 
 def read_mrqa(path: str | Path) -> Iterator[dict]:
@@ -87,19 +88,14 @@ class EvalSet:
         with open(paths["corpus"], "w", encoding="utf-8") as f:
             for s in self.sentences:
                 f.write(json.dumps(s.to_json(), ensure_ascii=False) + "\n")
-        with open(paths["topics"], "w", encoding="utf-8") as f:
-            for qid, question in self.topics:
-                f.write(f"{qid}\t{' '.join(question.split())}\n")
-        with open(paths["qrels"], "w", encoding="utf-8") as f:
-            for qid, _ in self.topics:
-                for sid in sorted(self.qrels[qid]):
-                    f.write(f"{qid} 0 {sid} 1\n")
+        write_topics(paths["topics"], self.topics)
+        write_qrels(paths["qrels"], ((qid, dict.fromkeys(self.qrels[qid], 1)) for qid, _ in self.topics))
         return paths
 
 
 def _newsqa_sentences(contexts: list[dict], prefix: str) -> Iterator[Sentence]:
     """NewsQA has no MultiReQA boundaries: the project's own splitter, context = the article."""
-    from .corpus import split_document
+    from ..corpus import split_document
 
     for ctx, c in enumerate(contexts):
         for s in split_document(c["context"], f"{prefix}-{ctx}"):
@@ -130,7 +126,7 @@ def train_articles(root: str | Path | None = None, validation_articles: int = VA
 
 def paragraph_sentences(context: str, prefix: str) -> list[Sentence]:
     """A paragraph cut by the project's splitter; each sentence's context is the paragraph."""
-    from .corpus import split_document
+    from ..corpus import split_document
 
     return [Sentence(id=f"{prefix}-{s.id.rsplit('#', 1)[1]}", text=s.text, context=context, doc=prefix,
                      start=s.start, end=s.end) for s in split_document(context, prefix)]

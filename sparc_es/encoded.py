@@ -1,0 +1,221 @@
+"""The encoded folder: what ``sparc-es encode`` writes and every engine reads.
+
+Layout::
+
+    ENCODED/meta.json             the manifest: model provenance, K, quantisation factor, counts
+    ENCODED/tokenizer/            the tokenizer questions are split with at search time
+    ENCODED/sentences.sqlite      id -> text, context, document, offsets (shown with hits)
+    ENCODED/vectors/vectors.jsonl Pyserini JsonVectorCollection, integer weights, input order
+
+An index built from an encoded folder keeps the same manifest (plus what the build recorded, in
+:class:`IndexInfo`), its tokenizer and its sentence store (:func:`copy_into`).
+
+This module owns that layout, the typed :class:`Manifest`, the vector records
+(:func:`quantize`, :func:`vector_record`, :func:`iter_vectors`) and re-quantising (:func:`requantize`).
+
+* Quantisation: float f(v, s) -> integer impact ``round(f * factor)``, dropping weights that round
+  to zero or below. Lucene impact indexes need integers (floats are truncated, zeros dropped);
+  the factor is recorded in the manifest, so scores can be read back in model units
+  (integer score / factor).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import shutil
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .errors import SparcError, StoreError
+from .query import TOKENIZER
+from .store import FILENAME as SENTENCES
+
+META = "meta.json"
+VECTORS = "vectors"
+VECTORS_FILE = "vectors.jsonl"
+FORMAT = "sparc-es-encoded/1"
+
+# Chosen from docs/evaluation.md: on SQuAD dev, factor 10 scores within 0.04 MRR of exact float
+# scoring and builds the Lucene index 4.8x faster than factor 100.
+DEFAULT_FACTOR = 10.0
+# Lucene stores an impact as a term frequency; past this an index build fails deep in Java.
+MAX_IMPACT = 2**31 - 1
+
+
+def check_factor(factor: float) -> float:
+    """``factor`` if it is a usable quantisation factor (finite, positive), else a typed error."""
+    if not isinstance(factor, (int, float)) or not math.isfinite(factor) or factor <= 0:
+        raise SparcError(f"the quantisation factor must be a finite number above 0 (got {factor!r})")
+    return float(factor)
+
+
+def quantize(tokens: Iterable[str], weights: np.ndarray, factor: float) -> dict[str, int]:
+    """Integer impacts ``round(weight * factor)``; tokens whose impact is not positive are dropped."""
+    impacts = np.rint(np.asarray(weights, dtype=np.float64) * factor)
+    if impacts.size and impacts.max() > MAX_IMPACT:
+        raise SparcError(f"factor {factor:g} gives impacts above {MAX_IMPACT}, more than Lucene can store; "
+                         "lower --factor")
+    return {t: int(q) for t, q in zip(tokens, impacts.astype(np.int64)) if q > 0}
+
+
+def vector_record(sentence_id: str, text: str, vector: dict[str, int], floats: dict[str, float] | None = None) -> dict:
+    """One Pyserini ``JsonVectorCollection`` document: ``{"id", "contents", "vector": {token: int}}``.
+
+    ``floats`` (the unquantised f(v, s), kept on request for exact scoring and re-quantising) go
+    in a ``weights`` field, which Anserini ignores.
+    """
+    record = {"id": sentence_id, "contents": text, "vector": vector}
+    if floats is not None:
+        record["weights"] = floats
+    return record
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """Which model produced the weights, and the settings that change them."""
+
+    fingerprint: str
+    w: float
+    max_over: str
+    max_length: int
+    head: str = "dot"
+    token_weights: bool = False
+    passage_weight: float = 0.0
+    base_model: dict = field(default_factory=dict)
+    adaptation: dict = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, model) -> ModelInfo:
+        """The provenance of a loaded :class:`~sparc_es.model.SparcModel`."""
+        c = model.config
+        return cls(fingerprint=model.fingerprint, w=float(model.w.detach()), max_over=c.max_over.value,
+                   max_length=c.max_length, head=c.head.value, token_weights=c.token_weights,
+                   passage_weight=c.passage_weight, base_model=c.base_model, adaptation=c.adaptation)
+
+
+@dataclass(frozen=True)
+class IndexInfo:
+    """What building an index from an encoded folder recorded."""
+
+    engine: str
+    documents: int
+    build_seconds: float
+    bytes: int
+    encoded: str
+    bm25: dict | None = None  # the BM25 index built beside it: documents, build_seconds
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """``meta.json`` of an encoded folder or index, typed and read-only."""
+
+    model: ModelInfo
+    top_k: int
+    factor: float
+    corpus: tuple[str, ...]
+    sentences: int
+    empty_vectors: int = 0
+    postings: int = 0
+    impact_sum: int = 0
+    truncated_sentences: int = 0
+    truncated_contexts: int = 0
+    truncated_ids: tuple[str, ...] = ()
+    seconds: float = 0.0
+    sentences_per_second: float | None = None
+    median_nonzero_before_top_k: float = 0
+    floats: bool = False  # the unquantised weights are kept (exact scoring, requantize)
+    idf: bool = False
+    idf_weighting: dict | None = None
+    requantized_from: str | None = None
+    index: IndexInfo | None = None  # set in an index's manifest
+    format: str = FORMAT
+    sparc_es: str = ""
+
+    @property
+    def retrievable(self) -> int:
+        """Sentences with at least one weight: what an index must hold (Lucene drops empty documents)."""
+        return self.sentences - self.empty_vectors
+
+    def to_json(self) -> dict:
+        d = dataclasses.asdict(self)
+        if self.index is None:
+            del d["index"]
+        else:
+            d["engine"] = self.index.engine  # top-level, as in every manifest written so far
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items() if v is not None}
+
+    @classmethod
+    def from_json(cls, d: dict) -> Manifest:
+        known = {f.name for f in dataclasses.fields(cls)}
+        kwargs = {k: v for k, v in d.items() if k in known}
+        model_fields = {f.name for f in dataclasses.fields(ModelInfo)}
+        kwargs["model"] = ModelInfo(**{k: v for k, v in d["model"].items() if k in model_fields})
+        for name in ("corpus", "truncated_ids"):
+            kwargs[name] = tuple(kwargs.get(name, ()))
+        if d.get("index"):
+            kwargs["index"] = IndexInfo(**{"engine": d.get("engine", "lucene"), **d["index"]})
+        return cls(**kwargs)
+
+    @classmethod
+    def read(cls, folder: str | Path) -> Manifest:
+        """The manifest of a finished encoded folder or index."""
+        path = Path(folder) / META
+        if not path.is_file():
+            raise StoreError(f"{folder}: not a finished sparc-es encoded folder or index (no {META})")
+        try:
+            return cls.from_json(json.loads(path.read_text(encoding="utf-8")))
+        except (ValueError, TypeError, KeyError) as e:
+            raise StoreError(f"{path}: unreadable manifest ({e})") from None
+
+    def write(self, folder: str | Path) -> None:
+        (Path(folder) / META).write_text(json.dumps(self.to_json(), indent=2) + "\n")
+
+    def replace(self, **changes) -> Manifest:
+        return dataclasses.replace(self, **changes)
+
+
+def iter_vectors(folder: str | Path) -> Iterator[dict]:
+    """Yield the ``JsonVectorCollection`` records of an encoded folder, in order."""
+    with open(Path(folder) / VECTORS / VECTORS_FILE, encoding="utf-8") as f:
+        for line in f:
+            yield json.loads(line)
+
+
+def copy_into(encoded: str | Path, index: str | Path) -> None:
+    """Copy what a search needs besides the engine's own files: the question tokenizer and the
+    sentence store (texts and offsets shown with hits)."""
+    encoded, index = Path(encoded), Path(index)
+    shutil.copytree(encoded / TOKENIZER, index / TOKENIZER)
+    shutil.copy2(encoded / SENTENCES, index / SENTENCES)
+
+
+def requantize(encoded: str | Path, output: str | Path, factor: float) -> Manifest:
+    """Copy an encoded folder with its float weights quantised at another factor (no re-encoding)."""
+    encoded, out = Path(encoded), Path(output)
+    factor = check_factor(factor)
+    manifest = Manifest.read(encoded)
+    if not manifest.floats:
+        raise StoreError(f"{encoded}: has no float weights to re-quantise; encode with keep_floats")
+    if out.exists():
+        raise StoreError(f"{out}: already exists")
+    (out / VECTORS).mkdir(parents=True)
+    postings = impact_sum = empty = 0
+    with open(out / VECTORS / VECTORS_FILE, "w", encoding="utf-8") as f:
+        for record in iter_vectors(encoded):
+            floats = record["weights"]
+            vector = quantize(list(floats), list(floats.values()), factor)
+            postings += len(vector)
+            impact_sum += sum(vector.values())
+            empty += not vector
+            f.write(json.dumps(vector_record(record["id"], record["contents"], vector, floats),
+                               ensure_ascii=False) + "\n")
+    copy_into(encoded, out)
+    manifest = manifest.replace(factor=factor, postings=postings, impact_sum=impact_sum, empty_vectors=empty,
+                                requantized_from=str(encoded))
+    manifest.write(out)
+    return manifest

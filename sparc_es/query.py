@@ -1,0 +1,77 @@
+"""The query side: a question becomes a bag of WordPiece tokens. No model runs at query time.
+
+:class:`QueryEncoder` is the one place that turns a question into what an engine scores: each
+token's count in the question (special tokens dropped), times an optional per-token weight.
+Every engine (Lucene, Elasticsearch, exact), ``sparc-es query-dsl`` and training use it, so the
+bag the model was trained on is the bag the engines are asked.
+
+The tokenizer comes from a folder: an encoded folder or an index (their ``tokenizer/``), a model
+folder, or ``default`` (the shipped model's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+TOKENIZER = "tokenizer"  # the subfolder of an encoded folder or index that holds the question tokenizer
+
+
+def query_bag(tokenizer, question: str) -> dict[str, int]:
+    """Bag of the question's WordPiece tokens, each occurrence counting once; specials dropped."""
+    from .checkpoint import quiet_transformers
+
+    specials = set(tokenizer.all_special_tokens)
+    bag: dict[str, int] = {}
+    with quiet_transformers():  # no "longer than 512 tokens" warning: no model sees the question
+        tokens = tokenizer.tokenize(question)
+    for tok in tokens:
+        if tok not in specials:
+            bag[tok] = bag.get(tok, 0) + 1
+    return bag
+
+
+def tokenizer_folder(folder: str | Path) -> Path:
+    """Where the question tokenizer of ``folder`` is: its ``tokenizer/`` subfolder if it has one
+    (encoded folder, index), else the folder itself (a model folder); ``default``: the shipped model's."""
+    from .checkpoint import resolve_model_path
+
+    path = resolve_model_path(folder) if str(folder) == "default" else Path(folder)
+    return path / TOKENIZER if (path / TOKENIZER).is_dir() else path
+
+
+class QueryEncoder:
+    """Question -> ``{token: count x weight}``: what every sparc-es engine scores."""
+
+    def __init__(self, tokenizer, weights: Mapping[str, float] | None = None) -> None:
+        """``weights``: an optional multiplier per token (tokens not in it keep 1)."""
+        self.tokenizer = tokenizer
+        self.weights = dict(weights) if weights else None
+
+    @classmethod
+    def load(cls, folder: str | Path = "default", weights: Mapping[str, float] | None = None) -> QueryEncoder:
+        """The encoder of an encoded folder, index or model folder (see :func:`tokenizer_folder`)."""
+        from transformers import AutoTokenizer
+
+        from .checkpoint import quiet_transformers
+        from .errors import StoreError
+
+        path = tokenizer_folder(folder)
+        try:
+            with quiet_transformers():
+                tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        except (OSError, ValueError) as e:
+            raise StoreError(f"{path}: cannot load the question tokenizer ({e})") from None
+        return cls(tokenizer, weights)
+
+    def bag(self, question: str) -> dict[str, float]:
+        """The question's tokens with their counts, each times its weight."""
+        counts = query_bag(self.tokenizer, question)
+        if self.weights is None:
+            return counts
+        return {t: c * self.weights.get(t, 1.0) for t, c in counts.items()}
+
+    def encode(self, text: str, **_) -> dict[str, int]:
+        """Pyserini's query-encoder interface. Lucene impact queries take integer weights: each is
+        rounded, and a token whose weight rounds to 0 is left out."""
+        return {t: round(w) for t, w in self.bag(text).items() if round(w) > 0}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
 
 
@@ -30,3 +31,11 @@ class StoreError(SparcError):
 
 class EngineError(SparcError):
     """The search engine failed (JVM start, indexing, a query)."""
+
+
+def choice(enum: type[Enum], value, what: str, error: type[SparcError] = SparcError):
+    """``value`` as a member of ``enum``, or a one-line ``error`` naming the choices."""
+    try:
+        return enum(value)
+    except ValueError:
+        raise error(f"unknown {what} {value!r}; choose from {', '.join(m.value for m in enum)}") from None

@@ -32,7 +32,7 @@ import numpy as np
 
 from .checkpoint import (DEFAULT_MODEL, SPARC_CONFIG, base_name, model_fingerprint, quiet_transformers,
                          resolve_model_path, sha256_file, versions, weights_file)
-from .errors import ModelError
+from .errors import ModelError, choice
 from .query import QueryEncoder
 
 FORMAT = "sparc-es-model/1"
@@ -73,11 +73,9 @@ class SparcConfig:
     adaptation: dict = field(default_factory=dict)  # embedding replacement provenance (sparc_es.adapt)
 
     def __post_init__(self) -> None:
-        try:  # accept the enums' string values too (config files, overrides)
-            object.__setattr__(self, "max_over", MaxOver(self.max_over))
-            object.__setattr__(self, "head", Head(self.head))
-        except ValueError as e:
-            raise ModelError(f"invalid SPARC setting: {e}") from None
+        # accept the enums' string values too (config files, overrides)
+        object.__setattr__(self, "max_over", choice(MaxOver, self.max_over, "max_over", ModelError))
+        object.__setattr__(self, "head", choice(Head, self.head, "head", ModelError))
         if self.top_k < 1:
             raise ModelError(f"top-K must be at least 1 (got {self.top_k})")
         if self.max_length < 8:

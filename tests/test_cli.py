@@ -71,6 +71,17 @@ def test_encode_index_search_run_explain(tmp_path, corpus, tiny_model_dir, capsy
     rc, _, err = run_cli(capsys, "search", "--index", idx, "--hybrid", "sum", "--hybrid-weight", 2, "lucene")
     assert rc == 1 and "between 0 and 1" in err
 
+    # The BM25 baseline over the same sentences, from the index that `index` built beside the impacts.
+    rc, out, err = run_cli(capsys, "search", "--index", idx, "--engine", "bm25", "--json", "integer impacts in lucene")
+    hits = json.loads(out)
+    assert rc == 0 and hits[0]["id"] == "s0" and hits[0]["text"] == "Lucene stores integer impacts.", err
+    rc, out, err = run_cli(capsys, "run", "--index", idx, "--engine", "bm25", "--topics", topics, "--output",
+                           tmp_path / "bm25.trec", "--tag", "bm25")
+    rows = [line.split() for line in (tmp_path / "bm25.trec").read_text().splitlines()]
+    assert rc == 0 and {r[0] for r in rows} == {"q1", "q2"} and all(r[5] == "bm25" for r in rows), err
+    rc, _, err = run_cli(capsys, "search", "--index", idx, "--engine", "bm25", "--hybrid", "rrf", "lucene")
+    assert rc == 1 and "--engine lucene" in err
+
 
 def test_idf_and_adapt_from_the_cli(tmp_path, corpus, capsys):
     rc, out, err = run_cli(capsys, "adapt", "--model", "splade-bert-tiny", "--corpus", corpus, "--output",
@@ -149,6 +160,9 @@ def test_missing_things_are_clear_errors(tmp_path, capsys):
     assert rc == 1 and "not a finished sparc-es encoded folder or index" in err
     rc, _, err = run_cli(capsys, "explain", "--model", tmp_path / "nothing", "A sentence.")
     assert rc == 1 and "no such model folder" in err
+    rc, _, err = run_cli(capsys, "run", "--engine", "bm25", "--index", tmp_path / "nothing", "--topics",
+                         tmp_path / "t.tsv", "--output", tmp_path / "r.trec")
+    assert rc == 1 and "topics file not found" in err
     with pytest.raises(SystemExit) as e:
         main(["encode", "--output", str(tmp_path)])
     assert e.value.code == 2
@@ -170,3 +184,16 @@ def test_demo_answers_with_the_default_model(tmp_path, capsys):
     assert "Pyserini needs Java 21" in answers["Q: Which Java version does Pyserini need?"][0]
     # The current default ranks the section heading "Encoding sentences" first here, the answer second.
     assert "resumes where it stopped" in " ".join(answers["Q: What happens when the encoding is interrupted?"])
+
+
+@pytest.mark.parametrize("flag, value, expected", [
+    ("--factor", "nan", "factor must be a finite number above 0"),
+    ("--factor", "-1", "factor must be a finite number above 0"),
+    ("--factor", "1e12", "more than Lucene can store"),
+    ("--top-k", "0", "top-K must be at least 1"),
+    ("--max-length", "4", "at least 8 tokens"),
+])
+def test_bad_numbers_are_refused_by_the_library(tmp_path, corpus, tiny_model_dir, capsys, flag, value, expected):
+    rc, _, err = run_cli(capsys, "encode", "--corpus", corpus, "--output", tmp_path / "enc", "--model",
+                         tiny_model_dir, flag, value, "--quiet")
+    assert rc == 1 and expected in err and err.count("\n") == 1, err

@@ -207,3 +207,27 @@ def test_passage_expansion_adds_the_passage_scores_before_the_cut(tiny_model_dir
     again = SparcModel.load(tmp_path / "pm")
     assert again.passage_model is not None and again.fingerprint != SparcModel.load(tiny_model_dir).fingerprint
     assert [e.tokens for e in again.encode(pairs)] == [e.tokens for e in streamed]
+
+
+def test_query_encoder_counts_weights_and_rounds_for_lucene(tiny_model):
+    from sparc_es.query import QueryEncoder
+
+    plain = tiny_model.queries
+    assert plain.bag("Paris, Paris and France") == {"paris": 2, ",": 1, "and": 1, "france": 1}
+    weighted = QueryEncoder(tiny_model.tokenizer, {"paris": 1.5, "and": 0.2})
+    assert weighted.bag("Paris, Paris and France") == {"paris": 3.0, ",": 1.0, "and": 0.2, "france": 1.0}
+    assert weighted.encode("Paris and France") == {"paris": 2, "france": 1}  # Lucene: integers, 0 dropped
+    assert plain.bag("word " * 5000) == {"word": 5000}  # no model runs: no 512-token limit
+
+
+def test_library_settings_are_validated():
+    from sparc_es.adapt import AdaptConfig
+    from sparc_es.errors import ModelError, SparcError
+    from sparc_es.model import SparcConfig
+
+    with pytest.raises(ModelError, match="top-K"):
+        SparcConfig(top_k=0)
+    with pytest.raises(ModelError, match="unknown max_over .everything.; choose from sentence, all"):
+        SparcConfig(max_over="everything")
+    with pytest.raises(SparcError, match="mask probability"):
+        AdaptConfig(mask_probability=1.5)

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import SparcError
-from .base import Engine, EngineKind, Hit, Topics, choice
+from ..errors import SparcError, choice
+from .base import Engine, EngineKind, Hit, Topics
 
-__all__ = ["Engine", "EngineKind", "Hit", "Topics", "choice", "open_engine"]
+__all__ = ["Engine", "EngineKind", "Hit", "Topics", "open_engine"]
 
 
 def open_engine(kind: EngineKind | str = EngineKind.LUCENE, index: str | Path | None = None, *,

@@ -1,5 +1,4 @@
-"""The engine contract: :class:`Hit`, the :class:`Engine` protocol, the engine kinds, and the one
-helper that turns a user's string into one of the enum choices (with a one-line error)."""
+"""The engine contract: :class:`Hit`, the :class:`Engine` protocol and the engine kinds."""
 
 from __future__ import annotations
 
@@ -8,7 +7,6 @@ from dataclasses import dataclass, fields, replace
 from enum import Enum
 from typing import Protocol, runtime_checkable
 
-from ..errors import SparcError
 
 
 @dataclass(frozen=True, slots=True)  # slots: a run of 10k queries x 1,000 hits is 10M of these
@@ -54,11 +52,3 @@ class EngineKind(str, Enum):
     LUCENE = "lucene"
     ES = "es"
     BM25 = "bm25"
-
-
-def choice(enum: type[Enum], value, what: str):
-    """``value`` as a member of ``enum``, or a one-line error naming the choices."""
-    try:
-        return enum(value)
-    except ValueError:
-        raise SparcError(f"unknown {what} {value!r}; choose from {', '.join(m.value for m in enum)}") from None

@@ -29,10 +29,10 @@ from enum import Enum
 from pathlib import Path
 
 from ..encoded import Manifest, iter_vectors
-from ..errors import EngineError, SparcError
+from ..errors import EngineError, SparcError, choice
 from ..query import QueryEncoder
 from ..store import FILENAME as SENTENCES, SentenceStore
-from .base import Hit, choice
+from .base import Hit
 
 FIELD = "weights"
 

@@ -18,8 +18,8 @@ from collections.abc import Iterable
 from enum import Enum
 from pathlib import Path
 
-from ..errors import SparcError
-from .base import Hit, choice
+from ..errors import SparcError, choice
+from .base import Hit
 
 RRF_K = 60
 

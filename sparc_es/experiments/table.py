@@ -72,7 +72,7 @@ class System:
             except ValueError:
                 raise SparcError(f"bad value in {item!r} of system {spec!r}") from None
         if "hybrid" in options:
-            from ..engines.base import choice
+            from ..errors import choice
             from ..engines.hybrid import HybridMethod
 
             choice(HybridMethod, options["hybrid"], f"hybrid method in system {spec!r}")

@@ -15,19 +15,29 @@ import pytest
 from sparc_es.experiments.datasets import data_dir, read_mrqa, squad_dev_sentences
 
 
-@pytest.fixture(scope="session")
-def tiny_model_dir(tmp_path_factory) -> Path:
+def _tiny_bert(seed: int):
+    """(tokenizer, config) of a tiny random 2-layer BERT over the real all-MiniLM-L6-v2 vocabulary;
+    no dropout, so training tests are deterministic."""
     import torch
-    from transformers import AutoTokenizer, BertConfig, BertModel
+    from transformers import AutoTokenizer, BertConfig
 
     from sparc_es.checkpoint import default_base_path
-    from sparc_es.model import SparcConfig, SparcModel
 
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     tokenizer = AutoTokenizer.from_pretrained(default_base_path(), local_files_only=True)
     config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                         intermediate_size=64, max_position_embeddings=512, type_vocab_size=2,
-                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)  # deterministic training tests
+                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    return tokenizer, config
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory) -> Path:
+    from transformers import BertModel
+
+    from sparc_es.model import SparcConfig, SparcModel
+
+    tokenizer, config = _tiny_bert(0)
     encoder = BertModel(config, add_pooling_layer=False).eval()
     model = SparcModel(encoder, tokenizer, SparcConfig(w=0.7, top_k=64, max_length=64,
                                                        base_model={"name": "tiny-random-bert"}))
@@ -70,15 +80,9 @@ def squad_sample():
 def tiny_mlm_dir(tmp_path_factory) -> Path:
     """A tiny random BertForMaskedLM checkpoint (MLM head included), as a plain base checkpoint."""
     import torch
-    from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
+    from transformers import BertForMaskedLM
 
-    from sparc_es.checkpoint import default_base_path
-
-    torch.manual_seed(1)
-    tokenizer = AutoTokenizer.from_pretrained(default_base_path(), local_files_only=True)
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=512, type_vocab_size=2,
-                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    tokenizer, config = _tiny_bert(1)
     model = BertForMaskedLM(config).eval()
     with torch.no_grad():  # a visible bias, so the test can tell it is applied
         model.cls.predictions.bias.normal_(0, 0.5)

@@ -33,6 +33,7 @@ import numpy as np
 
 from .corpus import read_corpus
 from .errors import ModelError, SparcError, StoreError
+from .locks import exclusive
 from .checkpoint import KNOWN_BASES, SPARC_CONFIG, known_base_path, quiet_transformers, sha256_file, weights_file
 from .model import SparcModel
 
@@ -174,6 +175,12 @@ def adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, c
     ``corpus`` takes what ``encode`` takes (JSONL, .txt, .md); only the sentences' texts are used.
     Running the same call again after an interruption resumes from the last checkpoint.
     """
+    with exclusive(output, "sparc-es adapt"):
+        return _adapt(model, corpus, output, config, base, overwrite, progress)
+
+
+def _adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, config: AdaptConfig,
+           base: str | Path | None, overwrite: bool, progress: bool) -> dict:
     import shutil
 
     import torch

@@ -105,6 +105,10 @@ def _engine_args(p: argparse.ArgumentParser, kinds: list[str], query: bool = Tru
     g.add_argument("--es-user", help="basic auth user (default: $SPARC_ES_USER)")
     g.add_argument("--es-password", help="basic auth password (default: $SPARC_ES_PASSWORD)")
     g.add_argument("--es-ca-certs", help="CA bundle for TLS (default: $SPARC_ES_CA_CERTS)")
+    g.add_argument("--es-timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="per request (default: %(default)s)")
+    g.add_argument("--es-retries", type=int, default=3, metavar="N",
+                   help="retries with backoff on connection errors, timeouts and 429/502/503/504 (default: %(default)s)")
     if not query:
         return
     _es_query_args(g)
@@ -119,8 +123,8 @@ def _engine_args(p: argparse.ArgumentParser, kinds: list[str], query: bool = Tru
 def _connection(args: argparse.Namespace):
     from .engines.elastic import Connection
 
-    return Connection.from_env(args.es_url, api_key=args.es_api_key, username=args.es_user,
-                               password=args.es_password, ca_certs=args.es_ca_certs)
+    return Connection.from_env(args.es_url, timeout=args.es_timeout, retries=args.es_retries, api_key=args.es_api_key,
+                               username=args.es_user, password=args.es_password, ca_certs=args.es_ca_certs)
 
 
 def _es_index(args: argparse.Namespace) -> str:
@@ -140,6 +144,13 @@ def _open_engine(args: argparse.Namespace):
     return open_engine(args.engine, args.index, hybrid=args.hybrid, hybrid_weight=args.hybrid_weight)
 
 
+def _printable(text: str) -> str:
+    """Text safe for a terminal: control characters (escape codes) shown as U+FFFD."""
+    from .corpus import CONTROL
+
+    return CONTROL.sub("\ufffd", text)
+
+
 def _print_hits(hits) -> None:
     if not hits:
         print("  (no sentence shares a token with the question)")
@@ -147,7 +158,7 @@ def _print_hits(hits) -> None:
         where = h.doc or h.id
         if h.start is not None:
             where += f":{h.start}-{h.end}"
-        print(f"{rank:3d}. {h.score:8.2f}  {h.text}\n{'':15}[{where}]")
+        print(f"{rank:3d}. {h.score:8.2f}  {_printable(h.text)}\n{'':15}[{_printable(where)}]")
 
 
 def _report_encode(manifest) -> None:
@@ -157,6 +168,12 @@ def _report_encode(manifest) -> None:
     if manifest.empty_vectors:
         _warn(f"{manifest.empty_vectors} sentences have no token weight above 0.5/factor and cannot be "
               "retrieved; raise --factor")
+    if manifest.control_characters_removed:
+        _warn(f"removed {manifest.control_characters_removed} control characters (NUL, ESC, ...) from the corpus "
+              f"text (e.g. in {', '.join(manifest.cleaned_ids)})")
+    if manifest.truncated_contexts:
+        _warn(f"{manifest.truncated_contexts} of {manifest.sentences} contexts were cut to fit "
+              f"{manifest.model.max_length} tokens with their sentence (the sentence itself is kept whole)")
 
 
 # --- commands ------------------------------------------------------------------------------
@@ -250,7 +267,8 @@ def _search_parser(sub) -> None:
     p.add_argument("--index", metavar="DIR", help="Lucene index folder")
     p.add_argument("question", nargs="+")
     p.add_argument("-k", type=_k, default=10, help="hits per question (default: %(default)s)")
-    p.add_argument("--json", action="store_true", help="print hits as JSON")
+    p.add_argument("--json", action="store_true", help="print hits as one JSON document: the list of hits of "
+                   "one question, or a list of {question, hits} for several")
     _engine_args(p, ["lucene", "es", "bm25"])
     p.set_defaults(func=cmd_search)
 
@@ -259,16 +277,19 @@ def cmd_search(args: argparse.Namespace) -> int:
     if any(not q.strip() for q in args.question):
         raise SparcError("empty question")
     engine = _open_engine(args)
+    answers = []
     try:
         for question in args.question:
             hits = engine.search(question, args.k)
             if args.json:
-                print(json.dumps([h.to_json() for h in hits], ensure_ascii=False, indent=2))
+                answers.append({"question": question, "hits": [h.to_json() for h in hits]})
             else:
-                print(f"Q: {question}")
+                print(f"Q: {_printable(question)}")
                 _print_hits(hits)
     finally:
         engine.close()
+    if args.json:  # one JSON document: the hits of one question, or a list of {question, hits}
+        print(json.dumps(answers[0]["hits"] if len(answers) == 1 else answers, ensure_ascii=False, indent=2))
     return 0
 
 
@@ -595,6 +616,8 @@ def build_parser() -> argparse.ArgumentParser:
         "top-K token weights, index them in Lucene, answer questions as sums of stored weights.",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n", 2)[2].split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show the Python traceback of an error "
+                        "(also SPARC_ES_DEBUG=1)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in PARSERS:
         add(sub)
@@ -604,17 +627,29 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``sparc-es`` console script; returns the exit status."""
     args = build_parser().parse_args(argv)
+    debug = args.debug or os.environ.get("SPARC_ES_DEBUG", "") not in ("", "0")
     try:
         return args.func(args)
-    except SparcError as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return 1
-    except OSError as e:  # disk full, permission denied, ...: name the file, skip the traceback
-        print(f"{PROG}: error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
+        print(f"{PROG}: interrupted; run the same command again to resume", file=sys.stderr)
         return 130
+    except Exception as e:
+        if debug:
+            raise
+        print(f"{PROG}: error: {_one_line(e)}", file=sys.stderr)
+        return 1
+
+
+def _one_line(e: Exception) -> str:
+    """What went wrong, on one line: the message of a sparc-es error; the file and reason of an OS
+    error (disk full, permission denied); the type and message of anything else."""
+    if isinstance(e, SparcError):
+        text = str(e)
+    elif isinstance(e, OSError):
+        text = f"{e.filename + ': ' if e.filename else ''}{e.strerror or e}"
+    else:  # not foreseen: still one line, and where to see more
+        text = f"{type(e).__name__}: {e} (rerun with --debug for the traceback)"
+    return " ".join(text.split())
 
 
 if __name__ == "__main__":

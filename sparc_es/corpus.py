@@ -8,7 +8,9 @@ Two kinds of input give the same record, :class:`Sentence`:
   sentences (Bling Fire's sentence breaker). A sentence's context is its paragraph, its id is
   ``<document id>#<sentence number>`` and ``start``/``end`` are character offsets into the file.
 
-Everything is a generator: a corpus is never held in memory.
+Everything is a generator: a corpus is never held in memory. Files may start with a UTF-8
+byte-order mark and end lines with CRLF; control characters (NUL, BEL, ESC, ...) are removed from
+texts (they would reach a terminal when hits are printed) and counted in :class:`CorpusStats`.
 """
 
 from __future__ import annotations
@@ -16,13 +18,25 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .errors import InputError
 
 JSONL_SUFFIXES = (".jsonl", ".json")
 TEXT_SUFFIXES = (".txt", ".md", ".markdown")
+BOM = "\ufeff"
+# C0 controls but tab, newline and carriage return; DEL; C1 controls.
+CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+@dataclass
+class CorpusStats:
+    """What reading a corpus changed, for the user to hear about."""
+
+    control_characters: int = 0  # removed from texts and contexts
+    sentences_cleaned: int = 0  # records that had any
+    examples: list[str] = field(default_factory=list)  # the first few sentence ids concerned
 
 
 @dataclass(frozen=True)
@@ -41,8 +55,10 @@ class Sentence:
 
 
 def _decode(raw: bytes, path: Path, line: int | None = None) -> str:
+    """UTF-8 text of a line (``line``) or of a whole file; a leading byte-order mark is dropped."""
     try:
-        return raw.decode("utf-8")
+        text = raw.decode("utf-8")
+        return text[1:] if text.startswith(BOM) and line in (None, 1) else text
     except UnicodeDecodeError as e:
         if line is None:  # whole file: say which line the bad byte is on
             line = raw.count(b"\n", 0, e.start) + 1
@@ -50,7 +66,7 @@ def _decode(raw: bytes, path: Path, line: int | None = None) -> str:
                                "re-encode the file as UTF-8", line) from None
 
 
-def _jsonl_lines(path: Path) -> Iterator[tuple[int, Sentence]]:
+def _jsonl_lines(path: Path, stats: CorpusStats) -> Iterator[tuple[int, Sentence]]:
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, start=1):
             line = _decode(raw, path, lineno).strip()
@@ -60,10 +76,10 @@ def _jsonl_lines(path: Path) -> Iterator[tuple[int, Sentence]]:
                 obj = json.loads(line)
             except json.JSONDecodeError as e:
                 raise InputError(path, f"malformed JSON at column {e.colno}: {e.msg}", lineno) from None
-            yield lineno, _record(obj, path, lineno)
+            yield lineno, _record(obj, path, lineno, stats)
 
 
-def _record(obj: object, path: Path, lineno: int) -> Sentence:
+def _record(obj: object, path: Path, lineno: int, stats: CorpusStats) -> Sentence:
     if not isinstance(obj, dict):
         raise InputError(path, f"expected a JSON object, got {type(obj).__name__}", lineno)
     sid = obj.get("id")
@@ -75,11 +91,15 @@ def _record(obj: object, path: Path, lineno: int) -> Sentence:
     text = obj.get("text")
     if not isinstance(text, str):
         raise InputError(path, 'missing or invalid "text" (a string)', lineno)
-    if not text.strip():
-        raise InputError(path, f'empty sentence: "text" of id {sid!r} has no characters to encode', lineno)
     context = obj.get("context", "")
     if not isinstance(context, str):
         raise InputError(path, '"context" must be a string', lineno)
+    text, n_text = CONTROL.subn("", text)
+    context, n_context = CONTROL.subn("", context)
+    if n_text or n_context:
+        _count(stats, str(sid), n_text + n_context)
+    if not text.strip():
+        raise InputError(path, f'empty sentence: "text" of id {sid!r} has no characters to encode', lineno)
     doc = obj.get("doc")
     start, end = obj.get("start"), obj.get("end")
     for name, value in (("start", start), ("end", end)):
@@ -171,10 +191,21 @@ def split_document(text: str, doc_id: str, markdown: bool = False) -> Iterator[S
             n += 1
 
 
-def read_document(path: str | Path, doc_id: str | None = None) -> Iterator[Sentence]:
+def _count(stats: CorpusStats, sid: str, n: int) -> None:
+    stats.control_characters += n
+    stats.sentences_cleaned += 1
+    if len(stats.examples) < 3:
+        stats.examples.append(sid)
+
+
+def read_document(path: str | Path, doc_id: str | None = None, stats: CorpusStats | None = None
+                  ) -> Iterator[Sentence]:
     """Yield the sentences of one text or Markdown file."""
     path = Path(path)
-    text = _decode(path.read_bytes(), path)
+    # Control characters become spaces, so that offsets into the file stay right.
+    text, removed = CONTROL.subn(" ", _decode(path.read_bytes(), path))
+    if removed and stats is not None:
+        _count(stats, doc_id or path.name, removed)
     markdown = path.suffix.lower() in (".md", ".markdown")
     yield from split_document(text, doc_id or path.name, markdown=markdown)
 
@@ -198,21 +229,27 @@ def corpus_files(paths: Iterable[str | Path]) -> list[tuple[Path, str]]:
     return files
 
 
-def read_corpus(paths: Iterable[str | Path]) -> Iterator[Sentence]:
-    """Stream every sentence of the given files and folders; ids must be unique across them."""
+def read_corpus(paths: Iterable[str | Path], stats: CorpusStats | None = None) -> Iterator[Sentence]:
+    """Stream every sentence of the given files and folders; ids must be unique across them.
+
+    ``stats``, when given, counts what was cleaned on the way (see :class:`CorpusStats`).
+    """
     files = corpus_files(paths)
-    seen: set[str] = set()
+    stats = stats if stats is not None else CorpusStats()
+    seen: dict[str, tuple[int, int | None]] = {}  # id -> (file number, line) of its first record
     count = 0
-    for path, doc_id in files:
+    for number, (path, doc_id) in enumerate(files):
         if path.suffix.lower() in JSONL_SUFFIXES:
-            records: Iterator[tuple[int | None, Sentence]] = _jsonl_lines(path)
+            records: Iterator[tuple[int | None, Sentence]] = _jsonl_lines(path, stats)
         else:
-            records = ((None, s) for s in read_document(path, doc_id))
+            records = ((None, s) for s in read_document(path, doc_id, stats))
         for lineno, s in records:
             if s.id in seen:
                 # A second record with the same id would silently replace the first in an index.
-                raise InputError(path, f"duplicate sentence id {s.id!r}", lineno)
-            seen.add(s.id)
+                first_file, first_line = seen[s.id]
+                first = f"{files[first_file][0]}" + (f":{first_line}" if first_line is not None else "")
+                raise InputError(path, f"duplicate sentence id {s.id!r} (first seen at {first})", lineno)
+            seen[s.id] = (number, lineno)
             count += 1
             yield s
     if count == 0:

@@ -7,10 +7,12 @@ corpus being encoded (paper 004, eq. 6-7): N sentences, N_v of them with token v
 and a factor of 1 for tokens that occur in none. The counts are recorded in ``meta.json``.
 
 The corpus is validated in a first cheap pass (so a bad line fails in seconds, not after hours of
-encoding), then encoded in shards appended to one file: Anserini numbers documents in file order
-within a file but lists a folder's files in no fixed order, and Lucene breaks score ties by that
-number. After each shard the file's length is recorded in ``progress.json``, so an interrupted
-encode cuts the file back to the last whole shard and resumes there when run again.
+encoding, and before the output folder is touched), then encoded in shards appended to one file:
+Anserini numbers documents in file order within a file but lists a folder's files in no fixed
+order, and Lucene breaks score ties by that number. A shard ends after ``shard_size`` sentences or
+``shard_seconds`` of work; after each, the file's length is recorded in ``progress.json``, so an
+interrupted encode cuts the file back to the last whole shard and resumes there when run again
+(a kill loses a few seconds of work). The output folder is locked while it is written.
 """
 
 from __future__ import annotations
@@ -29,10 +31,11 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
-from .corpus import Sentence, read_corpus
+from .corpus import CorpusStats, Sentence, read_corpus
 from .encoded import (DEFAULT_FACTOR, META, VECTORS, VECTORS_FILE, Manifest, ModelInfo, check_factor, quantize,
                       vector_record)
-from .errors import StoreError
+from .errors import SparcError, StoreError
+from .locks import exclusive
 from .model import SparcModel
 from .query import TOKENIZER
 from .store import FILENAME as SENTENCES, SentenceStore
@@ -51,21 +54,39 @@ class EncodeStats:
     postings: int = 0
     impact_sum: int = 0
     seconds: float = 0.0
-    nonzero: list[int] = field(default_factory=list)  # f(v, s) > 0 before top-K, per sentence
+    # f(v, s) > 0 before top-K: how many sentences had each count (bounded, unlike one entry per sentence)
+    nonzero: dict[int, int] = field(default_factory=dict)
     truncated_ids: list[str] = field(default_factory=list)  # the first few, for the message
 
+    def median_nonzero(self) -> float:
+        counts = sorted(self.nonzero.items())
+        n = sum(c for _, c in counts)
+        if not n:
+            return 0
+        values = []
+        for wanted in sorted({(n - 1) // 2, n // 2}):  # the one or two middle ranks
+            seen = 0
+            for value, c in counts:
+                seen += c
+                if seen > wanted:
+                    values.append(value)
+                    break
+        return statistics.mean(values)
+
     def to_json(self) -> dict:
-        d = {k: v for k, v in self.__dict__.items() if k not in ("nonzero",)}
-        d["median_nonzero_before_top_k"] = statistics.median(self.nonzero) if self.nonzero else 0
+        d = {k: v for k, v in self.__dict__.items() if k != "nonzero"}
+        d["median_nonzero_before_top_k"] = self.median_nonzero()
         d["sentences_per_second"] = round(self.sentences / self.seconds, 2) if self.seconds else None
         return d
 
+    def state(self) -> dict:
+        """Everything, for resuming."""
+        return {**self.__dict__, "nonzero": {str(k): v for k, v in self.nonzero.items()}}
+
     @classmethod
-    def from_json(cls, d: dict) -> EncodeStats:
-        stats = cls(**{k: d[k] for k in ("sentences", "truncated_sentences", "truncated_contexts",
-                                          "empty_vectors", "postings", "impact_sum", "seconds",
-                                          "truncated_ids") if k in d})
-        stats.nonzero = list(d.get("nonzero", []))
+    def from_state(cls, d: dict) -> EncodeStats:
+        stats = cls(**{k: v for k, v in d.items() if k != "nonzero"})
+        stats.nonzero = {int(k): v for k, v in d.get("nonzero", {}).items()}
         return stats
 
 
@@ -97,22 +118,39 @@ def idf_weights(df: np.ndarray, n: int) -> np.ndarray:
 
 def encode_corpus(corpus: Iterable[str | Path], output: str | Path, model: SparcModel,
                   factor: float = DEFAULT_FACTOR, batch_size: int = 32, shard_size: int = 10_000,
-                  overwrite: bool = False, progress: bool = True, keep_floats: bool = False,
-                  idf: bool = False) -> Manifest:
+                  shard_seconds: float = 5.0, overwrite: bool = False, progress: bool = True,
+                  keep_floats: bool = False, idf: bool = False) -> Manifest:
     """Encode every sentence of ``corpus`` into ``output``; returns the manifest written.
 
     ``keep_floats`` also stores each sentence's unquantised weights (exact scoring, re-quantising);
-    ``idf`` weights them by the corpus's IDF first (see the module docstring).
+    ``idf`` weights them by the corpus's IDF first (see the module docstring). Work is committed
+    in shards of at most ``shard_size`` sentences or ``shard_seconds`` of encoding, whichever
+    comes first, so an interrupted run loses only the shard in flight and resumes when run again.
     """
-    from tqdm import tqdm
-
     corpus = [str(p) for p in corpus]
     factor = check_factor(factor)
+    if batch_size < 1 or shard_size < 1 or not shard_seconds > 0:
+        raise SparcError("batch size, shard size and shard seconds must be positive")
     out = Path(output)
+    cleaned = CorpusStats()
+    total = sum(1 for _ in read_corpus(corpus, cleaned))  # validates every line before anything is written
     settings = _settings(model, factor, corpus, keep_floats, idf)
-    stats, done_shards, done_bytes = _prepare(out, settings, overwrite)
+    with exclusive(out, "sparc-es encode"):
+        try:
+            return _encode(corpus, out, model, settings, total, cleaned, batch_size, shard_size, shard_seconds,
+                           overwrite, progress, keep_floats, idf)
+        except OSError as e:  # disk full, permissions: say which folder, and that a rerun resumes
+            raise StoreError(f"{e.filename or out}: {e.strerror or e}; the work done so far is kept: fix this "
+                             "and run the same command again to resume") from None
 
-    total = sum(1 for _ in read_corpus(corpus))  # validates every line before any encoding
+
+def _encode(corpus: list[str], out: Path, model: SparcModel, settings: dict, total: int, cleaned: CorpusStats,
+            batch_size: int,
+            shard_size: int, shard_seconds: float, overwrite: bool, progress: bool, keep_floats: bool,
+            idf: bool) -> Manifest:
+    from tqdm import tqdm
+
+    stats, done, done_bytes = _prepare(out, settings, overwrite)
     term_weights, idf_meta = None, {}
     if idf:
         df, n = document_frequencies(read_corpus(corpus), model.tokenizer)
@@ -122,37 +160,56 @@ def encode_corpus(corpus: Iterable[str | Path], output: str | Path, model: Sparc
         idf_meta = {"idf_weighting": {"documents": n, "counted_in": "sentence text (WordPiece tokens)",
                                       "tokens_seen": int((df > 0).sum()), "formula": "log(N / N_v), 1 where N_v = 0"}}
     records = read_corpus(corpus)
-    skip = sum(1 for _ in islice(records, done_shards * shard_size))
+    for _ in islice(records, done):
+        pass
     store = SentenceStore(out / SENTENCES, create=True)
-    bar = tqdm(total=total, initial=skip, unit="sent", desc="encode", disable=not progress,
-               file=sys.stderr, dynamic_ncols=True)
+    # Updated per batch (not per 256-sentence window) with a smoothed rate, so the first ETA is not hours.
+    bar = tqdm(total=total, initial=done, unit="sent", desc="encode", disable=not progress, file=sys.stderr,
+               dynamic_ncols=True, smoothing=0.1, mininterval=0.5)
     started = time.perf_counter() - stats.seconds
-    shard = done_shards
+    piece = batch_size * 8  # what model.encode sorts by length at a time
     with open(out / VECTORS / VECTORS_FILE, "a+b") as vectors:
         vectors.truncate(done_bytes)  # drop a shard that was cut off half-written
         while True:
-            batch = list(islice(records, shard_size))
-            if not batch:
+            shard: list[Sentence] = []
+            shard_started = time.perf_counter()
+            while len(shard) < shard_size and time.perf_counter() - shard_started < shard_seconds:
+                batch = list(islice(records, min(piece, shard_size - len(shard))))
+                if not batch:
+                    break
+                _write_shard(vectors, batch, model, settings["factor"], batch_size, stats, bar, keep_floats,
+                             term_weights)
+                shard += batch
+            if not shard:
                 break
-            _write_shard(vectors, batch, model, factor, batch_size, stats, bar, keep_floats, term_weights)
-            store.add(batch)
-            shard += 1
+            vectors.flush()
+            os.fsync(vectors.fileno())
+            store.add(shard)
+            done += len(shard)
             stats.seconds = time.perf_counter() - started
-            tmp = out / (PROGRESS + ".tmp")  # replaced atomically: a kill never leaves half a file
-            tmp.write_text(json.dumps({"settings": settings, "shards": shard, "bytes": vectors.tell(),
-                                       "stats": {**stats.__dict__}}))
-            tmp.replace(out / PROGRESS)
+            _save_progress(out, settings, done, vectors.tell(), stats)
     bar.close()
     store.close()
     model.tokenizer.save_pretrained(out / TOKENIZER)
-    manifest = Manifest.from_json({"sparc_es": __version__, **settings, **idf_meta, **stats.to_json()})
+    manifest = Manifest.from_json({"sparc_es": __version__, **settings, **idf_meta, **stats.to_json(),
+                                   "control_characters_removed": cleaned.control_characters,
+                                   "cleaned_ids": cleaned.examples})
     manifest.write(out)
     (out / PROGRESS).unlink(missing_ok=True)
     return manifest
 
 
+def _save_progress(out: Path, settings: dict, done: int, size: int, stats: EncodeStats) -> None:
+    tmp = out / (PROGRESS + ".tmp")  # replaced atomically: a kill never leaves half a file
+    tmp.write_text(json.dumps({"settings": settings, "sentences": done, "bytes": size, "stats": stats.state()}))
+    tmp.replace(out / PROGRESS)
+
+
 def _prepare(out: Path, settings: dict, overwrite: bool) -> tuple[EncodeStats, int, int]:
-    """Start fresh, or pick up an interrupted encode made with the same settings."""
+    """Start fresh, or pick up an interrupted encode made with the same settings.
+
+    Returns (stats so far, sentences done, bytes of vectors written for them).
+    """
     import shutil
 
     if out.exists() and overwrite:
@@ -162,14 +219,19 @@ def _prepare(out: Path, settings: dict, overwrite: bool) -> tuple[EncodeStats, i
     progress = out / PROGRESS
     if progress.is_file():
         state = json.loads(progress.read_text())
-        if state["settings"] != settings:
+        done = int(state.get("sentences", 0))
+        if state.get("settings") == settings and "stats" in state:
+            return EncodeStats.from_state(state["stats"]), done, int(state["bytes"])
+        if done:
             raise StoreError(f"{out}: holds an unfinished encode made with other settings "
                              "(model, K, factor or corpus); pass --overwrite to start again")
-        return EncodeStats.from_json(state["stats"]), int(state["shards"]), int(state["bytes"])
-    if out.exists() and any(out.iterdir()):
+        shutil.rmtree(out)  # nothing was encoded yet: nothing to keep
+    elif out.exists() and any(out.iterdir()):
         raise StoreError(f"{out}: folder is not empty; choose a new folder or pass --overwrite")
     (out / VECTORS).mkdir(parents=True, exist_ok=True)
-    return EncodeStats(), 0, 0
+    stats = EncodeStats()
+    _save_progress(out, settings, 0, 0, stats)  # from here on, the same command resumes
+    return stats, 0, 0
 
 
 def _write_shard(f, batch: list[Sentence], model: SparcModel, factor: float, batch_size: int,
@@ -183,7 +245,7 @@ def _write_shard(f, batch: list[Sentence], model: SparcModel, factor: float, bat
         stats.sentences += 1
         stats.postings += len(vector)
         stats.impact_sum += sum(vector.values())
-        stats.nonzero.append(enc.nonzero)
+        stats.nonzero[enc.nonzero] = stats.nonzero.get(enc.nonzero, 0) + 1
         stats.empty_vectors += not vector
         stats.truncated_contexts += enc.truncated_context
         if enc.truncated_sentence:
@@ -192,5 +254,3 @@ def _write_shard(f, batch: list[Sentence], model: SparcModel, factor: float, bat
                 stats.truncated_ids.append(s.id)
         bar.update(1)
     f.write("".join(lines).encode("utf-8"))
-    f.flush()
-    os.fsync(f.fileno())

@@ -131,6 +131,8 @@ class Manifest:
     floats: bool = False  # the unquantised weights are kept (exact scoring, requantize)
     idf: bool = False
     idf_weighting: dict | None = None
+    control_characters_removed: int = 0  # from the corpus's texts (see corpus.CorpusStats)
+    cleaned_ids: tuple[str, ...] = ()  # the first few sentences (or documents) they were removed from
     requantized_from: str | None = None
     index: IndexInfo | None = None  # set in an index's manifest
     format: str = FORMAT
@@ -155,7 +157,7 @@ class Manifest:
         kwargs = {k: v for k, v in d.items() if k in known}
         model_fields = {f.name for f in dataclasses.fields(ModelInfo)}
         kwargs["model"] = ModelInfo(**{k: v for k, v in d["model"].items() if k in model_fields})
-        for name in ("corpus", "truncated_ids"):
+        for name in ("corpus", "truncated_ids", "cleaned_ids"):
             kwargs[name] = tuple(kwargs.get(name, ()))
         if d.get("index"):
             kwargs["index"] = IndexInfo(**{"engine": d.get("engine", "lucene"), **d["index"]})

@@ -39,3 +39,12 @@ def choice(enum: type[Enum], value, what: str, error: type[SparcError] = SparcEr
         return enum(value)
     except ValueError:
         raise error(f"unknown {what} {value!r}; choose from {', '.join(m.value for m in enum)}") from None
+
+
+def count_mismatch(where: str, found: int, expected: int, of_what: str) -> str:
+    """A count check's message that says which way it is off: extra or missing."""
+    if found > expected:
+        return (f"{where} holds {found} documents, {found - expected} more than the {expected} {of_what} "
+                "(duplicate or foreign records); rebuild it from a clean encode")
+    return (f"{where} holds {found} documents, {expected - found} fewer than the {expected} {of_what}: "
+            "some were lost; run the same command again")

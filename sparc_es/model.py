@@ -89,8 +89,21 @@ class SparcConfig:
 
     @classmethod
     def from_json(cls, d: dict) -> SparcConfig:
-        known = {f.name for f in dataclasses.fields(cls)}
-        kwargs = {k: v for k, v in d.items() if k in known}
+        """The config of a ``sparc_config.json``; a field of the wrong type is a :class:`ModelError`."""
+        kinds = {"w": float, "top_k": int, "max_length": int, "max_over": str, "head": str, "token_weights": bool,
+                 "passage_weight": float, "passage_encoder": str, "passage_max_length": int, "base_model": dict,
+                 "adaptation": dict}
+        kwargs = {}
+        for name, kind in kinds.items():
+            if name not in d:
+                continue
+            value = d[name]
+            ok = isinstance(value, kind) and not (kind is not bool and isinstance(value, bool))
+            if kind is float and isinstance(value, int) and not isinstance(value, bool):
+                ok, value = True, float(value)
+            if not ok:
+                raise ModelError(f"field {name!r} is {value!r}; it must be {'a number' if kind is float else kind.__name__}")
+            kwargs[name] = value
         return cls(**kwargs)
 
 
@@ -212,8 +225,8 @@ class SparcModel:
         sparc_file = path / SPARC_CONFIG
         if sparc_file.is_file():
             try:
-                config = SparcConfig.from_json(json.loads(sparc_file.read_text()))
-            except (ValueError, TypeError) as e:
+                config = SparcConfig.from_json(json.loads(sparc_file.read_text(encoding="utf-8")))
+            except (ValueError, TypeError, ModelError) as e:
                 raise ModelError(f"{sparc_file}: invalid SPARC config ({e})") from None
         else:
             config = SparcConfig(base_model={"name": base_name(path), "path": str(path), "sha256": sha256_file(weights)})
@@ -224,8 +237,12 @@ class SparcModel:
                 # float32 on the CPU even where the shipped weights are half precision
                 encoder, info = AutoModel.from_pretrained(path, local_files_only=True, output_loading_info=True,
                                                           dtype=_torch().float32)
-        except (OSError, ValueError) as e:
-            raise ModelError(f"{path}: cannot load the checkpoint ({e})") from None
+        except Exception as e:  # OSError, ValueError, SafetensorError (truncated weights), ...
+            raise ModelError(f"{path}: cannot load the checkpoint ({type(e).__name__}: {e})") from None
+        rows = encoder.get_input_embeddings().weight.shape[0]
+        if len(tokenizer) < 0.9 * rows:
+            raise ModelError(f"{path}: the tokenizer has {len(tokenizer)} tokens but the embedding matrix has {rows} "
+                             "rows: its tokenizer files are missing or belong to another model")
         # A pooler is never used by SPARC; any other tensor missing from the checkpoint is an error.
         missing = sorted(info.get("missing_keys", ()))
         essential = [k for k in missing if not k.startswith("pooler.")]

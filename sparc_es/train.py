@@ -40,6 +40,7 @@ from pathlib import Path
 from .corpus import Sentence
 from .experiments.datasets import VALIDATION_ARTICLES, data_dir, paragraph_sentences, train_articles
 from .errors import SparcError
+from .locks import exclusive
 from .model import Head, MaxOver, SparcModel
 from .query import query_bag
 
@@ -443,8 +444,9 @@ def train(config: TrainConfig, output: str | Path, progress: bool = True, limit:
     """Build the examples (or read them from ``examples_cache``) and train; resumes from
     ``output/checkpoint`` when present."""
     output = Path(output)
-    output.mkdir(parents=True, exist_ok=True)
-    resume_checkpoint(output)
-    cache = Path(examples_cache) if examples_cache else output / "examples.json"
-    examples = cached_examples(cache, config.data, config.bm25_depth, limit, config.validation_articles)
-    return Trainer(config, output, examples, progress=progress).train()
+    with exclusive(output, "sparc-es train"):
+        output.mkdir(parents=True, exist_ok=True)
+        resume_checkpoint(output)
+        cache = Path(examples_cache) if examples_cache else output / "examples.json"
+        examples = cached_examples(cache, config.data, config.bm25_depth, limit, config.validation_articles)
+        return Trainer(config, output, examples, progress=progress).train()

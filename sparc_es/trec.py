@@ -21,10 +21,7 @@ def read_topics(path: str | Path) -> Iterator[tuple[str, str]]:
     seen: set[str] = set()
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, start=1):
-            try:
-                line = raw.decode("utf-8").rstrip("\r\n")
-            except UnicodeDecodeError:
-                raise InputError(path, "not valid UTF-8", lineno) from None
+            line = _decode(raw, path, lineno).rstrip("\r\n")
             if not line.strip():
                 continue
             qid, tab, question = line.partition("\t")
@@ -116,9 +113,15 @@ def _lines(path: str | Path) -> Iterable[tuple[int, list[str]]]:
         raise InputError(path, "file not found")
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, start=1):
-            try:
-                fields = raw.decode("utf-8").split()
-            except UnicodeDecodeError:
-                raise InputError(path, "not valid UTF-8", lineno) from None
+            fields = _decode(raw, path, lineno).split()
             if fields:
                 yield lineno, fields
+
+
+def _decode(raw: bytes, path: Path, lineno: int) -> str:
+    """One line as text; a byte-order mark opening the file is dropped."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(path, "not valid UTF-8", lineno) from None
+    return text[1:] if lineno == 1 and text.startswith("\ufeff") else text

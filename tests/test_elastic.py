@@ -207,3 +207,80 @@ def test_unreachable_cluster_is_one_line(capsys, tmp_path):
     rc = main(["search", "--engine", "es", "--es-url", "http://127.0.0.1:9", "--es-index", "x", "question"])
     err = capsys.readouterr().err
     assert rc == 1 and err.startswith("sparc-es: error: cannot reach Elasticsearch") and err.count("\n") == 1
+
+
+class DyingClient:
+    """The real client until the cluster "goes away": every bulk request after the first few raises
+    the connection error the client raises when a server is killed."""
+
+    def __init__(self, real, bulk_calls: int) -> None:
+        self.real, self.left = real, bulk_calls
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+    def options(self, **kwargs):
+        return self
+
+    def bulk(self, *args, **kwargs):
+        from elastic_transport import ConnectionError as Lost
+
+        if self.left <= 0:
+            raise Lost("Connection refused")
+        self.left -= 1
+        return self.real.bulk(*args, **kwargs)
+
+
+def test_cluster_lost_midway_is_one_error_and_the_rerun_resumes(squad_both, es_url):
+    root, _, _, _ = squad_both
+    name = f"lost-{os.getpid()}"
+    real = Connection(es_url).client()
+    with pytest.raises(EngineError, match="did not answer while loading .*loading resumes"):
+        load_es(root / "encoded", DyingClient(real, bulk_calls=2), name, chunk_size=50, initial_backoff=0,
+                progress=False, recreate=True)
+    real.indices.refresh(index=name)
+    loaded = real.count(index=name)["count"]
+    result = load_es(root / "encoded", real, name, chunk_size=50, progress=False)
+    assert 0 < result["already_there"] == loaded < result["expected"]
+    assert result["loaded"] == result["expected"] - loaded and result["count"] == result["expected"]
+    real.indices.delete(index=name)
+
+
+def test_a_killed_bulk_load_resumes_with_every_record_once(tmp_path, tiny_model, es_url):
+    """A real `sparc-es index --engine es` process killed with SIGKILL partway, then run again."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    n = 4000
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"s{i}", "text": f"Sentence number {i} about stored weights."})
+                              + "\n" for i in range(n)))
+    encode_corpus([corpus], tmp_path / "enc", tiny_model, progress=False)
+    expected = sum(1 for r in iter_vectors(tmp_path / "enc") if es_features(r["vector"]))
+    name = f"killed-{os.getpid()}"
+    client = Connection(es_url).client()
+    args = [sys.executable, "-m", "sparc_es", "index", "--engine", "es", "--es-url", es_url, "--es-index", name,
+            "--input", str(tmp_path / "enc"), "--chunk-size", "20", "--quiet"]
+    proc = subprocess.Popen(args, stderr=subprocess.PIPE, text=True)
+    deadline, count = time.time() + 120, 0
+    while time.time() < deadline and proc.poll() is None:
+        try:
+            client.indices.refresh(index=name)
+            count = client.count(index=name)["count"]
+        except Exception:
+            count = 0
+        if count >= 200:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "the load finished before it could be killed"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    rerun = subprocess.run(args, stderr=subprocess.PIPE, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    client.indices.refresh(index=name)
+    assert client.count(index=name)["count"] == expected
+    ids = [h["_id"] for h in client.search(index=name, size=n, source=False, query={"match_all": {}})["hits"]["hits"]]
+    assert len(ids) == len(set(ids)) == expected
+    client.indices.delete(index=name)

@@ -86,3 +86,14 @@ def index_collection(collection: str, input_dir: Path, index_dir: Path, *extra: 
 def folder_size(path: Path) -> int:
     """Bytes of every file under ``path``."""
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def index_documents(index_dir: Path) -> int:
+    """How many documents a Lucene index holds."""
+    start_jvm()
+    from pyserini.index.lucene import LuceneIndexReader
+
+    try:
+        return int(LuceneIndexReader(str(index_dir)).stats()["documents"])
+    except Exception as e:  # a JavaException: unreadable or missing index
+        raise EngineError(f"cannot read the Lucene index {index_dir}: {e}") from None

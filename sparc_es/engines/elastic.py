@@ -23,13 +23,15 @@ import copy
 import dataclasses
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
 from ..encoded import Manifest, iter_vectors
-from ..errors import EngineError, SparcError, choice
+from ..errors import EngineError, SparcError, choice, count_mismatch
 from ..query import QueryEncoder
 from ..store import FILENAME as SENTENCES, SentenceStore
 from .base import Hit
@@ -113,9 +115,17 @@ class Connection:
     username: str | None = None
     password: str | None = None
     ca_certs: str | None = None
+    timeout: float = 60.0  # seconds per request
+    retries: int = 3  # per request, with backoff, on connection errors, timeouts and 429/502/503/504
+
+    def __post_init__(self) -> None:
+        if not self.url.startswith(("http://", "https://")):
+            raise SparcError(f"Elasticsearch URL {self.url!r} needs its scheme: http://HOST:9200 or https://HOST:9200")
+        if not self.timeout > 0 or self.retries < 0:
+            raise SparcError("the Elasticsearch timeout must be above 0 and the retries at least 0")
 
     @classmethod
-    def from_env(cls, url: str | None = None, **given) -> Connection:
+    def from_env(cls, url: str | None = None, timeout: float = 60.0, retries: int = 3, **given) -> Connection:
         env = os.environ
         url = url or env.get("SPARC_ES_URL")
         if not url:
@@ -123,7 +133,7 @@ class Connection:
         return cls(url=url, api_key=given.get("api_key") or env.get("SPARC_ES_API_KEY"),
                    username=given.get("username") or env.get("SPARC_ES_USER"),
                    password=given.get("password") or env.get("SPARC_ES_PASSWORD"),
-                   ca_certs=given.get("ca_certs") or env.get("SPARC_ES_CA_CERTS"))
+                   ca_certs=given.get("ca_certs") or env.get("SPARC_ES_CA_CERTS"), timeout=timeout, retries=retries)
 
     def __repr__(self) -> str:  # never print secrets
         return f"Connection(url={self.url!r}, auth={'api key' if self.api_key else 'basic' if self.username else 'none'})"
@@ -133,14 +143,43 @@ class Connection:
             from elasticsearch import Elasticsearch
         except ImportError:
             raise SparcError("the Elasticsearch engine needs the client: pip install 'sparc-es[es]'") from None
-        kwargs = {"request_timeout": 60, "retry_on_timeout": True, **options}
+        kwargs = {"request_timeout": self.timeout, "max_retries": self.retries, "retry_on_timeout": True,
+                  "retry_on_status": (429, 502, 503, 504), **options}
         if self.api_key:
             kwargs["api_key"] = self.api_key
         elif self.username:
             kwargs["basic_auth"] = (self.username, self.password or "")
         if self.ca_certs:
             kwargs["ca_certs"] = self.ca_certs
-        return Elasticsearch(self.url, **kwargs)
+        try:
+            return Elasticsearch(self.url, **kwargs)
+        except (ValueError, TypeError) as e:
+            raise SparcError(f"cannot use the Elasticsearch URL {self.url!r}: {e}") from None
+
+
+_BAD_NAME = re.compile(r'[\\/*?"<>| ,#:A-Z]')
+
+
+def check_index_name(name: str) -> str:
+    """``name`` if Elasticsearch accepts it as an index name, else a one-line error saying why."""
+    if not name or name in (".", "..") or name.startswith(("-", "_", "+")) or _BAD_NAME.search(name) \
+            or len(name.encode("utf-8")) > 255:
+        raise SparcError(f"invalid Elasticsearch index name {name!r}: lowercase, at most 255 bytes, not starting "
+                         'with - _ +, none of \\ / * ? " < > | , # : or spaces')
+    return name
+
+
+@contextmanager
+def _cluster_errors(doing: str, then: str = ""):
+    """Connection faults, timeouts and server errors of the client as one-line :class:`EngineError`."""
+    from elasticsearch import ApiError, TransportError
+
+    try:
+        yield
+    except TransportError as e:  # connection refused or lost, timeouts (after the client's retries)
+        raise EngineError(f"Elasticsearch did not answer while {doing} ({type(e).__name__}: {e}){then}") from None
+    except ApiError as e:
+        raise EngineError(f"Elasticsearch refused {doing}: {e}{then}") from None
 
 
 SUPPORTED_MAJORS = (8, 9)
@@ -157,16 +196,38 @@ def check_server(client) -> str:
     return version
 
 
-def _actions(encoded: Path, index_name: str) -> Iterator[dict]:
+def _batches(encoded: Path, size: int = 500) -> Iterator[list[dict]]:
+    """The encoded folder's records with weights (what the index must hold), ``size`` at a time."""
+    batch: list[dict] = []
+    for record in iter_vectors(encoded):
+        if not es_features(record["vector"]):
+            continue  # nothing to retrieve it by: counted as an empty vector at encode time
+        batch.append(record)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _present(client, index_name: str, ids: list[str]) -> set[str]:
+    """Which of ``ids`` the index holds."""
+    docs = client.mget(index=index_name, ids=ids, source=False)["docs"]
+    return {d["_id"] for d in docs if d.get("found")}
+
+
+def _actions(encoded: Path, index_name: str, client=None, skipped: list[int] | None = None) -> Iterator[dict]:
+    """Bulk actions for every record; with ``client``, those the index already holds are skipped
+    (a resumed load) and counted in ``skipped[0]``."""
     store = SentenceStore(encoded / SENTENCES)
     try:
-        batch: list[dict] = []
-        for record in iter_vectors(encoded):
-            batch.append(record)
-            if len(batch) == 500:
-                yield from _with_text(batch, store, index_name)
-                batch = []
-        yield from _with_text(batch, store, index_name)
+        for batch in _batches(encoded):
+            if client is not None:
+                there = _present(client, index_name, [r["id"] for r in batch])
+                if skipped is not None:
+                    skipped[0] += len(there)
+                batch = [r for r in batch if r["id"] not in there]
+            yield from _with_text(batch, store, index_name)
     finally:
         store.close()
 
@@ -175,8 +236,6 @@ def _with_text(records: list[dict], store: SentenceStore, index_name: str) -> It
     found = store.get([r["id"] for r in records], context=True)
     for r in records:
         features = es_features(r["vector"])
-        if not features:
-            continue  # nothing to retrieve it by: counted as an empty vector at encode time
         s = found[r["id"]]
         source = {"text": s.text, FIELD: features}
         for key in ("context", "doc", "start", "end"):
@@ -191,8 +250,10 @@ def build_index(encoded: str | Path, client, index_name: str, chunk_size: int = 
     """Stream an encoded folder into the index ``index_name`` (created with the SPARC mapping if
     missing; deleted first with ``recreate``): the Elasticsearch counterpart of ``lucene.build_index``.
 
-    Returns counts; raises :class:`EngineError` when any document failed (listed in ``report``)
-    or the index does not hold every sentence that has weights.
+    Loading into an index that already holds part of the same encoded folder (an interrupted
+    load) resumes: documents already there are skipped. Returns counts; raises
+    :class:`EngineError` when any document failed or is missing at the end, with the ids in
+    ``report`` (default ``ENCODED/es-failures-INDEX.jsonl``).
     """
     import sys
 
@@ -202,25 +263,31 @@ def build_index(encoded: str | Path, client, index_name: str, chunk_size: int = 
     encoded = Path(encoded)
     manifest = Manifest.read(encoded)
     expected = manifest.retrievable
-    index = index_name
+    index = check_index_name(index_name)
     check_server(client)
     body = mapping(manifest, field_type)
-    if recreate and client.indices.exists(index=index):
-        client.indices.delete(index=index)
-    if client.indices.exists(index=index):
-        # Re-running into the same index replaces documents by id; weights from another model or
-        # factor would be mixed in silently, so that is refused.
-        existing = client.indices.get_mapping(index=index)[index]["mappings"].get("_meta", {}).get("sparc_es")
-        if existing != body["_meta"]["sparc_es"]:
-            raise EngineError(f"index {index!r} already holds other weights (model, K or factor differ, or it "
-                              "was not made by sparc-es); choose another index name or recreate it")
-    else:
-        client.indices.create(index=index, mappings=body)
+    again = "; run the same command again when the cluster is back: loading resumes"
+    with _cluster_errors(f"preparing index {index!r}", again):
+        if recreate and client.indices.exists(index=index):
+            client.indices.delete(index=index)
+        resume = client.indices.exists(index=index)
+        if resume:
+            # Re-running into the same index replaces documents by id; weights from another model or
+            # factor would be mixed in silently, so that is refused.
+            existing = client.indices.get_mapping(index=index)[index]["mappings"].get("_meta", {}).get("sparc_es")
+            if existing != body["_meta"]["sparc_es"]:
+                raise EngineError(f"index {index!r} already holds other weights (model, K or factor differ, or it "
+                                  "was not made by sparc-es); choose another index name or recreate it")
+            resume = client.count(index=index)["count"] > 0
+        else:
+            client.indices.create(index=index, mappings=body)
     report_path = Path(report) if report else encoded / f"es-failures-{index}.jsonl"
     ok = failed = 0
-    with open(report_path, "w", encoding="utf-8") as failures, \
+    skipped = [0]
+    with _cluster_errors(f"loading into {index!r}", again), open(report_path, "w", encoding="utf-8") as failures, \
             tqdm(total=expected, unit="sent", desc="bulk", disable=not progress, file=sys.stderr) as bar:
-        for success, item in helpers.streaming_bulk(client, _actions(encoded, index), chunk_size=chunk_size,
+        actions = _actions(encoded, index, client if resume else None, skipped)
+        for success, item in helpers.streaming_bulk(client, actions, chunk_size=chunk_size,
                                                     max_retries=max_retries, initial_backoff=initial_backoff,
                                                     raise_on_error=False, raise_on_exception=False):
             if success:
@@ -228,19 +295,35 @@ def build_index(encoded: str | Path, client, index_name: str, chunk_size: int = 
             else:
                 failed += 1
                 failures.write(json.dumps(item, default=str) + "\n")
-            bar.update(1)
-    if not failed:
+            bar.n = skipped[0] + ok + failed
+            bar.update(0)
+    with _cluster_errors(f"checking the count of {index!r}", again):
+        client.indices.refresh(index=index)
+        count = client.count(index=index)["count"]
+        missing = [] if count >= expected else _missing(client, index, encoded)
+    if missing:
+        with open(report_path, "a", encoding="utf-8") as failures:
+            failures.writelines(json.dumps({"missing": i}) + "\n" for i in missing)
+    elif not failed:
         report_path.unlink()
-    client.indices.refresh(index=index)
-    count = client.count(index=index)["count"]
-    result = {"index": index, "loaded": ok, "failed": failed, "count": count, "expected": expected}
-    if failed:
-        raise EngineError(f"{failed} of {ok + failed} documents failed to load into {index!r}; "
-                          f"see {report_path}")
+    result = {"index": index, "loaded": ok, "already_there": skipped[0], "failed": failed, "count": count,
+              "expected": expected}
+    if failed or missing:
+        raise EngineError(f"{failed} of {ok + failed} documents failed to load into {index!r}; {len(missing)} are "
+                          f"missing from it (e.g. {', '.join(missing[:3]) or '-'}); ids in {report_path}{again}")
     if count != expected:
-        raise EngineError(f"index {index!r} holds {count} documents but {encoded} has {expected} "
-                          "sentences with weights")
+        raise EngineError(count_mismatch(f"index {index!r}", count, expected, f"sentences with weights in {encoded}"))
     return result
+
+
+def _missing(client, index_name: str, encoded: Path) -> list[str]:
+    """The ids of the encoded folder's records that the index does not hold."""
+    out: list[str] = []
+    for batch in _batches(encoded):
+        ids = [r["id"] for r in batch]
+        there = _present(client, index_name, ids)
+        out += [i for i in ids if i not in there]
+    return out
 
 
 class ElasticEngine:
@@ -273,7 +356,9 @@ class ElasticEngine:
     def search(self, question: str, k: int = 10) -> list[Hit]:
         if not self.queries.bag(question) and not self.bm25_weight:
             return []
-        return self._hits(self.client.search(index=self.index, **self.body(question, k)))
+        with _cluster_errors(f"searching {self.index!r}", "; raise --es-timeout if the cluster is slow"):
+            response = self.client.search(index=self.index, **self.body(question, k))
+        return self._hits(response)
 
     def batch_search(self, topics: Iterable[tuple[str, str]], k: int = 1000, threads: int = 1) -> dict[str, list[Hit]]:
         """Many questions through ``_msearch``, 50 per request."""
@@ -288,7 +373,8 @@ class ElasticEngine:
             searches = []
             for _, question in asked:
                 searches += [{"index": self.index}, self.body(question, k)]
-            responses = self.client.msearch(searches=searches)["responses"]
+            with _cluster_errors(f"searching {self.index!r}", "; raise --es-timeout if the cluster is slow"):
+                responses = self.client.msearch(searches=searches)["responses"]
             for (qid, _), response in zip(asked, responses):
                 if "error" in response:
                     raise EngineError(f"query {qid} failed: {response['error']}")

@@ -20,11 +20,12 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..encoded import VECTORS, IndexInfo, Manifest, copy_into, iter_vectors
-from ..errors import EngineError, StoreError
+from ..errors import EngineError, StoreError, count_mismatch
+from ..locks import exclusive
 from ..query import QueryEncoder
 from ..store import FILENAME as SENTENCES, SentenceStore
 from .base import Hit
-from ._java import folder_size, index_collection, start_jvm
+from ._java import folder_size, index_collection, index_documents, start_jvm
 
 LUCENE = "lucene"
 BM25 = "bm25"
@@ -34,23 +35,38 @@ def build_index(encoded: str | Path, folder: str | Path, overwrite: bool = False
     """Build a Lucene impact index in ``folder`` from an encoded folder; returns the index's manifest.
 
     ``bm25`` also indexes the sentence texts for BM25 in ``FOLDER/bm25`` (what ``--hybrid``
-    searches fuse with, and ``--engine bm25`` searches alone).
+    searches fuse with, and ``--engine bm25`` searches alone). The index is built in a temporary
+    folder beside ``folder`` and renamed into place when complete and checked, so a failed or
+    interrupted build never leaves a half index (nor removes the one being replaced).
     """
     encoded, folder = Path(encoded), Path(folder)
     manifest = Manifest.read(encoded)
-    if folder.exists():
-        if not overwrite:
-            raise StoreError(f"{folder}: already exists; pass --overwrite to rebuild it")
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
-    seconds = index_collection("JsonVectorCollection", encoded / VECTORS, folder / LUCENE, "-impact", "-pretokenized")
-    from pyserini.index.lucene import LuceneIndexReader
+    if folder.exists() and not overwrite:
+        raise StoreError(f"{folder}: already exists; pass --overwrite to rebuild it")
+    with exclusive(folder, "sparc-es index"):
+        building = folder.parent / f".{folder.name}.building"
+        shutil.rmtree(building, ignore_errors=True)  # left by a build that was killed
+        try:
+            building.mkdir(parents=True)
+            manifest = _build(encoded, building, manifest, bm25)
+            if folder.exists():
+                shutil.rmtree(folder)
+            building.rename(folder)
+        except OSError as e:
+            raise StoreError(f"{e.filename or building}: {e.strerror or e} while building the index; nothing was "
+                             f"changed in {folder}") from None
+        finally:
+            shutil.rmtree(building, ignore_errors=True)
+    return manifest
 
-    docs = LuceneIndexReader(str(folder / LUCENE)).stats()["documents"]
+
+def _build(encoded: Path, folder: Path, manifest: Manifest, bm25: bool) -> Manifest:
+    seconds = index_collection("JsonVectorCollection", encoded / VECTORS, folder / LUCENE, "-impact", "-pretokenized")
+    docs = index_documents(folder / LUCENE)
     # Lucene drops documents with no terms; encode counted and reported those as empty vectors.
     if docs != manifest.retrievable:
-        raise EngineError(f"index holds {docs} sentences but {encoded} has {manifest.retrievable} with weights: "
-                          "some were lost while indexing")
+        raise EngineError(count_mismatch(f"the Lucene index of {encoded}", docs, manifest.retrievable,
+                                         "sentences with weights in the encoded folder"))
     copy_into(encoded, folder)
     bm25_info = None
     if bm25:

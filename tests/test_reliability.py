@@ -1,0 +1,384 @@
+"""Faults and hostile input (issue 12): each row of the table is one test here.
+
+Real processes are killed where the fault is a kill (an encode, a bulk load); disk full is the
+one fault simulated (an ``OSError(ENOSPC)`` raised where the write happens), since filling this
+machine's disk is not an option in a test.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from sparc_es import encode as encode_module
+from sparc_es.cli import main
+from sparc_es.encoded import Manifest, iter_vectors
+from sparc_es.locks import exclusive
+
+SENTENCES = ["Lucene stores integer impacts.", "Questions are bags of tokens.", "Elasticsearch keeps nine bits.",
+             "The demo corpus is tiny.", "Sentences are encoded once.", "Scores are sums of stored weights."]
+
+
+def run_cli(capsys, *argv) -> tuple[int, str, str]:
+    rc = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def write_corpus(path: Path, n: int = 6, text=lambda i: SENTENCES[i % len(SENTENCES)] + f" Number {i}.") -> Path:
+    path.write_text("".join(json.dumps({"id": f"s{i}", "text": text(i), "context": "A paragraph."}) + "\n"
+                            for i in range(n)))
+    return path
+
+
+def one_line_error(rc: int, err: str) -> bool:
+    return rc == 1 and err.startswith("sparc-es: error: ") and err.count("\n") == 1 and "Traceback" not in err
+
+
+def sparc_es(*args, **kw) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "sparc_es", *map(str, args)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **kw)
+
+
+# --- exclusive output folders --------------------------------------------------------------
+
+def test_a_second_writer_is_refused_at_once(tmp_path, tiny_model_dir, capsys):
+    corpus = write_corpus(tmp_path / "c.jsonl")
+    out = tmp_path / "enc"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from sparc_es.locks import exclusive\n"
+                               f"with exclusive({str(out)!r}):\n    print('held', flush=True); time.sleep(60)"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        rc, _, err = run_cli(capsys, "encode", "--corpus", corpus, "--output", out, "--model", tiny_model_dir,
+                             "--quiet")
+        assert one_line_error(rc, err) and "another sparc-es encode is writing this folder" in err
+        rc, _, err = run_cli(capsys, "index", "--input", out, "--index", out)
+        assert rc == 1  # (no encoded folder there either way)
+    finally:
+        holder.kill()
+        holder.wait()
+    # the lock went with the killed holder: the same command now works
+    rc, _, err = run_cli(capsys, "encode", "--corpus", corpus, "--output", out, "--model", tiny_model_dir, "--quiet")
+    assert rc == 0, err
+
+
+def test_lock_is_exclusive_within_one_process_too(tmp_path):
+    from sparc_es.errors import StoreError
+
+    with exclusive(tmp_path / "x"):
+        with pytest.raises(StoreError, match="another"):
+            with exclusive(tmp_path / "x"):
+                pass
+    with exclusive(tmp_path / "x"):  # released
+        pass
+
+
+def test_index_count_check_says_extra_not_lost(tmp_path, tiny_model, capsys):
+    from sparc_es.encode import encode_corpus
+
+    enc = tmp_path / "enc"
+    encode_corpus([write_corpus(tmp_path / "c.jsonl")], enc, tiny_model, progress=False)
+    vectors = enc / "vectors" / "vectors.jsonl"
+    lines = vectors.read_text().splitlines(keepends=True)
+    vectors.write_text("".join(lines + lines[:2]))  # what two writers into one folder produced
+    rc, _, err = run_cli(capsys, "index", "--input", enc, "--index", tmp_path / "idx")
+    assert one_line_error(rc, err) and "2 more than the 6 sentences with weights" in err
+    assert not (tmp_path / "idx").exists() and not list(tmp_path.glob(".idx.building*"))
+
+
+# --- resuming from any point ---------------------------------------------------------------
+
+def test_encode_killed_before_its_first_shard_resumes(tmp_path, tiny_model_dir, capsys, monkeypatch):
+    corpus = write_corpus(tmp_path / "c.jsonl")
+    args = ["encode", "--corpus", corpus, "--model", tiny_model_dir, "--quiet"]
+    assert run_cli(capsys, *args, "--output", tmp_path / "whole")[0] == 0
+
+    def killed(*a, **kw):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(encode_module, "_write_shard", killed)
+    rc, _, err = run_cli(capsys, *args, "--output", tmp_path / "cut")
+    assert rc == 130 and "resume" in err
+    monkeypatch.undo()
+    rc, _, err = run_cli(capsys, *args, "--output", tmp_path / "cut")
+    assert rc == 0, err
+    assert (tmp_path / "cut/vectors/vectors.jsonl").read_bytes() == (tmp_path / "whole/vectors/vectors.jsonl").read_bytes()
+
+
+def test_a_failed_encode_leaves_nothing_in_the_way(tmp_path, tiny_model_dir, capsys):
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text('{"id": "a", "text": "fine"}\n{"id": "b", "text": oops}\n')
+    out = tmp_path / "enc"
+    rc, _, err = run_cli(capsys, "encode", "--corpus", corpus, "--output", out, "--model", tiny_model_dir, "--quiet")
+    assert one_line_error(rc, err) and not out.exists()
+    rc, _, err = run_cli(capsys, "encode", "--corpus", tmp_path / "missing.jsonl", "--output", out, "--model",
+                         tiny_model_dir, "--quiet")
+    assert one_line_error(rc, err) and not out.exists()
+    write_corpus(corpus)
+    rc, _, err = run_cli(capsys, "encode", "--corpus", corpus, "--output", out, "--model", tiny_model_dir, "--quiet")
+    assert rc == 0, err
+
+
+def test_a_real_encode_killed_midway_resumes_with_every_record_once(tmp_path, tiny_model_dir):
+    n = 6000
+    corpus = write_corpus(tmp_path / "c.jsonl", n)
+    out = tmp_path / "enc"
+    args = ["encode", "--corpus", corpus, "--output", out, "--model", tiny_model_dir, "--shard-size", 100,
+            "--batch-size", 16, "--quiet", "--threads", 1]
+    proc = sparc_es(*args)
+    progress = out / "progress.json"
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        try:
+            if json.loads(progress.read_text())["sentences"] >= 300:
+                break
+        except (OSError, ValueError, KeyError):
+            pass
+        time.sleep(0.02)
+    assert proc.poll() is None, "the encode finished before it could be killed"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not (out / "meta.json").exists()
+    done = json.loads(progress.read_text())["sentences"]
+    assert 0 < done < n
+    rerun = sparc_es(*args)
+    _, err = rerun.communicate(timeout=300)
+    assert rerun.returncode == 0, err
+    ids = [r["id"] for r in iter_vectors(out)]
+    assert ids == [f"s{i}" for i in range(n)]  # every record exactly once, in input order
+    assert Manifest.read(out).sentences == n
+
+
+# --- validation at the door ----------------------------------------------------------------
+
+def test_bom_and_crlf_are_read(tmp_path, tiny_model_dir, capsys):
+    jsonl = tmp_path / "c.jsonl"
+    jsonl.write_bytes(b"\xef\xbb\xbf" + b'{"id": "a", "text": "First line."}\r\n{"id": "b", "text": "Second."}\r\n')
+    text = tmp_path / "doc.txt"
+    text.write_bytes(b"\xef\xbb\xbfA first paragraph. It has two sentences.\r\n\r\nA second paragraph.\r\n")
+    topics = tmp_path / "t.tsv"
+    topics.write_bytes(b"\xef\xbb\xbfq1\tfirst line\r\nq2\tsecond\r\n")
+    from sparc_es.corpus import read_corpus
+    from sparc_es.trec import read_topics
+
+    sentences = list(read_corpus([jsonl, text]))
+    assert [s.id for s in sentences[:2]] == ["a", "b"]
+    assert [s.text for s in sentences[2:]] == ["A first paragraph.", "It has two sentences.", "A second paragraph."]
+    # offsets count characters of the text as read, the byte-order mark left out
+    assert text.read_bytes().decode("utf-8-sig")[sentences[2].start: sentences[2].end] == "A first paragraph."
+    assert list(read_topics(topics)) == [("q1", "first line"), ("q2", "second")]
+
+
+def test_duplicate_ids_name_both_lines(tmp_path, tiny_model_dir, capsys):
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text('{"id": "a", "text": "One."}\n{"id": "b", "text": "Two."}\n{"id": "a", "text": "Three."}\n')
+    rc, _, err = run_cli(capsys, "encode", "--corpus", corpus, "--output", tmp_path / "enc", "--model",
+                         tiny_model_dir, "--quiet")
+    assert one_line_error(rc, err) and "c.jsonl:3: duplicate sentence id 'a' (first seen at" in err
+    assert "c.jsonl:1)" in err
+
+
+def test_control_characters_are_removed_counted_and_never_printed(tmp_path, tiny_model_dir, capsys):
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "x", "text": "Bell\x07 and escape \x1b[31mred\x1b[0m and nul\x00 here."}) + "\n"
+                      + json.dumps({"id": "y", "text": "A clean sentence about red."}) + "\n")
+    rc, _, err = run_cli(capsys, "encode", "--corpus", corpus, "--output", tmp_path / "enc", "--model",
+                         tiny_model_dir, "--quiet")
+    assert rc == 0 and "removed 4 control characters" in err and "e.g. in x" in err  # BEL, 2 x ESC, NUL
+    assert Manifest.read(tmp_path / "enc").control_characters_removed == 4
+    stored = {r["id"]: r["contents"] for r in iter_vectors(tmp_path / "enc")}
+    assert stored["x"] == "Bell and escape [31mred[0m and nul here."
+    # an index made before this check (or by hand) still never sends escape codes to the terminal
+    from sparc_es.cli import _print_hits
+    from sparc_es.engines import Hit
+
+    _print_hits([Hit(id="old", score=1.0, text="an \x1b[2J old \x07 text", doc="d\x1b")])
+    out = capsys.readouterr().out
+    assert "an \ufffd[2J old \ufffd text" in out and not any(c in out for c in "\x00\x07\x1b")
+
+
+def test_broken_model_folders_are_one_line_errors(tmp_path, tiny_model_dir, capsys):
+    import shutil
+
+    def broken(name: str, damage) -> Path:
+        folder = tmp_path / name
+        shutil.copytree(tiny_model_dir, folder)
+        damage(folder)
+        return folder
+
+    def truncate(folder):
+        weights = folder / "model.safetensors"
+        weights.write_bytes(weights.read_bytes()[:1000])
+
+    def mistype(folder):
+        config = json.loads((folder / "sparc_config.json").read_text())
+        config["top_k"] = "many"
+        (folder / "sparc_config.json").write_text(json.dumps(config))
+
+    def no_tokenizer(folder):
+        for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+            (folder / name).unlink(missing_ok=True)
+
+    for name, damage, expected in [("truncated", truncate, "cannot load the checkpoint"),
+                                   ("mistyped", mistype, "field 'top_k' is 'many'; it must be int"),
+                                   ("no-tokenizer", no_tokenizer, "tokenizer")]:
+        rc, _, err = run_cli(capsys, "explain", "--model", broken(name, damage), "A sentence.")
+        assert one_line_error(rc, err) and expected in err, err
+
+
+def test_long_questions_do_not_warn(tmp_path, tiny_model, capsys):
+    from sparc_es.encode import encode_corpus
+    from sparc_es.engines.lucene import build_index
+
+    encode_corpus([write_corpus(tmp_path / "c.jsonl")], tmp_path / "enc", tiny_model, progress=False)
+    build_index(tmp_path / "enc", tmp_path / "idx")
+    rc, out, err = run_cli(capsys, "search", "--index", tmp_path / "idx", "--json", "stored weights " * 5000)
+    assert rc == 0 and json.loads(out) and err == ""
+
+
+def test_search_json_is_one_document(tmp_path, tiny_model, capsys):
+    from sparc_es.encode import encode_corpus
+    from sparc_es.engines.lucene import build_index
+
+    encode_corpus([write_corpus(tmp_path / "c.jsonl")], tmp_path / "enc", tiny_model, progress=False)
+    build_index(tmp_path / "enc", tmp_path / "idx")
+    rc, out, _ = run_cli(capsys, "search", "--index", tmp_path / "idx", "--json", "-k", 2, "tokens", "weights")
+    answers = json.loads(out)
+    assert rc == 0 and [a["question"] for a in answers] == ["tokens", "weights"]
+    assert all(len(a["hits"]) <= 2 for a in answers)
+
+
+# --- environment faults --------------------------------------------------------------------
+
+def test_disk_full_while_encoding_names_the_folder_and_resumes(tmp_path, tiny_model_dir, capsys, monkeypatch):
+    corpus = write_corpus(tmp_path / "c.jsonl")
+    args = ["encode", "--corpus", corpus, "--model", tiny_model_dir, "--shard-size", 2, "--quiet"]
+    real, calls = encode_module._write_shard, []
+
+    def full(*a, **kw):
+        calls.append(1)
+        if len(calls) == 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(*a, **kw)
+
+    monkeypatch.setattr(encode_module, "_write_shard", full)
+    rc, _, err = run_cli(capsys, *args, "--output", tmp_path / "enc")
+    assert one_line_error(rc, err) and f"{tmp_path / 'enc'}: No space left on device" in err and "resume" in err
+    monkeypatch.undo()
+    rc, _, err = run_cli(capsys, *args, "--output", tmp_path / "enc")
+    assert rc == 0 and Manifest.read(tmp_path / "enc").sentences == 6, err
+
+
+def test_disk_full_while_indexing_keeps_the_old_index(tmp_path, tiny_model, capsys, monkeypatch):
+    from sparc_es.encode import encode_corpus
+    from sparc_es.engines import lucene
+
+    encode_corpus([write_corpus(tmp_path / "c.jsonl")], tmp_path / "enc", tiny_model, progress=False)
+    assert run_cli(capsys, "index", "--input", tmp_path / "enc", "--index", tmp_path / "idx")[0] == 0
+    before = sorted(p.name for p in (tmp_path / "idx").iterdir())
+
+    def full(encoded, index):
+        raise OSError(errno.ENOSPC, "No space left on device", str(index / "sentences.sqlite"))
+
+    monkeypatch.setattr(lucene, "copy_into", full)
+    rc, _, err = run_cli(capsys, "index", "--input", tmp_path / "enc", "--index", tmp_path / "idx", "--overwrite")
+    assert one_line_error(rc, err) and "No space left on device" in err and "nothing was changed" in err
+    assert sorted(p.name for p in (tmp_path / "idx").iterdir()) == before
+    assert not list(tmp_path.glob(".idx.building*"))
+
+
+def test_unexpected_errors_are_one_line_unless_debugging(tmp_path, capsys, monkeypatch):
+    from sparc_es import cli
+
+    def boom(args):
+        raise RuntimeError("something\nunforeseen")
+
+    monkeypatch.setattr(cli, "cmd_eval", boom)
+    rc, _, err = run_cli(capsys, "eval", "--run", "r", "--qrels", "q")
+    assert one_line_error(rc, err) and "RuntimeError: something unforeseen (rerun with --debug" in err
+    with pytest.raises(RuntimeError):
+        main(["--debug", "eval", "--run", "r", "--qrels", "q"])
+    monkeypatch.setenv("SPARC_ES_DEBUG", "1")
+    with pytest.raises(RuntimeError):
+        main(["eval", "--run", "r", "--qrels", "q"])
+
+
+def test_es_urls_and_index_names_are_checked(tmp_path, capsys):
+    rc, _, err = run_cli(capsys, "search", "--engine", "es", "--es-url", "localhost:9200", "--es-index", "x", "q")
+    assert one_line_error(rc, err) and "needs its scheme" in err
+    (tmp_path / "enc").mkdir()
+    rc, _, err = run_cli(capsys, "index", "--engine", "es", "--es-url", "http://127.0.0.1:9", "--es-index",
+                         "Bad Name", "--input", tmp_path / "enc")
+    assert one_line_error(rc, err)
+
+
+def test_a_slow_cluster_times_out_in_one_line(tmp_path, capsys):
+    """A server that accepts connections and never answers: the search gives up after --es-timeout."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept():
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.getsockname()[1]}"
+        started = time.time()
+        rc, _, err = run_cli(capsys, "search", "--engine", "es", "--es-url", url, "--es-index", "x",
+                             "--es-timeout", 0.5, "--es-retries", 0, "question")
+        assert one_line_error(rc, err) and "Elasticsearch" in err and time.time() - started < 30
+    finally:
+        stop.set()
+        thread.join()
+        for s in held:
+            s.close()
+        server.close()
+
+
+# --- concurrency ---------------------------------------------------------------------------
+
+def test_many_threads_get_the_same_answers_as_one(squad_sample, tiny_model, tmp_path):
+    from sparc_es.encode import encode_corpus
+    from sparc_es.engines import open_engine
+    from sparc_es.engines.lucene import build_index
+
+    sentences, questions = squad_sample
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps(s.to_json()) + "\n" for s in sentences))
+    encode_corpus([corpus], tmp_path / "enc", tiny_model, progress=False)
+    build_index(tmp_path / "enc", tmp_path / "idx")
+    engine = open_engine("lucene", tmp_path / "idx")
+    try:
+        one = [engine.search(q, 10) for q in questions]
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            many = list(pool.map(lambda q: engine.search(q, 10), questions))
+        assert many == one
+        topics = [(f"q{i}", q) for i, q in enumerate(questions)]
+        assert engine.batch_search(topics, k=20, threads=4) == engine.batch_search(topics, k=20, threads=1)
+    finally:
+        engine.close()
+
+
+if os.name != "posix":  # flock and SIGKILL
+    pytestmark = pytest.mark.skip("POSIX only")

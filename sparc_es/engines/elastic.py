@@ -297,6 +297,9 @@ def build_index(encoded: str | Path, client, index_name: str, chunk_size: int = 
                 failures.write(json.dumps(item, default=str) + "\n")
             bar.n = skipped[0] + ok + failed
             bar.update(0)
+    if skipped[0] + ok + failed > expected:  # e.g. records written twice into one encoded folder
+        raise EngineError(count_mismatch(f"the encoded folder {encoded}", skipped[0] + ok + failed, expected,
+                                         "sentences with weights its manifest lists"))
     with _cluster_errors(f"checking the count of {index!r}", again):
         client.indices.refresh(index=index)
         count = client.count(index=index)["count"]

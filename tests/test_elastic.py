@@ -284,3 +284,18 @@ def test_a_killed_bulk_load_resumes_with_every_record_once(tmp_path, tiny_model,
     ids = [h["_id"] for h in client.search(index=name, size=n, source=False, query={"match_all": {}})["hits"]["hits"]]
     assert len(ids) == len(set(ids)) == expected
     client.indices.delete(index=name)
+
+
+def test_an_encoded_folder_with_extra_records_is_refused(squad_both, es_url, tmp_path):
+    import shutil
+
+    root, _, client, _ = squad_both
+    twice = tmp_path / "twice"
+    shutil.copytree(root / "encoded", twice)
+    vectors = twice / "vectors" / "vectors.jsonl"
+    lines = vectors.read_text().splitlines(keepends=True)
+    vectors.write_text("".join(lines + lines[:5]))  # what two writers into one folder used to produce
+    name = f"twice-{os.getpid()}"
+    with pytest.raises(EngineError, match="5 more than the"):
+        load_es(twice, client, name, progress=False, recreate=True)
+    client.indices.delete(index=name, ignore_unavailable=True)

@@ -321,7 +321,7 @@ def test_es_urls_and_index_names_are_checked(tmp_path, capsys):
     (tmp_path / "enc").mkdir()
     rc, _, err = run_cli(capsys, "index", "--engine", "es", "--es-url", "http://127.0.0.1:9", "--es-index",
                          "Bad Name", "--input", tmp_path / "enc")
-    assert one_line_error(rc, err)
+    assert one_line_error(rc, err) and "invalid Elasticsearch index name 'Bad Name'" in err
 
 
 def test_a_slow_cluster_times_out_in_one_line(tmp_path, capsys):

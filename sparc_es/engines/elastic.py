@@ -260,10 +260,10 @@ def build_index(encoded: str | Path, client, index_name: str, chunk_size: int = 
     from elasticsearch import helpers
     from tqdm import tqdm
 
+    index = check_index_name(index_name)
     encoded = Path(encoded)
     manifest = Manifest.read(encoded)
     expected = manifest.retrievable
-    index = check_index_name(index_name)
     check_server(client)
     body = mapping(manifest, field_type)
     again = "; run the same command again when the cluster is back: loading resumes"

@@ -195,6 +195,9 @@ def _encode_parser(sub) -> None:
     p.add_argument("--idf", action="store_true",
                    help="multiply each kept weight (after the top-K cut) by log(N / N_v) over this corpus "
                         "(paper 004; recorded in meta.json)")
+    p.add_argument("--keep-floats", action="store_true",
+                   help="also store the unquantised weights, so `sparc-es requantize` can derive IDF-weighted or "
+                        "re-quantised folders later without encoding again (about 2x the vectors file)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     _model_args(p)
@@ -207,11 +210,33 @@ def cmd_encode(args: argparse.Namespace) -> int:
     model = _load_model(args)
     manifest = encode_corpus(args.corpus, args.output, model, factor=args.factor, batch_size=args.batch_size,
                              shard_size=args.shard_size, overwrite=args.overwrite, progress=not args.quiet,
-                             idf=args.idf)
+                             idf=args.idf, keep_floats=args.keep_floats)
     _report_encode(manifest)
     print(f"encoded {manifest.sentences} sentences into {args.output} "
           f"(K={manifest.top_k}, factor={manifest.factor:g}{', IDF-weighted' if manifest.idf else ''}, "
           f"{manifest.sentences_per_second} sentences/s)")
+    return 0
+
+
+def _requantize_parser(sub) -> None:
+    p = sub.add_parser("requantize", help="derive an IDF-weighted or re-quantised encoded folder, no re-encoding",
+                       description="From an encoded folder made with --keep-floats, write a new one whose weights "
+                       "are IDF-weighted over its sentences (--idf) and/or quantised at another --factor.")
+    p.add_argument("--input", required=True, metavar="ENCODED", help="encoded folder with float weights")
+    p.add_argument("--output", required=True, metavar="DIR", help="new encoded folder")
+    p.add_argument("--factor", type=float, metavar="F", help="quantisation factor (default: the input's)")
+    p.add_argument("--idf", action="store_true", help="multiply each weight by log(N / N_v) over these sentences")
+    p.set_defaults(func=cmd_requantize)
+
+
+def cmd_requantize(args: argparse.Namespace) -> int:
+    from .encoded import requantize
+
+    manifest = requantize(args.input, args.output, args.factor, idf=args.idf)
+    _report_encode(manifest)
+    print(f"wrote {manifest.sentences} sentences into {args.output} (factor={manifest.factor:g}"
+          f"{', IDF-weighted' if manifest.idf else ''}, {manifest.postings / max(manifest.sentences, 1):.1f} "
+          "postings per sentence)")
     return 0
 
 
@@ -233,7 +258,7 @@ def _index_parser(sub) -> None:
     g.add_argument("--field-type", choices=[t.value for t in FieldType], default=FieldType.RANK_FEATURES.value,
                    help="ES field type; sparse_vector (ES 8.15+) enables --query-mode sparse_vector "
                         "(default: %(default)s)")
-    g.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(func=cmd_index)
 
 
@@ -251,12 +276,16 @@ def cmd_index(args: argparse.Namespace) -> int:
 
     if not args.index:
         raise SparcError("--index DIR is required for the Lucene engine")
-    manifest = lucene.build_index(args.input, args.index, overwrite=args.overwrite, bm25=not args.no_bm25)
+    manifest = lucene.build_index(args.input, args.index, overwrite=args.overwrite, bm25=not args.no_bm25,
+                                  progress=not args.quiet)
     info = manifest.index
     if manifest.empty_vectors:
         _warn(f"{manifest.empty_vectors} sentences have no weights and are not in the index")
     print(f"indexed {info.documents} sentences into {args.index} in {info.build_seconds:.1f} s "
           f"({info.bytes / 1e6:.1f} MB)")
+    if info.bm25:
+        print(f"  and their texts for BM25 (--hybrid, --engine bm25) in {info.bm25['build_seconds']:.1f} s "
+              f"({info.bm25['bytes'] / 1e6:.1f} MB)")
     return 0
 
 
@@ -304,6 +333,11 @@ def _run_parser(sub) -> None:
     p.add_argument("-k", type=_k, default=1000, help="hits per query (default: %(default)s)")
     p.add_argument("--threads", type=_k, default=1, help="search threads (default: %(default)s)")
     p.add_argument("--tag", default="sparc-es", help="run tag, last column (default: %(default)s)")
+    p.add_argument("--documents", action="store_true",
+                   help="rank documents, not sentences: each document scored by its best sentence among the "
+                        "top --depth sentences, document ids in the run file (for document-level qrels)")
+    p.add_argument("--depth", type=_k, default=1000,
+                   help="with --documents: sentences retrieved per query before grouping (default: %(default)s)")
     p.set_defaults(func=cmd_run)
 
 
@@ -314,16 +348,41 @@ def cmd_run(args: argparse.Namespace) -> int:
     engine = _open_engine(args)
     try:
         started = time.perf_counter()
-        results = engine.batch_search(topics, k=args.k, threads=args.threads)
+        results = engine.batch_search(topics, k=max(args.depth, args.k) if args.documents else args.k,
+                                      threads=args.threads)
         seconds = time.perf_counter() - started
     finally:
         engine.close()
+    if args.documents:
+        results = _by_document(args, results)
+        short = sum(len(hits) < args.k for hits in results.values())
+        if short:
+            _warn(f"{short} of {len(topics)} queries have fewer than {args.k} documents among their top "
+                  f"{args.depth} sentences; raise --depth for more")
     with TrecRunWriter(args.output, tag=args.tag) as run:
         for qid, _ in topics:
             run.write(qid, results[qid])
     print(f"wrote {len(topics)} queries to {args.output} in {seconds:.1f} s "
           f"({1000 * seconds / max(len(topics), 1):.1f} ms/query)")
     return 0
+
+
+def _by_document(args: argparse.Namespace, results: dict) -> dict:
+    """Sentence hits -> the best sentence per document, ``args.k`` documents per query."""
+    from .engines.base import best_per_document
+
+    if args.engine == "es":  # hits carry their document
+        doc_of = {h.id: h.doc for hits in results.values() for h in hits}
+    else:
+        from .store import FILENAME, SentenceStore
+
+        store = SentenceStore(Path(args.index) / FILENAME)
+        try:
+            found = store.get(list({h.id for hits in results.values() for h in hits}))
+        finally:
+            store.close()
+        doc_of = {sid: s.doc for sid, s in found.items()}
+    return {qid: best_per_document(hits, doc_of, args.k) for qid, hits in results.items()}
 
 
 def _query_dsl_parser(sub) -> None:
@@ -491,22 +550,40 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def _evalset_parser(sub) -> None:
     from .experiments.datasets import DOMAINS
 
-    p = sub.add_parser("evalset", help="build an evaluation set (corpus, topics, qrels) from ../shared/data",
-                       description="Revised MultiReQA protocol: every sentence of every passage is a candidate, "
-                       "sentences overlapping an answer span are relevant, identical questions are merged.")
-    p.add_argument("--domain", required=True, choices=list(DOMAINS))
+    p = sub.add_parser("evalset", help="build an evaluation set (corpus, topics, qrels) for run, eval and table",
+                       description="From MRQA data, the revised MultiReQA protocol: every sentence of every passage "
+                       "is a candidate, sentences overlapping an answer span are relevant, identical questions are "
+                       "merged. From a BEIR folder: documents split into sentences, document-level qrels. The "
+                       "output folder is a domain for `sparc-es table --domains DIR`.")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--domain", choices=list(DOMAINS), help="one of the project's sets, from ../shared/data")
+    source.add_argument("--mrqa", metavar="FILE", help="any MRQA .jsonl.gz file")
+    source.add_argument("--beir", metavar="DIR", help="a BEIR folder: corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv")
+    p.add_argument("--candidates", metavar="FILE", help="with --mrqa: its MultiReQA candidates .json.gz, for the "
+                   "MultiReQA sentence boundaries (default: the project's sentence splitter)")
+    p.add_argument("--split", default="test", help="with --beir: the qrels split (default: %(default)s)")
+    p.add_argument("--name", help="the set's name in tables (default: the file's or folder's)")
     p.add_argument("--output", required=True, metavar="DIR")
     p.add_argument("--data", metavar="DIR", help="data folder (default: $SPARC_ES_DATA or ../shared/data)")
     p.set_defaults(func=cmd_evalset)
 
 
 def cmd_evalset(args: argparse.Namespace) -> int:
-    from .experiments.datasets import build_eval_set
+    from .experiments.datasets import beir_eval_set, build_eval_set, mrqa_eval_set
 
-    evalset = build_eval_set(args.domain, args.data)
+    if args.candidates and not args.mrqa:
+        raise SparcError("--candidates goes with --mrqa")
+    if args.domain:
+        evalset = build_eval_set(args.domain, args.data)
+    elif args.mrqa:
+        evalset = mrqa_eval_set(args.mrqa, args.candidates, args.name)
+    else:
+        evalset = beir_eval_set(args.beir, args.split, args.name)
     paths = evalset.write(args.output)
-    print(f"{args.domain}: {len(evalset.sentences)} sentences, {len(evalset.topics)} merged queries, "
-          f"{sum(map(len, evalset.qrels.values()))} judgements -> " + ", ".join(str(p) for p in paths.values()))
+    merged = "merged " if evalset.level == "sentence" else ""
+    print(f"{evalset.name}: {len(evalset.sentences)} sentences, {len(evalset.topics)} {merged}queries, "
+          f"{sum(map(len, evalset.qrels.values()))} {evalset.level} judgements -> "
+          + ", ".join(str(p) for p in paths.values()))
     return 0
 
 
@@ -516,7 +593,8 @@ def _table_parser(sub) -> None:
     p = sub.add_parser("table", help="evaluate systems over domains: JSON and a Markdown table",
                        description=table_doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--systems", default="bm25,bm25-paper,sparc", help="comma-separated (default: %(default)s)")
-    p.add_argument("--domains", default="squad,newsqa", help="comma-separated (default: %(default)s)")
+    p.add_argument("--domains", default="squad,newsqa",
+                   help="comma-separated: squad, newsqa, val, or evaluation set folders (default: %(default)s)")
     p.add_argument("--workdir", default="runs", help="cache of sets, encodings, indexes, runs (default: %(default)s)")
     p.add_argument("--data", metavar="DIR", help="data folder (default: $SPARC_ES_DATA or ../shared/data)")
     p.add_argument("--json", default="runs/table.json", help="(default: %(default)s)")
@@ -606,7 +684,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 # --- parser --------------------------------------------------------------------------------
 
-PARSERS = (_encode_parser, _index_parser, _search_parser, _run_parser, _query_dsl_parser, _train_parser,
+PARSERS = (_encode_parser, _requantize_parser, _index_parser, _search_parser, _run_parser, _query_dsl_parser, _train_parser,
            _adapt_parser, _eval_parser, _evalset_parser, _table_parser, _explain_parser, _demo_parser)
 
 

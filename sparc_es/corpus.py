@@ -4,6 +4,9 @@ Two kinds of input give the same record, :class:`Sentence`:
 
 * JSONL, one sentence per line: ``{"id": ..., "text": ..., "context"?: ...}`` (optional ``doc``,
   ``start``, ``end`` are carried through so a hit can be shown in its document).
+* JSONL documents in the BEIR layout, ``{"_id": ..., "title"?: ..., "text": ...}``: each is split
+  into sentences as a text document is (ids ``<_id>#<n>``, ``doc`` = ``_id``), and each sentence's
+  context is the document's title followed by its paragraph.
 * Plain text (``.txt``) and Markdown (``.md``) documents, split offline into paragraphs and
   sentences (Bling Fire's sentence breaker). A sentence's context is its paragraph, its id is
   ``<document id>#<sentence number>`` and ``start``/``end`` are character offsets into the file.
@@ -76,7 +79,27 @@ def _jsonl_lines(path: Path, stats: CorpusStats) -> Iterator[tuple[int, Sentence
                 obj = json.loads(line)
             except json.JSONDecodeError as e:
                 raise InputError(path, f"malformed JSON at column {e.colno}: {e.msg}", lineno) from None
-            yield lineno, _record(obj, path, lineno, stats)
+            if isinstance(obj, dict) and "_id" in obj and "id" not in obj:
+                for sentence in _beir_document(obj, path, lineno, stats):
+                    yield lineno, sentence
+            else:
+                yield lineno, _record(obj, path, lineno, stats)
+
+
+def _beir_document(obj: dict, path: Path, lineno: int, stats: CorpusStats) -> Iterator[Sentence]:
+    doc_id, title, text = obj.get("_id"), obj.get("title") or "", obj.get("text")
+    if isinstance(doc_id, bool) or not isinstance(doc_id, (str, int)) or not str(doc_id).strip():
+        raise InputError(path, 'invalid "_id" (a non-empty string or an integer)', lineno)
+    if not isinstance(text, str) or not isinstance(title, str):
+        raise InputError(path, '"text" and "title" must be strings', lineno)
+    text, removed = CONTROL.subn(" ", text)
+    title, removed_title = CONTROL.subn(" ", title)
+    if removed or removed_title:
+        _count(stats, str(doc_id), removed + removed_title)
+    title = _SPACES.sub(" ", title).strip()
+    for s in split_document(text, str(doc_id)):
+        context = f"{title}. {s.context}" if title else s.context
+        yield Sentence(id=s.id, text=s.text, context=context, doc=s.doc, start=s.start, end=s.end)
 
 
 def _record(obj: object, path: Path, lineno: int, stats: CorpusStats) -> Sentence:

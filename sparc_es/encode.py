@@ -28,13 +28,13 @@ from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 
-import numpy as np
 
 from . import __version__
 from .corpus import CorpusStats, Sentence, read_corpus
 from .encoded import (DEFAULT_FACTOR, META, VECTORS, VECTORS_FILE, Manifest, ModelInfo, check_factor, quantize,
                       vector_record)
 from .errors import SparcError, StoreError
+from .idf import idf_vector
 from .locks import exclusive
 from .model import SparcModel
 from .query import TOKENIZER
@@ -96,26 +96,6 @@ def _settings(model: SparcModel, factor: float, corpus: list[str], keep_floats: 
             "corpus": corpus, "floats": keep_floats, "idf": idf}
 
 
-def document_frequencies(sentences: Iterable[Sentence], tokenizer, batch: int = 1024) -> tuple[np.ndarray, int]:
-    """(N_v for every vocabulary id, N): how many sentences have token v in their text."""
-    df = np.zeros(len(tokenizer), dtype=np.int64)
-    n = 0
-    records = iter(sentences)
-    while chunk := list(islice(records, batch)):
-        for ids in tokenizer([s.text for s in chunk], add_special_tokens=False)["input_ids"]:
-            df[np.unique(np.asarray(ids, dtype=np.int64))] += 1
-        n += len(chunk)
-    return df, n
-
-
-def idf_weights(df: np.ndarray, n: int) -> np.ndarray:
-    """log(N / N_v), and 1 where N_v = 0 (paper 004, eq. 6)."""
-    out = np.ones(len(df), dtype=np.float64)
-    seen = df > 0
-    out[seen] = np.log(n / df[seen])
-    return out
-
-
 def encode_corpus(corpus: Iterable[str | Path], output: str | Path, model: SparcModel,
                   factor: float = DEFAULT_FACTOR, batch_size: int = 32, shard_size: int = 10_000,
                   shard_seconds: float = 5.0, overwrite: bool = False, progress: bool = True,
@@ -153,12 +133,10 @@ def _encode(corpus: list[str], out: Path, model: SparcModel, settings: dict, tot
     stats, done, done_bytes = _prepare(out, settings, overwrite)
     term_weights, idf_meta = None, {}
     if idf:
-        df, n = document_frequencies(read_corpus(corpus), model.tokenizer)
-        vocab = model.embeddings.shape[0]  # may differ from the tokenizer's length (padded vocabularies)
-        term_weights = np.ones(vocab)
-        term_weights[: min(vocab, len(df))] = idf_weights(df, n)[:vocab]
-        idf_meta = {"idf_weighting": {"documents": n, "counted_in": "sentence text (WordPiece tokens)",
-                                      "tokens_seen": int((df > 0).sum()), "formula": "log(N / N_v), 1 where N_v = 0"}}
+        # the vocabulary may be longer than the tokenizer (padded vocabularies)
+        term_weights, record = idf_vector((r.text for r in read_corpus(corpus)), model.tokenizer,
+                                          model.embeddings.shape[0])
+        idf_meta = {"idf_weighting": record}
     records = read_corpus(corpus)
     for _ in islice(records, done):
         pass
@@ -238,7 +216,8 @@ def _write_shard(f, batch: list[Sentence], model: SparcModel, factor: float, bat
                  stats: EncodeStats, bar, keep_floats: bool = False, term_weights=None) -> None:
     pairs = ((s.text, s.context) for s in batch)
     lines = []
-    for s, enc in zip(batch, model.encode(pairs, batch_size=batch_size, term_weights=term_weights)):
+    for s, enc in zip(batch, model.encode(pairs, batch_size=batch_size, term_weights=term_weights,
+                                          on_batch=bar.update)):
         vector = quantize(enc.tokens, enc.weights, factor)
         floats = dict(zip(enc.tokens, enc.weights.tolist())) if keep_floats else None
         lines.append(json.dumps(vector_record(s.id, s.text, vector, floats), ensure_ascii=False) + "\n")
@@ -252,5 +231,4 @@ def _write_shard(f, batch: list[Sentence], model: SparcModel, factor: float, bat
             stats.truncated_sentences += 1
             if len(stats.truncated_ids) < 5:
                 stats.truncated_ids.append(s.id)
-        bar.update(1)
     f.write("".join(lines).encode("utf-8"))

@@ -196,20 +196,35 @@ def copy_into(encoded: str | Path, index: str | Path) -> None:
     shutil.copy2(encoded / SENTENCES, index / SENTENCES)
 
 
-def requantize(encoded: str | Path, output: str | Path, factor: float) -> Manifest:
-    """Copy an encoded folder with its float weights quantised at another factor (no re-encoding)."""
+def requantize(encoded: str | Path, output: str | Path, factor: float | None = None, idf: bool = False) -> Manifest:
+    """A copy of an encoded folder made from its float weights, no re-encoding: quantised at another
+    ``factor`` and/or IDF-weighted over its own sentences (what ``encode --idf`` stores)."""
     encoded, out = Path(encoded), Path(output)
-    factor = check_factor(factor)
     manifest = Manifest.read(encoded)
+    factor = check_factor(manifest.factor if factor is None else factor)
     if not manifest.floats:
-        raise StoreError(f"{encoded}: has no float weights to re-quantise; encode with keep_floats")
+        raise StoreError(f"{encoded}: has no float weights to re-quantise; encode with --keep-floats")
+    if idf and manifest.idf:
+        raise StoreError(f"{encoded}: its weights are IDF-weighted already")
     if out.exists():
         raise StoreError(f"{out}: already exists")
+    term_weights, idf_record = None, None
+    if idf:
+        from transformers import AutoTokenizer
+
+        from .idf import idf_vector
+
+        tokenizer = AutoTokenizer.from_pretrained(encoded / TOKENIZER, local_files_only=True)
+        vocab = tokenizer.get_vocab()
+        weights, idf_record = idf_vector((r["contents"] for r in iter_vectors(encoded)), tokenizer, len(tokenizer))
+        term_weights = {t: weights[i] for t, i in vocab.items() if i < len(weights)}
     (out / VECTORS).mkdir(parents=True)
     postings = impact_sum = empty = 0
     with open(out / VECTORS / VECTORS_FILE, "w", encoding="utf-8") as f:
         for record in iter_vectors(encoded):
             floats = record["weights"]
+            if term_weights is not None:  # re-sorted, as encode does after weighting
+                floats = dict(sorted(((t, w * term_weights[t]) for t, w in floats.items()), key=lambda tw: -tw[1]))
             vector = quantize(list(floats), list(floats.values()), factor)
             postings += len(vector)
             impact_sum += sum(vector.values())
@@ -217,7 +232,8 @@ def requantize(encoded: str | Path, output: str | Path, factor: float) -> Manife
             f.write(json.dumps(vector_record(record["id"], record["contents"], vector, floats),
                                ensure_ascii=False) + "\n")
     copy_into(encoded, out)
+    changes = {"idf": True, "idf_weighting": idf_record} if idf else {}
     manifest = manifest.replace(factor=factor, postings=postings, impact_sum=impact_sum, empty_vectors=empty,
-                                requantized_from=str(encoded))
+                                requantized_from=str(encoded), **changes)
     manifest.write(out)
     return manifest

@@ -23,7 +23,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -418,24 +418,26 @@ class SparcModel:
         return out
 
     def encode(self, pairs: Iterable[tuple[str, str]], batch_size: int = 32, window: int = 8,
-               top_k: int | None = None, term_weights=None) -> Iterator[EncodedSentence]:
+               top_k: int | None = None, term_weights=None,
+               on_batch: Callable[[int], object] | None = None) -> Iterator[EncodedSentence]:
         """Encode (sentence, context) pairs as a stream, in input order.
 
         Pairs are read ``batch_size * window`` at a time and sorted by length so each batch pads
         little; results come back in the order they went in. With passage expansion each distinct
         context of a window is encoded once (a sentence without context stands for its own passage).
+        ``on_batch(n)`` is called as each batch of n sentences is done (progress bars).
         """
         buffer: list[tuple[str, str]] = []
         for pair in pairs:
             buffer.append(pair)
             if len(buffer) >= batch_size * window:
-                yield from self._encode_window(buffer, batch_size, top_k, term_weights)
+                yield from self._encode_window(buffer, batch_size, top_k, term_weights, on_batch)
                 buffer = []
         if buffer:
-            yield from self._encode_window(buffer, batch_size, top_k, term_weights)
+            yield from self._encode_window(buffer, batch_size, top_k, term_weights, on_batch)
 
     def _encode_window(self, pairs: list[tuple[str, str]], batch_size: int, top_k: int | None,
-                       term_weights=None) -> list[EncodedSentence]:
+                       term_weights=None, on_batch=None) -> list[EncodedSentence]:
         torch = _torch()
         passages = None
         if self.config.passage_weight:
@@ -458,6 +460,8 @@ class SparcModel:
                                         rows)
             for i, e in zip(idx, encoded):
                 results[i] = e
+            if on_batch is not None:
+                on_batch(len(idx))
         return results  # type: ignore[return-value]
 
     def explain(self, sentence: str, context: str = "", top: int = 20) -> list[tuple[str, float]]:

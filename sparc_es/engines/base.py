@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from enum import Enum
 from typing import Protocol, runtime_checkable
@@ -52,3 +52,18 @@ class EngineKind(str, Enum):
     LUCENE = "lucene"
     ES = "es"
     BM25 = "bm25"
+
+
+def best_per_document(hits: list[Hit], doc_of: Mapping[str, str | None], k: int) -> list[Hit]:
+    """Sentence hits (best first) -> document hits: each document takes its best sentence's score
+    and text; the top ``k``. A sentence without a document stands for itself."""
+    out: list[Hit] = []
+    seen: set[str] = set()
+    for h in hits:
+        doc = doc_of.get(h.id) or h.id
+        if doc not in seen:
+            seen.add(doc)
+            out.append(replace(h, id=doc, doc=doc))
+            if len(out) == k:
+                break
+    return out

@@ -16,6 +16,7 @@ order, which is input order.
 from __future__ import annotations
 
 import shutil
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -31,13 +32,15 @@ LUCENE = "lucene"
 BM25 = "bm25"
 
 
-def build_index(encoded: str | Path, folder: str | Path, overwrite: bool = False, bm25: bool = True) -> Manifest:
+def build_index(encoded: str | Path, folder: str | Path, overwrite: bool = False, bm25: bool = True,
+                progress: bool = False) -> Manifest:
     """Build a Lucene impact index in ``folder`` from an encoded folder; returns the index's manifest.
 
     ``bm25`` also indexes the sentence texts for BM25 in ``FOLDER/bm25`` (what ``--hybrid``
     searches fuse with, and ``--engine bm25`` searches alone). The index is built in a temporary
     folder beside ``folder`` and renamed into place when complete and checked, so a failed or
-    interrupted build never leaves a half index (nor removes the one being replaced).
+    interrupted build never leaves a half index (nor removes the one being replaced). ``progress``
+    says on stderr which stage is running.
     """
     encoded, folder = Path(encoded), Path(folder)
     manifest = Manifest.read(encoded)
@@ -48,7 +51,7 @@ def build_index(encoded: str | Path, folder: str | Path, overwrite: bool = False
         shutil.rmtree(building, ignore_errors=True)  # left by a build that was killed
         try:
             building.mkdir(parents=True)
-            manifest = _build(encoded, building, manifest, bm25)
+            manifest = _build(encoded, building, manifest, bm25, _stage if progress else lambda message: None)
             if folder.exists():
                 shutil.rmtree(folder)
             building.rename(folder)
@@ -60,7 +63,12 @@ def build_index(encoded: str | Path, folder: str | Path, overwrite: bool = False
     return manifest
 
 
-def _build(encoded: Path, folder: Path, manifest: Manifest, bm25: bool) -> Manifest:
+def _stage(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _build(encoded: Path, folder: Path, manifest: Manifest, bm25: bool, stage) -> Manifest:
+    stage(f"index: {manifest.retrievable} sentences into a Lucene impact index ...")
     seconds = index_collection("JsonVectorCollection", encoded / VECTORS, folder / LUCENE, "-impact", "-pretokenized")
     docs = index_documents(folder / LUCENE)
     # Lucene drops documents with no terms; encode counted and reported those as empty vectors.
@@ -73,6 +81,7 @@ def _build(encoded: Path, folder: Path, manifest: Manifest, bm25: bool) -> Manif
         from ..corpus import Sentence
         from .bm25 import build_bm25_index
 
+        stage("index: their texts into a Lucene BM25 index ...")
         texts = (Sentence(id=r["id"], text=r["contents"]) for r in iter_vectors(encoded))
         bm25_info = build_bm25_index(texts, folder / BM25)
     info = IndexInfo(engine=LUCENE, documents=docs, build_seconds=round(seconds, 2),

@@ -73,24 +73,53 @@ def squad_dev_sentences(root: str | Path | None = None) -> Iterator[Sentence]:
 
 @dataclass
 class EvalSet:
-    """A candidate pool, merged queries and their relevant sentences, for one domain."""
+    """A candidate pool, queries and their judgements, for one domain.
+
+    ``level`` says what the qrels judge: ``sentence`` ids (the MultiReQA protocol), or ``document``
+    ids (a BEIR-style collection), in which case a run of sentences is scored per document, each
+    document by its best sentence.
+    """
 
     name: str
     sentences: list[Sentence]
     topics: list[tuple[str, str]]  # (qid, question)
-    qrels: dict[str, set[str]]  # qid -> relevant sentence ids
+    qrels: dict[str, dict[str, int]]  # qid -> judged id -> relevance
+    level: str = "sentence"
+
+    FILES = {"corpus": "corpus.jsonl", "topics": "topics.tsv", "qrels": "qrels.txt", "info": "evalset.json"}
 
     def write(self, folder: str | Path) -> dict[str, Path]:
-        """Write ``corpus.jsonl`` (the project's input format), ``topics.tsv`` and TREC ``qrels.txt``."""
+        """Write ``corpus.jsonl`` (the project's input format), ``topics.tsv``, TREC ``qrels.txt`` and
+        ``evalset.json`` (name, level, counts)."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        paths = {"corpus": folder / "corpus.jsonl", "topics": folder / "topics.tsv", "qrels": folder / "qrels.txt"}
+        paths = {key: folder / name for key, name in self.FILES.items()}
         with open(paths["corpus"], "w", encoding="utf-8") as f:
             for s in self.sentences:
                 f.write(json.dumps(s.to_json(), ensure_ascii=False) + "\n")
         write_topics(paths["topics"], self.topics)
-        write_qrels(paths["qrels"], ((qid, dict.fromkeys(self.qrels[qid], 1)) for qid, _ in self.topics))
+        write_qrels(paths["qrels"], ((qid, self.qrels[qid]) for qid, _ in self.topics if qid in self.qrels))
+        paths["info"].write_text(json.dumps({"name": self.name, "level": self.level, "sentences": len(self.sentences),
+                                             "queries": len(self.topics)}, indent=2) + "\n")
         return paths
+
+    @classmethod
+    def read(cls, folder: str | Path) -> EvalSet:
+        """An evaluation set folder: ``corpus.jsonl`` (any corpus ``encode`` reads, JSONL), ``topics.tsv``
+        and ``qrels.txt``, with ``evalset.json`` optional (name: the folder's; level: sentence)."""
+        from ..corpus import read_corpus
+        from ..trec import read_qrels, read_topics
+
+        folder = Path(folder)
+        missing = [name for key, name in cls.FILES.items() if key != "info" and not (folder / name).is_file()]
+        if missing:
+            raise InputError(folder, f"not an evaluation set: {', '.join(missing)} missing (sparc-es evalset writes one)")
+        info = json.loads((folder / cls.FILES["info"]).read_text()) if (folder / cls.FILES["info"]).is_file() else {}
+        level = info.get("level", "sentence")
+        if level not in ("sentence", "document"):
+            raise InputError(folder / cls.FILES["info"], f"level must be sentence or document, not {level!r}")
+        return cls(info.get("name", folder.name), list(read_corpus([folder / cls.FILES["corpus"]])),
+                   list(read_topics(folder / cls.FILES["topics"])), read_qrels(folder / cls.FILES["qrels"]), level)
 
 
 def _newsqa_sentences(contexts: list[dict], prefix: str) -> Iterator[Sentence]:
@@ -132,6 +161,10 @@ def paragraph_sentences(context: str, prefix: str) -> list[Sentence]:
                      start=s.start, end=s.end) for s in split_document(context, prefix)]
 
 
+def _judged(qrels: dict[str, set[str]]) -> dict[str, dict[str, int]]:
+    return {qid: dict.fromkeys(sorted(ids), 1) for qid, ids in qrels.items()}
+
+
 def _merge_question(topics: list[tuple[str, str]], qrels: dict[str, set[str]], qid_of: dict[str, str],
                     qid: str, question: str, relevant: set[str]) -> None:
     """Identical questions (after strip) become one query with the union of their relevant sentences."""
@@ -158,24 +191,34 @@ def _validation_set(root: str | Path | None) -> EvalSet:
             relevant = {s.id for s in ss for a in qa["answers"]
                         if s.start < a["answer_start"] + len(a["text"]) and a["answer_start"] < s.end}
             _merge_question(topics, qrels, qid_of, qa["id"], qa["question"], relevant)
-    return EvalSet("val", sentences, topics, qrels)
+    return EvalSet("val", sentences, topics, _judged(qrels))
 
 
 def build_eval_set(domain: str, root: str | Path | None = None) -> EvalSet:
-    """Candidate pool = every sentence of every passage; relevant = sentences overlapping an
-    answer span; identical questions (after strip) merged into one query with the union of their
-    relevant sentences. ``domain`` is one of :data:`DOMAINS`; ``val`` is the training slice's
-    held-out articles."""
+    """One of the project's :data:`DOMAINS`: ``squad`` and ``newsqa`` dev (see :func:`mrqa_eval_set`),
+    ``val`` the training slice's held-out articles."""
     if domain not in DOMAINS:
         raise InputError(domain, f"unknown domain; choose from {', '.join(DOMAINS)}")
     if domain == "val":
         return _validation_set(root)
     root = Path(root) if root else data_dir()
     mrqa_name, prefix = DOMAINS[domain]
-    mrqa = root / "mrqa" / mrqa_name
+    candidates = root / "multireqa" / "dev" / "SQuAD" / "candidates.json.gz" if domain == "squad" else None
+    return mrqa_eval_set(root / "mrqa" / mrqa_name, candidates, domain, prefix)
+
+
+def mrqa_eval_set(mrqa: str | Path, candidates: str | Path | None = None, name: str | None = None,
+                  prefix: str | None = None) -> EvalSet:
+    """The revised MultiReQA protocol on any MRQA file: candidate pool = every sentence of every
+    passage, cut at the MultiReQA ``candidates`` file's boundaries when given (else by the project's
+    splitter); relevant = sentences overlapping an answer span; identical questions (after strip)
+    merged into one query with the union of their relevant sentences."""
+    mrqa = Path(mrqa)
+    name = name or mrqa.name.split(".")[0].lower()
+    prefix = prefix or name
     contexts = list(read_mrqa(mrqa))
-    if domain == "squad":
-        sentences = list(multireqa_sentences(mrqa, root / "multireqa" / "dev" / "SQuAD" / "candidates.json.gz", prefix))
+    if candidates is not None:
+        sentences = list(multireqa_sentences(mrqa, candidates, prefix))
     else:
         sentences = list(_newsqa_sentences(contexts, prefix))
     by_doc: dict[str, list[Sentence]] = {}
@@ -192,7 +235,43 @@ def build_eval_set(domain: str, root: str | Path | None = None) -> EvalSet:
             relevant = {s.id for s in by_doc.get(f"{prefix}-{ctx}", ())
                         for a, b in spans if s.start <= b and a < s.end}
             _merge_question(topics, qrels, qid_of, qa["qid"], qa["question"], relevant)
-    return EvalSet(domain, sentences, topics, qrels)
+    return EvalSet(name, sentences, topics, _judged(qrels))
+
+
+def beir_eval_set(folder: str | Path, split: str = "test", name: str | None = None) -> EvalSet:
+    """A BEIR-style collection (``corpus.jsonl`` of ``{_id, title, text}``, ``queries.jsonl`` of
+    ``{_id, text}``, ``qrels/SPLIT.tsv``): documents split into sentences (see :mod:`sparc_es.corpus`),
+    the queries that have judgements, judged at the document level."""
+    from ..corpus import read_corpus
+
+    folder = Path(folder)
+    qrels_path = folder / "qrels" / f"{split}.tsv"
+    for path in (folder / "corpus.jsonl", folder / "queries.jsonl", qrels_path):
+        if not path.is_file():
+            raise InputError(path, "not found (a BEIR folder has corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv)")
+    qrels: dict[str, dict[str, int]] = {}
+    with open(qrels_path, encoding="utf-8-sig") as f:
+        for lineno, line in enumerate(f, start=1):
+            fields = line.split()
+            if not fields or (lineno == 1 and not fields[-1].lstrip("-").isdigit()):
+                continue  # blank, or the "query-id corpus-id score" header
+            if len(fields) != 3 or not fields[2].lstrip("-").isdigit():
+                raise InputError(qrels_path, "expected 'query-id corpus-id score'", lineno)
+            qrels.setdefault(fields[0], {})[fields[1]] = int(fields[2])
+    topics = []
+    with open(folder / "queries.jsonl", encoding="utf-8-sig") as f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                q = json.loads(line)
+                qid, text = str(q["_id"]), " ".join(str(q["text"]).split())
+            except (ValueError, KeyError, TypeError):
+                raise InputError(folder / "queries.jsonl", "expected {\"_id\", \"text\"}", lineno) from None
+            if qid in qrels and text:
+                topics.append((qid, text))
+    return EvalSet(name or folder.name, list(read_corpus([folder / "corpus.jsonl"])), topics,
+                   {qid: qrels[qid] for qid, _ in topics}, level="document")
 
 
 DOMAINS = {"squad": ("SQuAD.jsonl.gz", "squad-dev"), "newsqa": ("NewsQA.jsonl.gz", "newsqa-dev"),

@@ -16,6 +16,11 @@ Systems (``--systems``, comma-separated; options after a colon)::
           of each), hybrid_weight=A (BM25's share of the sum, default 0.5)
           e.g. sparc:top_k=500,factor=100,bm25-paper   sparc-exact:model=models/sparc,max_over=all
 
+Domains (``--domains``, comma-separated): the project's ``squad``, ``newsqa`` and ``val``, or the
+path of an evaluation set folder (``corpus.jsonl``, ``topics.tsv``, ``qrels.txt``; what
+``sparc-es evalset`` writes from any MRQA file or BEIR folder). Where the qrels judge documents,
+each run is scored per document, a document by its best sentence.
+
 Everything is cached under ``--workdir`` (evaluation sets, encoded folders with float weights,
 indexes, run files), keyed by the model fingerprint and settings, so adding a system or a domain
 re-uses what is there. Output: JSON with every figure and a Markdown table with the model
@@ -31,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..encoded import DEFAULT_FACTOR, Manifest
+from ..engines.base import best_per_document
 from ..errors import SparcError
 from ..eval import MEASURES, evaluate
 from ..trec import TrecRunWriter
@@ -177,14 +183,15 @@ def run_table(systems: list[str], domains: list[str], workdir: str | Path, data:
     """Evaluate every system on every domain; returns one row per (domain, system)."""
     parsed = [System.parse(s) for s in systems]
     for d in domains:
-        if d not in DOMAINS:
-            raise SparcError(f"unknown domain {d!r}; choose from {', '.join(DOMAINS)}")
+        if d not in DOMAINS and not Path(d).is_dir():
+            raise SparcError(f"unknown domain {d!r}: one of {', '.join(DOMAINS)}, or an evaluation set folder")
     rows = []
     for domain in domains:
+        evalset = build_eval_set(domain, data) if domain in DOMAINS else EvalSet.read(domain)
+        domain = evalset.name
         folder = Path(workdir) / domain
-        evalset = build_eval_set(domain, data)
         paths = evalset.write(folder / "evalset")
-        qrels = {qid: dict.fromkeys(ids, 1) for qid, ids in evalset.qrels.items()}
+        doc_of = {s.id: s.doc for s in evalset.sentences} if evalset.level == "document" else None
         bm25 = None  # one Lucene BM25 run per domain, shared by the bm25 row and every hybrid
         for system in parsed:
             engine, settings = _engine(system, evalset, paths, folder)
@@ -197,14 +204,16 @@ def run_table(systems: list[str], domains: list[str], workdir: str | Path, data:
             started = time.perf_counter()
             results = engine.batch_search(evalset.topics, k=k, threads=threads)
             seconds = time.perf_counter() - started
+            if doc_of is not None:
+                results = {qid: best_per_document(hits, doc_of, k) for qid, hits in results.items()}
             run_path = folder / "runs" / f"{system.spec.replace(':', '_').replace('=', '-').replace('/', '_')}.trec"
             with TrecRunWriter(run_path, tag=system.kind) as writer:
                 for qid, _ in evalset.topics:
                     writer.write(qid, results[qid])
             run = {qid: {h.id: h.score for h in hits} for qid, hits in results.items()}
-            scores = evaluate(run, qrels)
+            scores = evaluate(run, evalset.qrels)
             rows.append({"domain": domain, "system": system.spec, **{m: round(100 * v, 2) for m, v in scores.items()},
-                         "queries": len(evalset.topics), "sentences": len(evalset.sentences),
+                         "queries": len(evalset.topics), "sentences": len(evalset.sentences), "level": evalset.level,
                          "search_seconds": round(seconds, 1), "run": str(run_path), "settings": settings})
             print(f"{domain:8} {system.spec:28} " + "  ".join(f"{m} {rows[-1][m]:.2f}" for m in MEASURES), flush=True)
     return rows

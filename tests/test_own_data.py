@@ -1,0 +1,142 @@
+"""Evaluating on one's own data from the CLI (issue 14): an MRQA file with its MultiReQA candidates,
+a BEIR-style folder, BM25 rows, document-level runs, IDF without re-encoding."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from sparc_es.cli import main
+from sparc_es.encoded import Manifest, iter_vectors
+from sparc_es.experiments.datasets import data_dir
+
+
+def run_cli(capsys, *argv) -> tuple[int, str, str]:
+    rc = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.fixture()
+def small_mrqa(tmp_path):
+    """The first 12 SQuAD dev contexts as their own MRQA file, with their MultiReQA candidates."""
+    root = data_dir()
+    if not (root / "mrqa" / "SQuAD.jsonl.gz").is_file():
+        pytest.skip(f"SQuAD data not found in {root} (set SPARC_ES_DATA)")
+    with gzip.open(root / "mrqa" / "SQuAD.jsonl.gz", "rt", encoding="utf-8") as f:
+        lines = [next(f) for _ in range(13)]  # the header and 12 contexts
+    qids = {qa["qid"] for line in lines[1:] for qa in json.loads(line)["qas"]}
+    mrqa = tmp_path / "Mine.jsonl.gz"
+    with gzip.open(mrqa, "wt", encoding="utf-8") as f:
+        f.writelines(lines)
+    candidates = tmp_path / "candidates.json.gz"
+    with gzip.open(root / "multireqa" / "dev" / "SQuAD" / "candidates.json.gz", "rt", encoding="utf-8") as f, \
+            gzip.open(candidates, "wt", encoding="utf-8") as out:
+        for line in f:
+            head = json.loads(line)["candidate_id"].rpartition("/_")[0]
+            if head.split("_", 1)[1].split("/")[0] in qids:
+                out.write(line)
+    return mrqa, candidates
+
+
+@pytest.fixture()
+def beir(tmp_path):
+    folder = tmp_path / "beir-mini"
+    (folder / "qrels").mkdir(parents=True)
+    docs = [("d1", "Lucene", "Lucene is a search library. It stores integer impacts for learned sparse models."),
+            ("d2", "Paris", "Paris is the capital of France. It lies on the Seine."),
+            ("d3", "", "Elasticsearch keeps nine significant bits of a rank feature.\n\nIt is a search server."),
+            ("d4", "Tea", "Green tea is made from unoxidised leaves.")]
+    (folder / "corpus.jsonl").write_text("".join(json.dumps({"_id": i, "title": t, "text": x}) + "\n"
+                                                 for i, t, x in docs))
+    queries = [("q1", "What does Lucene store?"), ("q2", "What is the capital of France?"),
+               ("q3", "How many bits does Elasticsearch keep?"), ("q9", "An unjudged question")]
+    (folder / "queries.jsonl").write_text("".join(json.dumps({"_id": i, "text": t}) + "\n" for i, t in queries))
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td2\t2\nq3\td3\t1\n")
+    return folder
+
+
+def test_an_mrqa_file_becomes_a_table_domain(tmp_path, small_mrqa, tiny_model_dir, capsys):
+    mrqa, candidates = small_mrqa
+    rc, out, err = run_cli(capsys, "evalset", "--mrqa", mrqa, "--candidates", candidates, "--output", tmp_path / "set")
+    assert rc == 0 and out.startswith("mine: ") and "sentence judgements" in out, err
+    written = [json.loads(line) for line in (tmp_path / "set" / "corpus.jsonl").read_text().splitlines()]
+    assert written and all(s["id"].startswith("mine-") for s in written)
+    rc, out, err = run_cli(capsys, "evalset", "--mrqa", mrqa, "--output", tmp_path / "split", "--name", "mine-split")
+    assert rc == 0 and "mine-split: " in out, err  # the project's splitter instead of MultiReQA's boundaries
+
+    systems = f"bm25,sparc-exact:model={tiny_model_dir},sparc:model={tiny_model_dir},hybrid=sum"
+    rc, out, err = run_cli(capsys, "table", "--domains", tmp_path / "set", "--systems", systems, "--workdir",
+                           tmp_path / "runs", "--json", tmp_path / "t.json", "--markdown", tmp_path / "t.md")
+    assert rc == 0, err
+    rows = json.loads((tmp_path / "t.json").read_text())
+    assert [r["system"] for r in rows] == ["bm25", f"sparc-exact:model={tiny_model_dir}",
+                                           f"sparc:model={tiny_model_dir},hybrid=sum"]
+    assert {r["domain"] for r in rows} == {"mine"} and all(0 <= r["MRR@1000"] <= 100 for r in rows)
+    assert rows[0]["MRR@1000"] > 20  # BM25 on 12 passages finds answers
+
+
+def test_a_beir_folder_end_to_end_with_documents(tmp_path, beir, tiny_model_dir, capsys):
+    rc, out, err = run_cli(capsys, "evalset", "--beir", beir, "--output", tmp_path / "set")
+    assert rc == 0 and "beir-mini: " in out and "3 queries" in out and "document judgements" in out, err
+    corpus = [json.loads(line) for line in (tmp_path / "set" / "corpus.jsonl").read_text().splitlines()]
+    assert {s["doc"] for s in corpus} == {"d1", "d2", "d3", "d4"}
+    assert [s["id"] for s in corpus if s["doc"] == "d3"] == ["d3#0", "d3#1"]
+    assert next(s for s in corpus if s["id"] == "d1#1")["context"].startswith("Lucene. Lucene is a search")
+
+    # the BM25 row, the model and a hybrid, scored per document
+    rc, _, err = run_cli(capsys, "table", "--domains", tmp_path / "set", "--systems",
+                         f"bm25,sparc:model={tiny_model_dir},sparc:model={tiny_model_dir},hybrid=rrf", "--workdir",
+                         tmp_path / "runs", "--json", tmp_path / "t.json", "--markdown", tmp_path / "t.md")
+    assert rc == 0, err
+    rows = json.loads((tmp_path / "t.json").read_text())
+    assert len(rows) == 3 and all(r["level"] == "document" for r in rows)
+    run = (tmp_path / "runs" / "beir-mini" / "runs" / "bm25.trec").read_text().split()
+    assert set(run[2::6]) <= {"d1", "d2", "d3", "d4"}  # document ids in the run file
+    assert rows[0]["R@1"] == 100.0  # BM25 answers all three
+
+    # the same from run + eval, on an index of the BEIR corpus read directly
+    enc, idx = tmp_path / "enc", tmp_path / "idx"
+    assert run_cli(capsys, "encode", "--corpus", beir / "corpus.jsonl", "--output", enc, "--model", tiny_model_dir,
+                   "--quiet")[0] == 0
+    rc, out, err = run_cli(capsys, "index", "--input", enc, "--index", idx)
+    assert rc == 0 and "and their texts for BM25" in out and "BM25 index" in err, err
+    rc, _, err = run_cli(capsys, "run", "--index", idx, "--engine", "bm25", "--documents", "--topics",
+                         tmp_path / "set" / "topics.tsv", "--output", tmp_path / "docs.trec", "-k", 3)
+    assert rc == 0, err
+    rows = [line.split() for line in (tmp_path / "docs.trec").read_text().splitlines()]
+    assert {r[2] for r in rows} <= {"d1", "d2", "d3", "d4"}
+    for qid in ("q1", "q2", "q3"):
+        docs = [r[2] for r in rows if r[0] == qid]
+        assert len(docs) == len(set(docs)) <= 3
+    rc, out, _ = run_cli(capsys, "eval", "--run", tmp_path / "docs.trec", "--qrels", tmp_path / "set" / "qrels.txt",
+                         "--json")
+    assert rc == 0 and json.loads(out)["R@1"] == 1.0
+
+
+def test_idf_and_factor_without_re_encoding(tmp_path, beir, capsys):
+    model = ["--model", "splade-bert-tiny", "--quiet"]
+    corpus = beir / "corpus.jsonl"
+    assert run_cli(capsys, "encode", "--corpus", corpus, "--output", tmp_path / "floats", "--keep-floats", *model)[0] == 0
+    assert run_cli(capsys, "encode", "--corpus", corpus, "--output", tmp_path / "direct", "--idf", *model)[0] == 0
+    rc, out, err = run_cli(capsys, "requantize", "--input", tmp_path / "floats", "--output", tmp_path / "derived",
+                           "--idf")
+    assert rc == 0 and "IDF-weighted" in out, err
+    direct = {r["id"]: r["vector"] for r in iter_vectors(tmp_path / "direct")}
+    derived = {r["id"]: r["vector"] for r in iter_vectors(tmp_path / "derived")}
+    assert direct.keys() == derived.keys()
+    for sid, vector in direct.items():  # the same impacts, give or take a rounding at .5
+        assert vector.keys() ^ derived[sid].keys() <= {t for t, v in vector.items() if v <= 1} | \
+            {t for t, v in derived[sid].items() if v <= 1}
+        assert all(abs(vector[t] - derived[sid][t]) <= 1 for t in vector.keys() & derived[sid].keys())
+    assert Manifest.read(tmp_path / "derived").idf_weighting["documents"] == \
+        Manifest.read(tmp_path / "direct").idf_weighting["documents"]
+    rc, _, err = run_cli(capsys, "requantize", "--input", tmp_path / "derived", "--output", tmp_path / "twice", "--idf")
+    assert rc == 1 and "IDF-weighted already" in err
+    rc, _, err = run_cli(capsys, "requantize", "--input", tmp_path / "direct", "--output", tmp_path / "x", "--factor", 5)
+    assert rc == 1 and "--keep-floats" in err
+    rc, _, err = run_cli(capsys, "requantize", "--input", tmp_path / "floats", "--output", tmp_path / "f20",
+                         "--factor", 20)
+    assert rc == 0 and Manifest.read(tmp_path / "f20").factor == 20, err

@@ -1,12 +1,13 @@
 """``sparc-es``: one console script, a sub-command per stage, each a thin call into the library.
 
     sparc-es encode  --corpus DOCS --output ENCODED     sentences -> top-K integer impacts
+    sparc-es requantize --input ENCODED --output NEW --idf   IDF / another factor, no re-encoding
     sparc-es index   --input ENCODED --index INDEX      impacts -> Lucene impact index (or --engine es)
     sparc-es search  --index INDEX "question"           top sentences with text, document, score
     sparc-es run     --index INDEX --topics T --output RUN   topics TSV -> TREC run file
     sparc-es explain "sentence"                         the (token, weight) pairs a sentence gets
     sparc-es eval    --run RUN --qrels QRELS            MRR@1000, R@1, nDCG@10, R@100
-    sparc-es evalset --domain squad --output DIR        corpus, topics, qrels from ../shared/data
+    sparc-es evalset --domain squad --output DIR        corpus, topics, qrels (or --mrqa FILE, --beir DIR)
     sparc-es table   --systems bm25,sparc --domains squad,newsqa   systems x domains table
     sparc-es train   --output MODEL                     train SPARC on the SQuAD train slice
     sparc-es adapt   --corpus DOCS --output MODEL       embedding replacement on your own corpus (CPU)

@@ -99,17 +99,8 @@ def _engine_args(p: argparse.ArgumentParser, kinds: list[str], query: bool = Tru
                    help="lucene: the embedded impact index; es: an Elasticsearch cluster"
                         + ("; bm25: the Lucene BM25 index built beside the impact index (a baseline)"
                            if "bm25" in kinds else "") + " (default: %(default)s)")
-    g = p.add_argument_group("Elasticsearch (--engine es); secrets also from the environment, never printed")
-    g.add_argument("--es-url", help="cluster URL (default: $SPARC_ES_URL)")
+    g = _es_connection_args(p, "Elasticsearch (--engine es)")
     g.add_argument("--es-index", help="index name (default: $SPARC_ES_INDEX)")
-    g.add_argument("--es-api-key", help="API key (default: $SPARC_ES_API_KEY)")
-    g.add_argument("--es-user", help="basic auth user (default: $SPARC_ES_USER)")
-    g.add_argument("--es-password", help="basic auth password (default: $SPARC_ES_PASSWORD)")
-    g.add_argument("--es-ca-certs", help="CA bundle for TLS (default: $SPARC_ES_CA_CERTS)")
-    g.add_argument("--es-timeout", type=float, default=60.0, metavar="SECONDS",
-                   help="per request (default: %(default)s)")
-    g.add_argument("--es-retries", type=int, default=3, metavar="N",
-                   help="retries with backoff on connection errors, timeouts and 429/502/503/504 (default: %(default)s)")
     if not query:
         return
     _es_query_args(g)
@@ -119,6 +110,20 @@ def _engine_args(p: argparse.ArgumentParser, kinds: list[str], query: bool = Tru
                         "scores (default: SPARC alone)")
     g.add_argument("--hybrid-weight", type=float, default=0.5, metavar="A",
                    help="BM25's share of the --hybrid sum, 0 to 1 (default: %(default)s)")
+
+
+def _es_connection_args(p: argparse.ArgumentParser, title: str):
+    g = p.add_argument_group(f"{title}; secrets also from the environment, never printed")
+    g.add_argument("--es-url", help="cluster URL (default: $SPARC_ES_URL)")
+    g.add_argument("--es-api-key", help="API key (default: $SPARC_ES_API_KEY)")
+    g.add_argument("--es-user", help="basic auth user (default: $SPARC_ES_USER)")
+    g.add_argument("--es-password", help="basic auth password (default: $SPARC_ES_PASSWORD)")
+    g.add_argument("--es-ca-certs", help="CA bundle for TLS (default: $SPARC_ES_CA_CERTS)")
+    g.add_argument("--es-timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="per request (default: %(default)s)")
+    g.add_argument("--es-retries", type=int, default=3, metavar="N",
+                   help="retries with backoff on connection errors, timeouts and 429/502/503/504 (default: %(default)s)")
+    return g
 
 
 def _connection(args: argparse.Namespace):
@@ -186,8 +191,14 @@ def _encode_parser(sub) -> None:
                        description="Encode every sentence of a corpus (JSONL records {id, text, context?}, or "
                        ".txt/.md documents split into sentences) into its top-K tokens, quantised to integers. "
                        "Resumes an interrupted run when given the same output folder.")
-    p.add_argument("--corpus", nargs="+", required=True, metavar="PATH", help="files or folders")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--corpus", nargs="+", metavar="PATH", help="files or folders")
+    source.add_argument("--from-es", metavar="SOURCE_INDEX", help="read the documents of an Elasticsearch index "
+                        "(split into sentences, ids <document id>#<n>); see the options below")
     p.add_argument("--output", required=True, metavar="DIR", help="encoded folder to write")
+    p.add_argument("--update", action="store_true",
+                   help="OUTPUT holds an earlier encode of this corpus: keep the weights of unchanged sentences, "
+                        "encode only new and changed ones, drop the ones gone (same model, K and factor)")
     p.add_argument("--factor", type=float, default=DEFAULT_FACTOR, metavar="F",
                    help="quantisation: integer weight = round(f(v, s) * F) (default: %(default)s)")
     p.add_argument("--batch-size", type=_k, default=32, help="sentences per forward pass (default: %(default)s)")
@@ -202,21 +213,42 @@ def _encode_parser(sub) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     _model_args(p)
+    g = _es_connection_args(p, "reading from Elasticsearch (--from-es)")
+    g.add_argument("--text-field", help="the field holding each document's text (required with --from-es)")
+    g.add_argument("--id-field", help="take document ids from this field (default: _id)")
+    g.add_argument("--title-field", help="a title field put before each paragraph in the context")
+    g.add_argument("--es-query", metavar="JSON", help="query DSL selecting the documents (default: all)")
     p.set_defaults(func=cmd_encode)
 
 
 def cmd_encode(args: argparse.Namespace) -> int:
     from .encode import encode_corpus
 
+    corpus = args.corpus or _es_source(args)
     model = _load_model(args)
-    manifest = encode_corpus(args.corpus, args.output, model, factor=args.factor, batch_size=args.batch_size,
+    manifest = encode_corpus(corpus, args.output, model, factor=args.factor, batch_size=args.batch_size,
                              shard_size=args.shard_size, overwrite=args.overwrite, progress=not args.quiet,
-                             idf=args.idf, keep_floats=args.keep_floats)
+                             idf=args.idf, keep_floats=args.keep_floats, update=args.update)
     _report_encode(manifest)
+    reused = f", {manifest.reused} unchanged kept, {manifest.sentences - manifest.reused} encoded" \
+        if args.update else ""
     print(f"encoded {manifest.sentences} sentences into {args.output} "
           f"(K={manifest.top_k}, factor={manifest.factor:g}{', IDF-weighted' if manifest.idf else ''}, "
-          f"{manifest.sentences_per_second} sentences/s)")
+          f"{manifest.sentences_per_second} sentences/s{reused})")
     return 0
+
+
+def _es_source(args: argparse.Namespace):
+    from .engines.elastic import ElasticSource, check_index_name
+
+    if not args.text_field:
+        raise SparcError("--from-es needs --text-field (the field that holds each document's text)")
+    try:
+        query = json.loads(args.es_query) if args.es_query else None
+    except ValueError as e:
+        raise SparcError(f"--es-query is not valid JSON: {e}") from None
+    return ElasticSource(_connection(args).client(), check_index_name(args.from_es), args.text_field,
+                         id_field=args.id_field, title_field=args.title_field, query=query)
 
 
 def _requantize_parser(sub) -> None:
@@ -271,7 +303,8 @@ def cmd_index(args: argparse.Namespace) -> int:
         result = elastic.build_index(args.input, client, _es_index(args), chunk_size=args.chunk_size,
                                      recreate=args.recreate, field_type=args.field_type, progress=not args.quiet)
         print(f"loaded {result['loaded']} sentences into Elasticsearch index {result['index']!r} "
-              f"({result['count']} documents, count checked)")
+              f"({result['already_there']} unchanged, {result['deleted']} deleted; {result['count']} documents, "
+              "count checked)")
         return 0
     from .engines import lucene
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator
+from typing import Protocol
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -92,12 +93,20 @@ def _beir_document(obj: dict, path: Path, lineno: int, stats: CorpusStats) -> It
         raise InputError(path, 'invalid "_id" (a non-empty string or an integer)', lineno)
     if not isinstance(text, str) or not isinstance(title, str):
         raise InputError(path, '"text" and "title" must be strings', lineno)
+    yield from document_sentences(text, str(doc_id), stats, title)
+
+
+def document_sentences(text: str, doc_id: str, stats: CorpusStats | None = None, title: str = "",
+                       markdown: bool = False) -> Iterator[Sentence]:
+    """The sentences of one document (a BEIR record, a document from a search index): control
+    characters become spaces (counted in ``stats``), each sentence's context is its paragraph,
+    after the document's ``title`` when there is one."""
     text, removed = CONTROL.subn(" ", text)
     title, removed_title = CONTROL.subn(" ", title)
-    if removed or removed_title:
-        _count(stats, str(doc_id), removed + removed_title)
+    if (removed or removed_title) and stats is not None:
+        _count(stats, doc_id, removed + removed_title)
     title = _SPACES.sub(" ", title).strip()
-    for s in split_document(text, str(doc_id)):
+    for s in split_document(text, doc_id, markdown=markdown):
         context = f"{title}. {s.context}" if title else s.context
         yield Sentence(id=s.id, text=s.text, context=context, doc=s.doc, start=s.start, end=s.end)
 
@@ -223,14 +232,10 @@ def _count(stats: CorpusStats, sid: str, n: int) -> None:
 
 def read_document(path: str | Path, doc_id: str | None = None, stats: CorpusStats | None = None
                   ) -> Iterator[Sentence]:
-    """Yield the sentences of one text or Markdown file."""
+    """Yield the sentences of one text or Markdown file (offsets index the file's text)."""
     path = Path(path)
-    # Control characters become spaces, so that offsets into the file stay right.
-    text, removed = CONTROL.subn(" ", _decode(path.read_bytes(), path))
-    if removed and stats is not None:
-        _count(stats, doc_id or path.name, removed)
     markdown = path.suffix.lower() in (".md", ".markdown")
-    yield from split_document(text, doc_id or path.name, markdown=markdown)
+    yield from document_sentences(_decode(path.read_bytes(), path), doc_id or path.name, stats, markdown=markdown)
 
 
 def corpus_files(paths: Iterable[str | Path]) -> list[tuple[Path, str]]:
@@ -277,3 +282,33 @@ def read_corpus(paths: Iterable[str | Path], stats: CorpusStats | None = None) -
             yield s
     if count == 0:
         raise InputError(", ".join(str(f) for f, _ in files) or "corpus", "empty corpus: no sentences found")
+
+
+class Source(Protocol):
+    """Where a corpus comes from, read as often as encoding needs (validation, IDF, encoding)."""
+
+    def read(self, stats: CorpusStats | None = None) -> Iterator[Sentence]:
+        """Every sentence, in a stable order; ``stats`` counts what was cleaned."""
+
+    def describe(self) -> list[str]:
+        """What the manifest records as the corpus (no secrets)."""
+
+
+@dataclass(frozen=True)
+class Files:
+    """A corpus of local files and folders (what ``encode --corpus`` takes)."""
+
+    paths: tuple[str, ...]
+
+    def read(self, stats: CorpusStats | None = None) -> Iterator[Sentence]:
+        return read_corpus(self.paths, stats)
+
+    def describe(self) -> list[str]:
+        return list(self.paths)
+
+
+def as_source(corpus: Source | Iterable[str | Path]) -> Source:
+    """A :class:`Source` as it is; file and folder paths as :class:`Files`."""
+    if hasattr(corpus, "read") and hasattr(corpus, "describe"):
+        return corpus  # type: ignore[return-value]
+    return Files(tuple(str(p) for p in corpus))  # type: ignore[union-attr]

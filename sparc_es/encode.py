@@ -18,6 +18,7 @@ interrupted encode cuts the file back to the last whole shard and resumes there 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import statistics
@@ -30,7 +31,7 @@ from pathlib import Path
 
 
 from . import __version__
-from .corpus import CorpusStats, Sentence, read_corpus
+from .corpus import CorpusStats, Sentence, Source, as_source
 from .encoded import (DEFAULT_FACTOR, META, VECTORS, VECTORS_FILE, Manifest, ModelInfo, check_factor, quantize,
                       vector_record)
 from .errors import SparcError, StoreError
@@ -54,6 +55,7 @@ class EncodeStats:
     postings: int = 0
     impact_sum: int = 0
     seconds: float = 0.0
+    reused: int = 0  # sentences whose stored weights were kept by an update
     # f(v, s) > 0 before top-K: how many sentences had each count (bounded, unlike one entry per sentence)
     nonzero: dict[int, int] = field(default_factory=dict)
     truncated_ids: list[str] = field(default_factory=list)  # the first few, for the message
@@ -96,48 +98,113 @@ def _settings(model: SparcModel, factor: float, corpus: list[str], keep_floats: 
             "corpus": corpus, "floats": keep_floats, "idf": idf}
 
 
-def encode_corpus(corpus: Iterable[str | Path], output: str | Path, model: SparcModel,
+def encode_corpus(corpus: Source | Iterable[str | Path], output: str | Path, model: SparcModel,
                   factor: float = DEFAULT_FACTOR, batch_size: int = 32, shard_size: int = 10_000,
                   shard_seconds: float = 5.0, overwrite: bool = False, progress: bool = True,
-                  keep_floats: bool = False, idf: bool = False) -> Manifest:
-    """Encode every sentence of ``corpus`` into ``output``; returns the manifest written.
+                  keep_floats: bool = False, idf: bool = False, update: bool = False) -> Manifest:
+    """Encode every sentence of ``corpus`` (file and folder paths, or a :class:`~sparc_es.corpus.Source`
+    such as an Elasticsearch index) into ``output``; returns the manifest written.
 
     ``keep_floats`` also stores each sentence's unquantised weights (exact scoring, re-quantising);
     ``idf`` weights them by the corpus's IDF first (see the module docstring). Work is committed
     in shards of at most ``shard_size`` sentences or ``shard_seconds`` of encoding, whichever
     comes first, so an interrupted run loses only the shard in flight and resumes when run again.
+
+    ``update``: ``output`` may hold a finished encode of an earlier version of the corpus; a
+    sentence whose text and context are unchanged keeps its stored weights (same model, K and
+    factor), only new and changed sentences are encoded, and sentences no longer in the corpus
+    are left out. The new folder is built beside the old one and replaces it when complete.
     """
-    corpus = [str(p) for p in corpus]
+    source = as_source(corpus)
     factor = check_factor(factor)
     if batch_size < 1 or shard_size < 1 or not shard_seconds > 0:
         raise SparcError("batch size, shard size and shard seconds must be positive")
     out = Path(output)
     cleaned = CorpusStats()
-    total = sum(1 for _ in read_corpus(corpus, cleaned))  # validates every line before anything is written
-    settings = _settings(model, factor, corpus, keep_floats, idf)
+    total = sum(1 for _ in source.read(cleaned))  # validates every record before anything is written
+    settings = _settings(model, factor, source.describe(), keep_floats, idf)
     with exclusive(out, "sparc-es encode"):
         try:
-            return _encode(corpus, out, model, settings, total, cleaned, batch_size, shard_size, shard_seconds,
+            if update and (out / META).is_file():
+                return _update(source, out, model, settings, total, cleaned, batch_size, shard_size, shard_seconds,
+                               progress, keep_floats, idf)
+            return _encode(source, out, model, settings, total, cleaned, batch_size, shard_size, shard_seconds,
                            overwrite, progress, keep_floats, idf)
         except OSError as e:  # disk full, permissions: say which folder, and that a rerun resumes
             raise StoreError(f"{e.filename or out}: {e.strerror or e}; the work done so far is kept: fix this "
                              "and run the same command again to resume") from None
 
 
-def _encode(corpus: list[str], out: Path, model: SparcModel, settings: dict, total: int, cleaned: CorpusStats,
-            batch_size: int,
-            shard_size: int, shard_seconds: float, overwrite: bool, progress: bool, keep_floats: bool,
+def content_hash(sentence: Sentence) -> str:
+    """What a sentence's weights depend on besides the model: its text and its context."""
+    return hashlib.sha1(f"{sentence.text}\0{sentence.context}".encode("utf-8")).hexdigest()[:20]
+
+
+class _Cache:
+    """The records of a finished encoded folder, found by content hash (offsets in memory, records on disk)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.file = open(folder / VECTORS / VECTORS_FILE, "rb")
+        self.where: dict[str, tuple[int, int]] = {}
+        offset = 0
+        for line in self.file:
+            h = json.loads(line).get("hash")
+            if h:
+                self.where[h] = (offset, len(line))
+            offset += len(line)
+
+    def get(self, h: str) -> dict | None:
+        if h not in self.where:
+            return None
+        offset, length = self.where[h]
+        self.file.seek(offset)
+        return json.loads(self.file.read(length))
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def _update(source: Source, out: Path, model: SparcModel, settings: dict, total: int, cleaned: CorpusStats,
+            batch_size: int, shard_size: int, shard_seconds: float, progress: bool, keep_floats: bool,
             idf: bool) -> Manifest:
+    import shutil
+
+    old = Manifest.read(out)
+    if idf or old.idf:
+        raise StoreError(f"{out}: IDF weights change with every sentence of the corpus; an IDF-weighted folder "
+                         "cannot be updated in place (pass --overwrite to encode again)")
+    same = (old.model.fingerprint == settings["model"]["fingerprint"] and old.top_k == settings["top_k"]
+            and old.factor == settings["factor"] and (old.floats or not keep_floats))
+    if not same:
+        raise StoreError(f"{out}: was encoded with another model, K or factor (or without float weights); "
+                         "pass --overwrite to encode again")
+    work = out.parent / f".{out.name}.update"
+    cache = _Cache(out)
+    try:
+        manifest = _encode(source, work, model, settings, total, cleaned, batch_size, shard_size, shard_seconds,
+                           False, progress, keep_floats, idf, cache)
+    finally:
+        cache.close()
+    retired = out.parent / f".{out.name}.old"
+    shutil.rmtree(retired, ignore_errors=True)
+    out.rename(retired)
+    work.rename(out)
+    shutil.rmtree(retired)
+    return manifest
+
+
+def _encode(source: Source, out: Path, model: SparcModel, settings: dict, total: int, cleaned: CorpusStats,
+            batch_size: int, shard_size: int, shard_seconds: float, overwrite: bool, progress: bool,
+            keep_floats: bool, idf: bool, cache: _Cache | None = None) -> Manifest:
     from tqdm import tqdm
 
     stats, done, done_bytes = _prepare(out, settings, overwrite)
     term_weights, idf_meta = None, {}
     if idf:
         # the vocabulary may be longer than the tokenizer (padded vocabularies)
-        term_weights, record = idf_vector((r.text for r in read_corpus(corpus)), model.tokenizer,
-                                          model.embeddings.shape[0])
+        term_weights, record = idf_vector((r.text for r in source.read()), model.tokenizer, model.embeddings.shape[0])
         idf_meta = {"idf_weighting": record}
-    records = read_corpus(corpus)
+    records = source.read()
     for _ in islice(records, done):
         pass
     store = SentenceStore(out / SENTENCES, create=True)
@@ -156,7 +223,7 @@ def _encode(corpus: list[str], out: Path, model: SparcModel, settings: dict, tot
                 if not batch:
                     break
                 _write_shard(vectors, batch, model, settings["factor"], batch_size, stats, bar, keep_floats,
-                             term_weights)
+                             term_weights, cache)
                 shard += batch
             if not shard:
                 break
@@ -213,21 +280,34 @@ def _prepare(out: Path, settings: dict, overwrite: bool) -> tuple[EncodeStats, i
 
 
 def _write_shard(f, batch: list[Sentence], model: SparcModel, factor: float, batch_size: int,
-                 stats: EncodeStats, bar, keep_floats: bool = False, term_weights=None) -> None:
-    pairs = ((s.text, s.context) for s in batch)
+                 stats: EncodeStats, bar, keep_floats: bool = False, term_weights=None, cache: _Cache | None = None
+                 ) -> None:
+    hashes = [content_hash(s) for s in batch]
+    known = [cache.get(h) if cache is not None else None for h in hashes]
+    fresh = [s for s, k in zip(batch, known) if k is None]
+    encoded = iter(model.encode(((s.text, s.context) for s in fresh), batch_size=batch_size,
+                                term_weights=term_weights, on_batch=bar.update))
     lines = []
-    for s, enc in zip(batch, model.encode(pairs, batch_size=batch_size, term_weights=term_weights,
-                                          on_batch=bar.update)):
-        vector = quantize(enc.tokens, enc.weights, factor)
-        floats = dict(zip(enc.tokens, enc.weights.tolist())) if keep_floats else None
-        lines.append(json.dumps(vector_record(s.id, s.text, vector, floats), ensure_ascii=False) + "\n")
+    for s, h, old in zip(batch, hashes, known):
+        if old is None:
+            enc = next(encoded)
+            vector = quantize(enc.tokens, enc.weights, factor)
+            floats = dict(zip(enc.tokens, enc.weights.tolist())) if keep_floats else None
+            counts = [enc.nonzero, enc.truncated_sentence, enc.truncated_context]
+        else:  # unchanged text and context, same model, K and factor: the stored weights stand
+            vector, floats, counts = old["vector"], old.get("weights") if keep_floats else None, old["stats"]
+            stats.reused += 1
+            bar.update(1)
+        record = {**vector_record(s.id, s.text, vector, floats), "hash": h, "stats": counts}
+        lines.append(json.dumps(record, ensure_ascii=False) + "\n")
+        nonzero, truncated_sentence, truncated_context = counts
         stats.sentences += 1
         stats.postings += len(vector)
         stats.impact_sum += sum(vector.values())
-        stats.nonzero[enc.nonzero] = stats.nonzero.get(enc.nonzero, 0) + 1
+        stats.nonzero[nonzero] = stats.nonzero.get(nonzero, 0) + 1
         stats.empty_vectors += not vector
-        stats.truncated_contexts += enc.truncated_context
-        if enc.truncated_sentence:
+        stats.truncated_contexts += truncated_context
+        if truncated_sentence:
             stats.truncated_sentences += 1
             if len(stats.truncated_ids) < 5:
                 stats.truncated_ids.append(s.id)

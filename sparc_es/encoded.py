@@ -107,7 +107,8 @@ class IndexInfo:
     build_seconds: float
     bytes: int
     encoded: str
-    bm25: dict | None = None  # the BM25 index built beside it: documents, build_seconds
+    bm25: dict | None = None  # the BM25 index built beside it: documents, build_seconds, bytes
+    built_at: str = ""  # UTC, ISO 8601
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,7 @@ class Manifest:
     truncated_contexts: int = 0
     truncated_ids: tuple[str, ...] = ()
     seconds: float = 0.0
+    reused: int = 0  # sentences an update kept from the previous encode (not encoded again)
     sentences_per_second: float | None = None
     median_nonzero_before_top_k: float = 0
     floats: bool = False  # the unquantised weights are kept (exact scoring, requantize)

@@ -12,7 +12,7 @@ import pytest
 
 from sparc_es.cli import main
 from sparc_es.encode import encode_corpus
-from sparc_es.encoded import iter_vectors
+from sparc_es.encoded import Manifest, iter_vectors
 from sparc_es.engines.elastic import BASE_MAPPING, Connection, ElasticEngine, es_features, feature_name, query_body, token_name
 from sparc_es.engines.elastic import build_index as load_es
 from sparc_es.engines.lucene import LuceneEngine, build_index
@@ -299,3 +299,67 @@ def test_an_encoded_folder_with_extra_records_is_refused(squad_both, es_url, tmp
     with pytest.raises(EngineError, match="5 more than the"):
         load_es(twice, client, name, progress=False, recreate=True)
     client.indices.delete(index=name, ignore_unavailable=True)
+
+
+def _source_docs(n: int) -> dict[str, str]:
+    return {f"d{i}": f"Document {i} opens here. It talks about topic {i}.\n\nA second paragraph of document {i}. "
+                     f"It ends document {i}." for i in range(n)}
+
+
+def test_living_index_from_a_source_index(tmp_path, tiny_model_dir, es_url, capsys):
+    """Encode from a cluster, change a few documents (edit, add, delete), update: the sparc index
+    ends equal to a from-scratch build, and only the changed sentences were encoded again."""
+    from elasticsearch import helpers
+
+    from sparc_es.corpus import document_sentences
+
+    client = Connection(es_url).client()
+    src, sparc, scratch = (f"{name}-{os.getpid()}" for name in ("src", "living", "scratch"))
+    docs = _source_docs(12)
+    client.indices.create(index=src, mappings={"properties": {"body": {"type": "text"}}})
+    helpers.bulk(client, ({"_index": src, "_id": i, "_source": {"body": t}} for i, t in docs.items()), refresh=True)
+    common = ["--from-es", src, "--text-field", "body", "--es-url", es_url, "--model", str(tiny_model_dir), "--quiet"]
+    load = ["index", "--engine", "es", "--es-url", es_url, "--quiet"]
+    try:
+        assert main(["encode", *common, "--output", str(tmp_path / "enc")]) == 0
+        first = [json.loads(line) for line in (tmp_path / "enc/vectors/vectors.jsonl").read_text().splitlines()]
+        assert first[0]["id"] == "d0#0" and len(first) == 12 * 4
+        assert main([*load, "--input", str(tmp_path / "enc"), "--es-index", sparc]) == 0
+        assert client.get(index=sparc, id="d3#2")["_source"]["doc"] == "d3"  # points back to its source
+
+        edited = docs["d1"].replace("A second paragraph", "An edited second paragraph")
+        client.index(index=src, id="d1", document={"body": edited})
+        client.index(index=src, id="d12", document={"body": "A new document. With two sentences."})
+        client.delete(index=src, id="d2")
+        client.indices.refresh(index=src)
+        capsys.readouterr()
+        assert main(["encode", *common, "--output", str(tmp_path / "enc"), "--update"]) == 0
+        out = capsys.readouterr().out
+        old = {(s.text, s.context) for s in document_sentences(docs["d1"], "d1")}
+        changed = sum((s.text, s.context) not in old for s in document_sentences(edited, "d1")) + 2  # + d12's
+        manifest = Manifest.read(tmp_path / "enc")
+        assert changed == 2 + 2 and manifest.sentences == 12 * 4 - 4 + 2  # d1's second paragraph changed
+        assert manifest.reused == manifest.sentences - changed and f"{changed} encoded" in out
+
+        assert main(["encode", *common, "--output", str(tmp_path / "fresh")]) == 0
+        updated = (tmp_path / "enc/vectors/vectors.jsonl").read_text()
+        assert updated == (tmp_path / "fresh/vectors/vectors.jsonl").read_text()  # as if encoded from scratch
+
+        capsys.readouterr()
+        assert main([*load, "--input", str(tmp_path / "enc"), "--es-index", sparc]) == 0
+        out = capsys.readouterr().out
+        assert "4 deleted" in out and f"loaded {changed} sentences" in out  # d2's four sentences went
+        assert main([*load, "--input", str(tmp_path / "fresh"), "--es-index", scratch]) == 0
+        client.indices.refresh(index=sparc)
+        client.indices.refresh(index=scratch)
+
+        def everything(index):
+            hits = client.search(index=index, size=1000, query={"match_all": {}})["hits"]["hits"]
+            return {h["_id"]: h["_source"] for h in hits}
+
+        assert everything(sparc) == everything(scratch)
+        built = client.indices.get_mapping(index=sparc)[sparc]["mappings"]["_meta"]["sparc_es_build"]
+        assert built["sentences"] == manifest.sentences and built["at"]
+    finally:
+        for index in (src, sparc, scratch):
+            client.indices.delete(index=index, ignore_unavailable=True)

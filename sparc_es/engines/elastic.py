@@ -24,14 +24,16 @@ import dataclasses
 import json
 import os
 import re
+from datetime import datetime, timezone
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from ..corpus import CorpusStats, Sentence, document_sentences
 from ..encoded import Manifest, iter_vectors
-from ..errors import EngineError, SparcError, choice, count_mismatch
+from ..errors import EngineError, InputError, SparcError, choice, count_mismatch
 from ..query import QueryEncoder
 from ..store import FILENAME as SENTENCES, SentenceStore
 from .base import Hit
@@ -77,6 +79,7 @@ BASE_MAPPING = {
         "doc": {"type": "keyword"},
         "start": {"type": "integer"},
         "end": {"type": "integer"},
+        "hash": {"type": "keyword", "index": False},  # of text and context: an update skips unchanged sentences
         FIELD: {"type": "rank_features"},
     },
 }
@@ -87,9 +90,13 @@ def mapping(manifest: Manifest | None = None, field_type: FieldType | str = Fiel
     body = copy.deepcopy(BASE_MAPPING)
     body["properties"][FIELD]["type"] = choice(FieldType, field_type, "field type").value
     if manifest is not None:
-        body["_meta"] = {"sparc_es": {"model": dataclasses.asdict(manifest.model), "top_k": manifest.top_k,
-                                      "factor": manifest.factor, "sentences": manifest.sentences}}
+        body["_meta"] = {"sparc_es": _identity(manifest)}
     return body
+
+
+def _identity(manifest: Manifest) -> dict:
+    """What the weights in an index must share to be mixed: the model, K and factor."""
+    return {"model": dataclasses.asdict(manifest.model), "top_k": manifest.top_k, "factor": manifest.factor}
 
 
 def query_body(bag: dict[str, float], size: int = 10, mode: QueryMode | str = QueryMode.RANK_FEATURE,
@@ -210,26 +217,50 @@ def _batches(encoded: Path, size: int = 500) -> Iterator[list[dict]]:
         yield batch
 
 
-def _present(client, index_name: str, ids: list[str]) -> set[str]:
-    """Which of ``ids`` the index holds."""
-    docs = client.mget(index=index_name, ids=ids, source=False)["docs"]
-    return {d["_id"] for d in docs if d.get("found")}
+def _present(client, index_name: str, ids: list[str]) -> dict[str, str | None]:
+    """Which of ``ids`` the index holds, with the content hash each was stored with."""
+    docs = client.mget(index=index_name, ids=ids, source=["hash"])["docs"]
+    return {d["_id"]: d.get("_source", {}).get("hash") for d in docs if d.get("found")}
 
 
 def _actions(encoded: Path, index_name: str, client=None, skipped: list[int] | None = None) -> Iterator[dict]:
-    """Bulk actions for every record; with ``client``, those the index already holds are skipped
-    (a resumed load) and counted in ``skipped[0]``."""
+    """Bulk actions for every record; with ``client``, those the index already holds unchanged
+    (same content hash) are skipped (a resumed load, or an update) and counted in ``skipped[0]``."""
     store = SentenceStore(encoded / SENTENCES)
     try:
         for batch in _batches(encoded):
             if client is not None:
                 there = _present(client, index_name, [r["id"] for r in batch])
+                fresh = [r for r in batch if r["id"] not in there or there[r["id"]] != r.get("hash")]
                 if skipped is not None:
-                    skipped[0] += len(there)
-                batch = [r for r in batch if r["id"] not in there]
+                    skipped[0] += len(batch) - len(fresh)
+                batch = fresh
             yield from _with_text(batch, store, index_name)
     finally:
         store.close()
+
+
+def _stale_ids(client, index_name: str, encoded: Path) -> list[str]:
+    """Ids in the index that the encoded folder no longer has (sources edited or deleted)."""
+    keep = {r["id"] for r in iter_vectors(encoded)}
+    stale: list[str] = []
+    pit = client.open_point_in_time(index=index_name, keep_alive="2m")["id"]
+    try:
+        after = None
+        while True:
+            response = client.search(pit={"id": pit, "keep_alive": "2m"}, sort=["_shard_doc"], size=1000,
+                                     source=False, search_after=after, query={"match_all": {}})
+            hits = response["hits"]["hits"]
+            if not hits:
+                return stale
+            pit = response.get("pit_id", pit)
+            stale += [h["_id"] for h in hits if h["_id"] not in keep]
+            after = hits[-1]["sort"]
+    finally:
+        try:
+            client.close_point_in_time(id=pit)
+        except Exception:
+            pass
 
 
 def _with_text(records: list[dict], store: SentenceStore, index_name: str) -> Iterator[dict]:
@@ -238,6 +269,8 @@ def _with_text(records: list[dict], store: SentenceStore, index_name: str) -> It
         features = es_features(r["vector"])
         s = found[r["id"]]
         source = {"text": s.text, FIELD: features}
+        if r.get("hash"):
+            source["hash"] = r["hash"]
         for key in ("context", "doc", "start", "end"):
             if getattr(s, key) not in (None, ""):
                 source[key] = getattr(s, key)
@@ -250,8 +283,11 @@ def build_index(encoded: str | Path, client, index_name: str, chunk_size: int = 
     """Stream an encoded folder into the index ``index_name`` (created with the SPARC mapping if
     missing; deleted first with ``recreate``): the Elasticsearch counterpart of ``lucene.build_index``.
 
-    Loading into an index that already holds part of the same encoded folder (an interrupted
-    load) resumes: documents already there are skipped. Returns counts; raises
+    Loading into an index that already holds weights of the same model, K and factor updates it:
+    documents already there with the same content are skipped (which also resumes an interrupted
+    load), new and changed ones are written, and those the encoded folder no longer has are
+    deleted. The mapping's ``_meta.sparc_es_build`` records what the index was built from and
+    when. Returns counts; raises
     :class:`EngineError` when any document failed or is missing at the end, with the ids in
     ``report`` (default ``ENCODED/es-failures-INDEX.jsonl``).
     """
@@ -279,6 +315,9 @@ def build_index(encoded: str | Path, client, index_name: str, chunk_size: int = 
                 raise EngineError(f"index {index!r} already holds other weights (model, K or factor differ, or it "
                                   "was not made by sparc-es); choose another index name or recreate it")
             resume = client.count(index=index)["count"] > 0
+            properties = client.indices.get_mapping(index=index)[index]["mappings"].get("properties", {})
+            if "hash" not in properties:  # made before content hashes were stored
+                client.indices.put_mapping(index=index, properties={"hash": BASE_MAPPING["properties"]["hash"]})
         else:
             client.indices.create(index=index, mappings=body)
     report_path = Path(report) if report else encoded / f"es-failures-{index}.jsonl"
@@ -300,6 +339,15 @@ def build_index(encoded: str | Path, client, index_name: str, chunk_size: int = 
     if skipped[0] + ok + failed > expected:  # e.g. records written twice into one encoded folder
         raise EngineError(count_mismatch(f"the encoded folder {encoded}", skipped[0] + ok + failed, expected,
                                          "sentences with weights its manifest lists"))
+    deleted = 0
+    if resume:
+        with _cluster_errors(f"deleting stale documents from {index!r}", again):
+            client.indices.refresh(index=index)
+            stale = _stale_ids(client, index, encoded)
+            for success, item in helpers.streaming_bulk(
+                    client, ({"_op_type": "delete", "_index": index, "_id": i} for i in stale), chunk_size=chunk_size,
+                    max_retries=max_retries, initial_backoff=initial_backoff, raise_on_error=False):
+                deleted += success
     with _cluster_errors(f"checking the count of {index!r}", again):
         client.indices.refresh(index=index)
         count = client.count(index=index)["count"]
@@ -309,13 +357,19 @@ def build_index(encoded: str | Path, client, index_name: str, chunk_size: int = 
             failures.writelines(json.dumps({"missing": i}) + "\n" for i in missing)
     elif not failed:
         report_path.unlink()
-    result = {"index": index, "loaded": ok, "already_there": skipped[0], "failed": failed, "count": count,
-              "expected": expected}
+    result = {"index": index, "loaded": ok, "already_there": skipped[0], "deleted": deleted, "failed": failed,
+              "count": count, "expected": expected}
     if failed or missing:
         raise EngineError(f"{failed} of {ok + failed} documents failed to load into {index!r}; {len(missing)} are "
                           f"missing from it (e.g. {', '.join(missing[:3]) or '-'}); ids in {report_path}{again}")
     if count != expected:
         raise EngineError(count_mismatch(f"index {index!r}", count, expected, f"sentences with weights in {encoded}"))
+    with _cluster_errors(f"recording the build in {index!r}"):
+        client.indices.put_mapping(index=index, meta={
+            "sparc_es": _identity(manifest),
+            "sparc_es_build": {"encoded": str(encoded.resolve()), "corpus": list(manifest.corpus),
+                               "sentences": manifest.sentences, "documents": count,
+                               "at": datetime.now(timezone.utc).isoformat(timespec="seconds")}})
     return result
 
 
@@ -327,6 +381,80 @@ def _missing(client, index_name: str, encoded: Path) -> list[str]:
         there = _present(client, index_name, ids)
         out += [i for i in ids if i not in there]
     return out
+
+
+@dataclass
+class ElasticSource:
+    """A corpus read from an existing Elasticsearch index (``encode --from-es``).
+
+    Documents are paged with a point in time and ``search_after`` (a consistent view however long
+    encoding takes), each split into sentences with its paragraph as context, as a local text
+    document is; sentence ids are ``<document id>#<n>`` and ``doc`` is the document id, so a hit
+    points back to its source document. ``id_field`` takes the document id from a source field
+    instead of ``_id``; ``query`` (query DSL) selects documents; ``title_field`` is put before
+    each paragraph in the context.
+    """
+
+    client: object
+    index: str
+    text_field: str
+    id_field: str | None = None
+    title_field: str | None = None
+    query: dict | None = None
+    page: int = 500
+
+    def describe(self) -> list[str]:
+        query = json.dumps(self.query, sort_keys=True) if self.query else ""
+        return [f"elasticsearch:{self.index}:{self.text_field}:{self.id_field or '_id'}:{self.title_field or ''}:{query}"]
+
+    def documents(self) -> Iterator[tuple[str, dict]]:
+        """(document id, source) of every selected document, in index order."""
+        fields = [f for f in (self.text_field, self.id_field, self.title_field) if f]
+        with _cluster_errors(f"reading index {self.index!r}"):
+            pit = self.client.open_point_in_time(index=self.index, keep_alive="5m")["id"]
+        try:
+            after = None
+            while True:
+                with _cluster_errors(f"reading index {self.index!r}"):
+                    response = self.client.search(pit={"id": pit, "keep_alive": "5m"}, sort=["_shard_doc"],
+                                                  size=self.page, source=fields, search_after=after,
+                                                  query=self.query or {"match_all": {}})
+                hits = response["hits"]["hits"]
+                if not hits:
+                    return
+                pit = response.get("pit_id", pit)
+                for h in hits:
+                    src = h.get("_source", {})
+                    doc_id = src.get(self.id_field) if self.id_field else h["_id"]
+                    if doc_id is None or str(doc_id).strip() == "":
+                        raise InputError(f"{self.index}/{h['_id']}", f"no {self.id_field!r} field to take the id from")
+                    yield str(doc_id), src
+                after = hits[-1]["sort"]
+        finally:
+            try:
+                self.client.close_point_in_time(id=pit)
+            except Exception:
+                pass  # it expires by itself
+
+    def read(self, stats: CorpusStats | None = None) -> Iterator[Sentence]:
+        seen: set[str] = set()
+        count = 0
+        for doc_id, src in self.documents():
+            where = f"{self.index}/{doc_id}"
+            if doc_id in seen:
+                raise InputError(where, f"two documents have the id {doc_id!r}")
+            seen.add(doc_id)
+            text = src.get(self.text_field)
+            if text is None:
+                continue  # a document without the field has nothing to encode
+            if not isinstance(text, str):
+                raise InputError(where, f"field {self.text_field!r} is not text")
+            title = src.get(self.title_field) if self.title_field else ""
+            for sentence in document_sentences(text, doc_id, stats, title if isinstance(title, str) else ""):
+                count += 1
+                yield sentence
+        if count == 0:
+            raise InputError(self.index, f"no sentences: no selected document has text in {self.text_field!r}")
 
 
 class ElasticEngine:

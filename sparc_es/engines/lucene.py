@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+from datetime import datetime, timezone
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -85,7 +86,8 @@ def _build(encoded: Path, folder: Path, manifest: Manifest, bm25: bool, stage) -
         texts = (Sentence(id=r["id"], text=r["contents"]) for r in iter_vectors(encoded))
         bm25_info = build_bm25_index(texts, folder / BM25)
     info = IndexInfo(engine=LUCENE, documents=docs, build_seconds=round(seconds, 2),
-                     bytes=folder_size(folder / LUCENE), encoded=str(encoded), bm25=bm25_info)
+                     bytes=folder_size(folder / LUCENE), encoded=str(encoded.resolve()), bm25=bm25_info,
+                     built_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
     manifest = manifest.replace(index=info)
     manifest.write(folder)
     return manifest

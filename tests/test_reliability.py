@@ -93,7 +93,7 @@ def test_index_count_check_says_extra_not_lost(tmp_path, tiny_model, capsys):
     vectors = enc / "vectors" / "vectors.jsonl"
     lines = vectors.read_text().splitlines(keepends=True)
     vectors.write_text("".join(lines + lines[:2]))  # what two writers into one folder produced
-    rc, _, err = run_cli(capsys, "index", "--input", enc, "--index", tmp_path / "idx")
+    rc, _, err = run_cli(capsys, "index", "--input", enc, "--index", tmp_path / "idx", "--quiet")
     assert one_line_error(rc, err) and "2 more than the 6 sentences with weights" in err
     assert not (tmp_path / "idx").exists() and not list(tmp_path.glob(".idx.building*"))
 
@@ -293,7 +293,8 @@ def test_disk_full_while_indexing_keeps_the_old_index(tmp_path, tiny_model, caps
         raise OSError(errno.ENOSPC, "No space left on device", str(index / "sentences.sqlite"))
 
     monkeypatch.setattr(lucene, "copy_into", full)
-    rc, _, err = run_cli(capsys, "index", "--input", tmp_path / "enc", "--index", tmp_path / "idx", "--overwrite")
+    rc, _, err = run_cli(capsys, "index", "--input", tmp_path / "enc", "--index", tmp_path / "idx", "--overwrite",
+                         "--quiet")
     assert one_line_error(rc, err) and "No space left on device" in err and "nothing was changed" in err
     assert sorted(p.name for p in (tmp_path / "idx").iterdir()) == before
     assert not list(tmp_path.glob(".idx.building*"))

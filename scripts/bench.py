@@ -1,0 +1,415 @@
+#!/usr/bin/env python
+"""The performance benchmark: encoding, indexing and queries, SPARC beside BM25 on the same engine.
+
+    .venv/bin/python scripts/bench.py                      # 10k and 100k sentences (about 15 minutes)
+    .venv/bin/python scripts/bench.py --scales 10k,100k,1m # and 1M (much longer)
+    .venv/bin/python scripts/bench.py --update-docs        # also rewrite the tables in README.md and docs/benchmarks.md
+
+Writes ``bench/bench.json`` (every figure, the machine and versions) and ``bench/bench.md``.
+Run it on a quiet machine: every ratio is measured in the same run, but absolute figures move
+with load.
+
+* **encoding**: the default model with context at its default max length on SQuAD dev sentences:
+  batched (length-sorted, batch 32) against batch size 1, where the time goes, process peak RSS,
+  and an update that changes 1% of the sentences (``encode --update``) against the full encode.
+* **indexing**: the Lucene impact index against a Lucene BM25 index of the same texts; bulk loading
+  into the loopback ES-API server (noida-db: a stand-in for Elasticsearch, labelled as such).
+* **queries**: single-thread p50 / p99 latency at k = 10 and 1,000, SPARC and BM25 on Lucene, at
+  each scale; the growth per million sentences; throughput with 2 search threads; exact SciPy
+  scoring on the 10k corpus as the paper's reference.
+
+Corpora beyond the 10,642 real SQuAD dev sentences are **replicas**: copy c of a sentence gets
+the id ``<id>~c``, 20% of its tokens dropped and its impacts jittered by a factor in [0.8, 1.2]
+(so copies do not tie and let top-k pruning skip unrealistically); its BM25 text drops the same
+share of words. Questions are the SQuAD dev questions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import resource
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MARK_BEGIN, MARK_END = "<!-- bench:begin -->", "<!-- bench:end -->"
+
+
+def spread(values: list[float]) -> dict:
+    """Median with min and max, rounded for people."""
+    return {"median": round(statistics.median(values), 3), "min": round(min(values), 3),
+            "max": round(max(values), 3), "n": len(values)}
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def scale_of(text: str) -> int:
+    text = text.lower().strip()
+    return int(float(text[:-1]) * (1_000_000 if text.endswith("m") else 1_000)) if text[-1] in "km" else int(text)
+
+
+# --- encoding ------------------------------------------------------------------------------
+
+def bench_encoding(model, sentences, repeats: int, workdir: Path) -> dict:
+    """Batched vs batch size 1, the time per stage, and a 1% update against the full encode."""
+    import torch
+
+    from sparc_es.encode import encode_corpus
+
+    sample = sentences[:1000]
+    pairs = [(s.text, s.context) for s in sample]
+    batched = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        for _ in model.encode(pairs, batch_size=32):
+            pass
+        batched.append(len(pairs) / (time.perf_counter() - started))
+    single_pairs = pairs[:100]
+    single = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        for _ in model.encode(single_pairs, batch_size=1, window=1):
+            pass
+        single.append(len(single_pairs) / (time.perf_counter() - started))
+
+    # where the time goes, on the same batches encode_batch runs (length-sorted windows of 256)
+    stages = dict.fromkeys(["tokenize", "transformer", "passages (transformer + vocabulary product)",
+                            "vocabulary product and max", "top-K", "quantise and serialise"], 0.0)
+    from sparc_es.encoded import quantize, vector_record
+
+    order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
+    with torch.inference_mode():
+        for b in range(0, len(order), 32):
+            batch = [pairs[i] for i in order[b: b + 32]]
+            t0 = time.perf_counter()
+            ids, seg, _, _ = model.tokenize_pairs([s for s, _ in batch], [c for _, c in batch])
+            t1 = time.perf_counter()
+            hidden, mask = model.hidden_states(ids, seg)
+            t2 = time.perf_counter()
+            passage = None
+            if model.config.passage_weight:  # each distinct passage once, as encode does
+                texts = list(dict.fromkeys(c or s for s, c in batch))
+                rows = model.passage_scores(texts)
+                passage = model.config.passage_weight * rows[[texts.index(c or s) for s, c in batch]]
+            t3 = time.perf_counter()
+            f = model.token_scores(hidden, mask, passage=passage)
+            t4 = time.perf_counter()
+            values, indices = torch.topk(f, model.config.top_k, dim=1)
+            t5 = time.perf_counter()
+            for v, ix in zip(values.numpy(), indices.numpy()):
+                keep = v > 0
+                vector = quantize([model._id_to_token[j] for j in ix[keep]], v[keep], 10.0)
+                json.dumps(vector_record("x", "text", vector))
+            t6 = time.perf_counter()
+            for key, dt in zip(stages, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5)):
+                stages[key] += dt
+    total = sum(stages.values())
+
+    # the full encode of the corpus (written to disk), then an update with 1% of sentences changed
+    corpus = workdir / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(s.to_json()) + "\n" for s in sentences))
+    shutil.rmtree(workdir / "encoded", ignore_errors=True)
+    started = time.perf_counter()
+    encode_corpus([corpus], workdir / "encoded", model, progress=False)
+    full_seconds = time.perf_counter() - started
+    rng = random.Random(7)
+    changed = set(rng.sample(range(len(sentences)), max(1, len(sentences) // 100)))
+    edited = workdir / "corpus-1pct.jsonl"
+    edited.write_text("".join(json.dumps({**s.to_json(), "text": s.text + " (edited)" if i in changed else s.text})
+                              + "\n" for i, s in enumerate(sentences)))
+    shutil.rmtree(workdir / "updated", ignore_errors=True)
+    shutil.copytree(workdir / "encoded", workdir / "updated")
+    started = time.perf_counter()
+    encode_corpus([edited], workdir / "updated", model, progress=False, update=True)
+    update_seconds = time.perf_counter() - started
+    return {
+        "sentences_per_second_batched": spread(batched),
+        "sentences_per_second_batch_size_1": spread(single),
+        "batched_over_batch_size_1": round(statistics.median(batched) / statistics.median(single), 1),
+        "sample": {"batched": len(pairs), "batch_size_1": len(single_pairs)},
+        "stages_share": {k: round(v / total, 3) for k, v in stages.items()},
+        "full_encode": {"sentences": len(sentences), "seconds": round(full_seconds, 1),
+                        "sentences_per_second": round(len(sentences) / full_seconds, 1)},
+        "update_1_percent": {"changed": len(changed), "seconds": round(update_seconds, 1),
+                             "share_of_full": round(update_seconds / full_seconds, 3)},
+        "peak_rss_megabytes": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+
+
+# --- corpora at scale ----------------------------------------------------------------------
+
+def replicate(encoded: Path, out: Path, n: int) -> tuple[Path, int]:
+    """An encoded folder of ``n`` sentences: the real ones, then perturbed copies (see the docstring)."""
+    from sparc_es.corpus import Sentence
+    from sparc_es.encoded import VECTORS, VECTORS_FILE, Manifest, copy_into, iter_vectors
+    from sparc_es.store import FILENAME, SentenceStore
+
+    if (out / "meta.json").is_file():
+        return out, Manifest.read(out).sentences
+    shutil.rmtree(out, ignore_errors=True)
+    (out / VECTORS).mkdir(parents=True)
+    records = list(iter_vectors(encoded))
+    rng = random.Random(13)
+    written = postings = 0
+    with open(out / VECTORS / VECTORS_FILE, "w", encoding="utf-8") as f:
+        copy = 0
+        while written < n:
+            for r in records:
+                if written == n:
+                    break
+                if copy == 0:
+                    rid, text, vector = r["id"], r["contents"], r["vector"]
+                else:
+                    rid = f"{r['id']}~{copy}"
+                    words = r["contents"].split()
+                    text = " ".join(w for w in words if rng.random() >= 0.2) or words[0]
+                    vector = {t: max(1, round(v * rng.uniform(0.8, 1.2))) for t, v in r["vector"].items()
+                              if rng.random() >= 0.2}
+                    if not vector:
+                        continue
+                f.write(json.dumps({"id": rid, "contents": text, "vector": vector}, ensure_ascii=False) + "\n")
+                written += 1
+                postings += len(vector)
+            copy += 1
+    copy_into(encoded, out)
+    (out / FILENAME).unlink()
+    store = SentenceStore(out / FILENAME, create=True)
+    batch = []
+    for r in iter_vectors(out):
+        batch.append(Sentence(id=r["id"], text=r["contents"]))
+        if len(batch) == 10_000:
+            store.add(batch)
+            batch = []
+    store.add(batch)
+    store.close()
+    Manifest.read(encoded).replace(sentences=n, empty_vectors=0, postings=postings).write(out)
+    return out, n
+
+
+# --- indexing and queries ------------------------------------------------------------------
+
+def bench_scale(encoded: Path, workdir: Path, questions: list[str], label: str) -> dict:
+    from sparc_es.corpus import Sentence
+    from sparc_es.encoded import iter_vectors
+    from sparc_es.engines import open_engine
+    from sparc_es.engines.bm25 import LuceneBM25, build_bm25_index
+    from sparc_es.engines.lucene import build_index
+
+    index = workdir / f"index-{label}"
+    shutil.rmtree(index, ignore_errors=True)
+    manifest = build_index(encoded, index, bm25=False)
+    impact = manifest.index
+    texts = (Sentence(id=r["id"], text=r["contents"]) for r in iter_vectors(encoded))
+    bm25_info = build_bm25_index(texts, index / "bm25", overwrite=True)
+    sparc = open_engine("lucene", index)
+    bm25 = LuceneBM25(index / "bm25")
+    out = {"sentences": impact.documents,
+           "index": {"sparc_seconds": impact.build_seconds, "bm25_seconds": bm25_info["build_seconds"],
+                     "sparc_sentences_per_second": round(impact.documents / impact.build_seconds),
+                     "bm25_sentences_per_second": round(bm25_info["documents"] / bm25_info["build_seconds"]),
+                     "sparc_over_bm25_build_time": round(impact.build_seconds / bm25_info["build_seconds"], 1),
+                     "sparc_megabytes": round(impact.bytes / 1e6, 1),
+                     "bm25_megabytes": round(bm25_info["bytes"] / 1e6, 1)},
+           "latency_ms": {}, "throughput_qps_2_threads": {}}
+    for k in (10, 1000):
+        for name, searcher in (("sparc", sparc.searcher), ("bm25", bm25.searcher)):
+            for q in questions[:20]:  # warm the JVM and the page cache
+                searcher.search(q, k)
+            times = []
+            for q in questions:
+                t = time.perf_counter()
+                searcher.search(q, k)
+                times.append(1000 * (time.perf_counter() - t))
+            out["latency_ms"][f"{name}_k{k}"] = {"p50": round(statistics.median(times), 3),
+                                                 "p99": round(percentile(times, 0.99), 3)}
+        out["latency_ms"][f"sparc_over_bm25_p50_k{k}"] = round(
+            out["latency_ms"][f"sparc_k{k}"]["p50"] / out["latency_ms"][f"bm25_k{k}"]["p50"], 2)
+    topics = [(f"q{i}", q) for i, q in enumerate(questions)]
+    for name, engine in (("sparc", sparc), ("bm25", bm25)):
+        rates = []
+        for _ in range(3):
+            t = time.perf_counter()
+            engine.batch_search(topics, k=10, threads=2)
+            rates.append(len(topics) / (time.perf_counter() - t))
+        out["throughput_qps_2_threads"][name] = spread(rates)
+    sparc.close()
+    bm25.close()
+    return out
+
+
+def bench_exact(encoded: Path, questions: list[str]) -> dict:
+    from sparc_es.engines.exact import ExactEngine
+
+    engine = ExactEngine(encoded)
+    times = []
+    for start in range(0, len(questions), 100):
+        part = questions[start: start + 100]
+        t = time.perf_counter()
+        engine.scores(part)
+        times.append(1000 * (time.perf_counter() - t) / len(part))
+    return {"ms_per_query": spread(times), "paper_reference_ms": 0.77,
+            "note": "SciPy sparse product, 100 questions at a time, all sentences scored"}
+
+
+def bench_es(encoded: Path) -> dict | None:
+    sys.path.insert(0, str(ROOT / "tests"))
+    try:
+        from loopback import noida_binary, noida_server
+    except ImportError:
+        return None
+    if noida_binary() is None:
+        return None
+    from sparc_es.engines.elastic import Connection, build_index
+
+    with noida_server() as url:
+        client = Connection(url).client()
+        t = time.perf_counter()
+        result = build_index(encoded, client, "bench", progress=False, recreate=True)
+        seconds = time.perf_counter() - t
+    return {"server": "noida-db on loopback (an ES-API-compatible stand-in, not Elasticsearch)",
+            "documents": result["count"], "seconds": round(seconds, 1),
+            "sentences_per_second": round(result["count"] / seconds)}
+
+
+# --- report --------------------------------------------------------------------------------
+
+def markdown(result: dict) -> str:
+    e, scales = result["encoding"], result["scales"]
+    lines = [f"Measured {result['when']} on {result['machine']['cpus']} CPUs ({result['machine']['platform']}), "
+             f"model {result['model']}, K {result['top_k']}, factor {result['factor']:g}; "
+             f"`{result['command']}`.", "",
+             "| encoding | figure |", "|---|---|",
+             f"| batched (32, length-sorted), sentences/s | {e['sentences_per_second_batched']['median']} "
+             f"({e['sentences_per_second_batched']['min']}-{e['sentences_per_second_batched']['max']}) |",
+             f"| batch size 1, sentences/s | {e['sentences_per_second_batch_size_1']['median']} |",
+             f"| batched / batch size 1 | {e['batched_over_batch_size_1']}x |",
+             f"| full encode of {e['full_encode']['sentences']:,} sentences (to disk) | "
+             f"{e['full_encode']['seconds']} s, {e['full_encode']['sentences_per_second']} sentences/s |",
+             f"| update with 1% of sentences changed | {e['update_1_percent']['seconds']} s, "
+             f"{100 * e['update_1_percent']['share_of_full']:.1f}% of the full encode |",
+             f"| process peak RSS | {e['peak_rss_megabytes']:,} MB |",
+             "| time per stage | " + ", ".join(f"{k} {100 * v:.0f}%" for k, v in e["stages_share"].items()) + " |",
+             "", "| sentences | impact index build | BM25 build | impact / BM25 time | size impact / BM25 "
+             "| p50 k=10 SPARC / BM25 | p50 k=1000 SPARC / BM25 | p99 k=1000 SPARC / BM25 | 2-thread qps SPARC / BM25 |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for label, s in scales.items():
+        i, lat, qps = s["index"], s["latency_ms"], s["throughput_qps_2_threads"]
+        lines.append(f"| {s['sentences']:,} | {i['sparc_seconds']} s ({i['sparc_sentences_per_second']:,}/s) | "
+                     f"{i['bm25_seconds']} s ({i['bm25_sentences_per_second']:,}/s) | {i['sparc_over_bm25_build_time']}x | "
+                     f"{i['sparc_megabytes']} / {i['bm25_megabytes']} MB | "
+                     f"{lat['sparc_k10']['p50']} / {lat['bm25_k10']['p50']} ms ({lat['sparc_over_bm25_p50_k10']}x) | "
+                     f"{lat['sparc_k1000']['p50']} / {lat['bm25_k1000']['p50']} ms ({lat['sparc_over_bm25_p50_k1000']}x) | "
+                     f"{lat['sparc_k1000']['p99']} / {lat['bm25_k1000']['p99']} ms | "
+                     f"{qps['sparc']['median']:.0f} / {qps['bm25']['median']:.0f} |")
+    g = result.get("growth_per_million")
+    if g:
+        lines += ["", f"Latency growth per million sentences (p50, k=1000): SPARC {g['sparc_ms']} ms, BM25 "
+                  f"{g['bm25_ms']} ms, ratio {g['ratio']}x (k=10: {g['sparc_ms_k10']} / {g['bm25_ms_k10']} ms)."]
+    x = result.get("exact")
+    if x:
+        lines += ["", f"Exact SciPy scoring of all {scales[next(iter(scales))]['sentences']:,} sentences: "
+                  f"{x['ms_per_query']['median']} ms per query (paper: 0.77 ms on SQuAD on a laptop)."]
+    es = result.get("elasticsearch")
+    if es:
+        lines += ["", f"Bulk loading {es['documents']:,} sentences into {es['server']}: {es['seconds']} s "
+                  f"({es['sentences_per_second']:,} sentences/s)."]
+    return "\n".join(lines) + "\n"
+
+
+def update_docs(table: str) -> list[Path]:
+    changed = []
+    for path in (ROOT / "README.md", ROOT / "docs" / "benchmarks.md"):
+        text = path.read_text()
+        if MARK_BEGIN in text and MARK_END in text:
+            head, rest = text.split(MARK_BEGIN, 1)
+            _, tail = rest.split(MARK_END, 1)
+            path.write_text(f"{head}{MARK_BEGIN}\n{table}{MARK_END}{tail}")
+            changed.append(path)
+    return changed
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--scales", default="10k,100k", help="corpus sizes (default: %(default)s)")
+    p.add_argument("--queries", type=int, default=500, help="questions timed per system and k (default: %(default)s)")
+    p.add_argument("--repeats", type=int, default=3, help="repeats of throughput figures (default: %(default)s)")
+    p.add_argument("--threads", type=int, default=2, help="torch threads for encoding (default: %(default)s)")
+    p.add_argument("--data", type=Path, default=None, help="data folder (default: $SPARC_ES_DATA or ../shared/data)")
+    p.add_argument("--limit", type=int, default=None, help="use only the first N SQuAD dev sentences (smoke runs)")
+    p.add_argument("--workdir", type=Path, default=ROOT / "bench" / "work")
+    p.add_argument("--json", type=Path, default=ROOT / "bench" / "bench.json")
+    p.add_argument("--markdown", type=Path, default=ROOT / "bench" / "bench.md")
+    p.add_argument("--update-docs", action="store_true", help="rewrite the generated tables in README.md and "
+                   "docs/benchmarks.md (between the bench markers)")
+    args = p.parse_args(argv)
+
+    import importlib.metadata
+
+    import torch
+    import transformers
+
+    from sparc_es import __version__
+    from sparc_es.experiments.datasets import data_dir, read_mrqa, squad_dev_sentences
+    from sparc_es.model import SparcModel
+
+    torch.set_num_threads(args.threads)
+    root = args.data or data_dir()
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    sentences = list(squad_dev_sentences(root))[: args.limit]
+    questions = list(dict.fromkeys(qa["question"].strip() for c in read_mrqa(root / "mrqa" / "SQuAD.jsonl.gz")
+                                   for qa in c["qas"]))[: args.queries]
+    model = SparcModel.load("default")
+    started = time.time()
+    print("encoding ...", file=sys.stderr, flush=True)
+    result = {"command": "python scripts/bench.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+              "when": time.strftime("%Y-%m-%d"), "model": model.fingerprint, "top_k": model.config.top_k,
+              "factor": 10.0,
+              "machine": {"cpus": torch.get_num_threads(), "platform": platform.platform(),
+                          "python": platform.python_version(), "torch": torch.__version__,
+                          "transformers": transformers.__version__, "pyserini": importlib.metadata.version("pyserini"),
+                          "sparc_es": __version__},
+              "encoding": bench_encoding(model, sentences, args.repeats, args.workdir), "scales": {}}
+    encoded = args.workdir / "encoded"
+    for label in args.scales.split(","):
+        n = scale_of(label)
+        print(f"scale {label} ...", file=sys.stderr, flush=True)
+        folder, n = (encoded, len(sentences)) if n <= len(sentences) else replicate(encoded, args.workdir / f"encoded-{label}", n)
+        result["scales"][label] = bench_scale(folder, args.workdir, questions, label)
+    labels = list(result["scales"])
+    if len(labels) > 1:
+        a, b = result["scales"][labels[0]], result["scales"][labels[-1]]
+        millions = (b["sentences"] - a["sentences"]) / 1e6
+
+        def growth(name: str, k: int) -> float:
+            return round((b["latency_ms"][f"{name}_k{k}"]["p50"] - a["latency_ms"][f"{name}_k{k}"]["p50"]) / millions, 3)
+
+        g = {"sparc_ms": growth("sparc", 1000), "bm25_ms": growth("bm25", 1000),
+             "sparc_ms_k10": growth("sparc", 10), "bm25_ms_k10": growth("bm25", 10)}
+        g["ratio"] = round(g["sparc_ms"] / g["bm25_ms"], 2) if g["bm25_ms"] > 0 else None
+        result["growth_per_million"] = g
+    print("exact scoring and Elasticsearch loading ...", file=sys.stderr, flush=True)
+    result["exact"] = bench_exact(encoded, questions)
+    result["elasticsearch"] = bench_es(encoded)
+    result["seconds"] = round(time.time() - started)
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(result, indent=2) + "\n")
+    table = markdown(result)
+    args.markdown.write_text(table)
+    print(table)
+    if args.update_docs:
+        for path in update_docs(table):
+            print(f"updated {path}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

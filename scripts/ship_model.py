@@ -17,7 +17,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from sparc_es.model import SHIPPED_MODEL, SparcModel
+from sparc_es.checkpoint import SHIPPED_MODEL
+from sparc_es.model import SparcModel
 
 
 def main(argv: list[str] | None = None) -> int:

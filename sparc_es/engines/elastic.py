@@ -243,24 +243,32 @@ def _actions(encoded: Path, index_name: str, client=None, skipped: list[int] | N
 def _stale_ids(client, index_name: str, encoded: Path) -> list[str]:
     """Ids in the index that the encoded folder no longer has (sources edited or deleted)."""
     keep = {r["id"] for r in iter_vectors(encoded)}
-    stale: list[str] = []
-    pit = client.open_point_in_time(index=index_name, keep_alive="2m")["id"]
+    return [h["_id"] for h in scan(client, index_name, source=False) if h["_id"] not in keep]
+
+
+def scan(client, index_name: str, source: list[str] | bool = False, query: dict | None = None,
+         page: int = 1000) -> Iterator[dict]:
+    """Every hit of ``query`` in ``index_name``, paged with a point in time and ``search_after``
+    (a consistent view however long the caller takes between pages)."""
+    with _cluster_errors(f"reading index {index_name!r}"):
+        pit = client.open_point_in_time(index=index_name, keep_alive="5m")["id"]
     try:
         after = None
         while True:
-            response = client.search(pit={"id": pit, "keep_alive": "2m"}, sort=["_shard_doc"], size=1000,
-                                     source=False, search_after=after, query={"match_all": {}})
+            with _cluster_errors(f"reading index {index_name!r}"):
+                response = client.search(pit={"id": pit, "keep_alive": "5m"}, sort=["_shard_doc"], size=page,
+                                         source=source, search_after=after, query=query or {"match_all": {}})
             hits = response["hits"]["hits"]
             if not hits:
-                return stale
+                return
             pit = response.get("pit_id", pit)
-            stale += [h["_id"] for h in hits if h["_id"] not in keep]
+            yield from hits
             after = hits[-1]["sort"]
     finally:
         try:
             client.close_point_in_time(id=pit)
         except Exception:
-            pass
+            pass  # it expires by itself
 
 
 def _with_text(records: list[dict], store: SentenceStore, index_name: str) -> Iterator[dict]:
@@ -410,31 +418,12 @@ class ElasticSource:
     def documents(self) -> Iterator[tuple[str, dict]]:
         """(document id, source) of every selected document, in index order."""
         fields = [f for f in (self.text_field, self.id_field, self.title_field) if f]
-        with _cluster_errors(f"reading index {self.index!r}"):
-            pit = self.client.open_point_in_time(index=self.index, keep_alive="5m")["id"]
-        try:
-            after = None
-            while True:
-                with _cluster_errors(f"reading index {self.index!r}"):
-                    response = self.client.search(pit={"id": pit, "keep_alive": "5m"}, sort=["_shard_doc"],
-                                                  size=self.page, source=fields, search_after=after,
-                                                  query=self.query or {"match_all": {}})
-                hits = response["hits"]["hits"]
-                if not hits:
-                    return
-                pit = response.get("pit_id", pit)
-                for h in hits:
-                    src = h.get("_source", {})
-                    doc_id = src.get(self.id_field) if self.id_field else h["_id"]
-                    if doc_id is None or str(doc_id).strip() == "":
-                        raise InputError(f"{self.index}/{h['_id']}", f"no {self.id_field!r} field to take the id from")
-                    yield str(doc_id), src
-                after = hits[-1]["sort"]
-        finally:
-            try:
-                self.client.close_point_in_time(id=pit)
-            except Exception:
-                pass  # it expires by itself
+        for h in scan(self.client, self.index, source=fields, query=self.query, page=self.page):
+            src = h.get("_source", {})
+            doc_id = src.get(self.id_field) if self.id_field else h["_id"]
+            if doc_id is None or str(doc_id).strip() == "":
+                raise InputError(f"{self.index}/{h['_id']}", f"no {self.id_field!r} field to take the id from")
+            yield str(doc_id), src
 
     def read(self, stats: CorpusStats | None = None) -> Iterator[Sentence]:
         seen: set[str] = set()

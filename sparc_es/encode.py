@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 
-
 from . import __version__
 from .corpus import CorpusStats, Sentence, Source, as_source
 from .encoded import (DEFAULT_FACTOR, META, VECTORS, VECTORS_FILE, Manifest, ModelInfo, check_factor, quantize,

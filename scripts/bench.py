@@ -84,7 +84,7 @@ def bench_encoding(model, sentences, repeats: int, workdir: Path) -> dict:
     # where the time goes, on the same batches encode_batch runs (length-sorted windows of 256)
     stages = dict.fromkeys(["tokenize", "transformer", "passages (transformer + vocabulary product)",
                             "vocabulary product and max", "top-K", "quantise and serialise"], 0.0)
-    from sparc_es.encoded import quantize, vector_record
+    from sparc_es.encoded import DEFAULT_FACTOR, quantize, vector_record
 
     order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
     with torch.inference_mode():
@@ -107,7 +107,7 @@ def bench_encoding(model, sentences, repeats: int, workdir: Path) -> dict:
             t5 = time.perf_counter()
             for v, ix in zip(values.numpy(), indices.numpy()):
                 keep = v > 0
-                vector = quantize([model._id_to_token[j] for j in ix[keep]], v[keep], 10.0)
+                vector = quantize([model._id_to_token[j] for j in ix[keep]], v[keep], DEFAULT_FACTOR)
                 json.dumps(vector_record("x", "text", vector))
             t6 = time.perf_counter()
             for key, dt in zip(stages, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5)):
@@ -359,6 +359,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from sparc_es import __version__
     from sparc_es.experiments.datasets import data_dir, read_mrqa, squad_dev_sentences
+    from sparc_es.encoded import DEFAULT_FACTOR
     from sparc_es.model import SparcModel
 
     torch.set_num_threads(args.threads)
@@ -372,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
     print("encoding ...", file=sys.stderr, flush=True)
     result = {"command": "python scripts/bench.py " + " ".join(argv if argv is not None else sys.argv[1:]),
               "when": time.strftime("%Y-%m-%d"), "model": model.fingerprint, "top_k": model.config.top_k,
-              "factor": 10.0,
+              "factor": DEFAULT_FACTOR,
               "machine": {"cpus": torch.get_num_threads(), "platform": platform.platform(),
                           "python": platform.python_version(), "torch": torch.__version__,
                           "transformers": transformers.__version__, "pyserini": importlib.metadata.version("pyserini"),

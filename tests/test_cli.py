@@ -8,6 +8,7 @@ import pytest
 
 from sparc_es import encode as encode_module
 from sparc_es.cli import main
+from sparc_es.encoded import DEFAULT_FACTOR
 
 
 @pytest.fixture()
@@ -33,7 +34,7 @@ def test_encode_index_search_run_explain(tmp_path, corpus, tiny_model_dir, capsy
                            "--top-k", 32, "--quiet")
     assert rc == 0 and "encoded 6 sentences" in out, err
     meta = json.loads((enc / "meta.json").read_text())
-    assert meta["sentences"] == 6 and meta["top_k"] == 32 and meta["factor"] == 10
+    assert meta["sentences"] == 6 and meta["top_k"] == 32 and meta["factor"] == DEFAULT_FACTOR
     assert all(len(json.loads(line)["vector"]) <= 32 for line in open(enc / "vectors" / "vectors.jsonl"))
 
     rc, out, err = run_cli(capsys, "index", "--input", enc, "--index", idx)

@@ -189,6 +189,7 @@ def test_demo_answers_with_the_default_model(tmp_path, capsys):
 
 @pytest.mark.parametrize("flag, value, expected", [
     ("--factor", "nan", "factor must be a finite number above 0"),
+    ("--factor", "inf", "factor must be a finite number above 0"),
     ("--factor", "-1", "factor must be a finite number above 0"),
     ("--factor", "1e12", "more than Lucene can store"),
     ("--top-k", "0", "top-K must be at least 1"),

@@ -11,6 +11,7 @@ folder, or ``default`` (the shipped model's).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -47,6 +48,9 @@ class QueryEncoder:
         """``weights``: an optional multiplier per token (tokens not in it keep 1)."""
         self.tokenizer = tokenizer
         self.weights = dict(weights) if weights else None
+        # A fast tokenizer call mutates the tokenizer's truncation and padding state: engines search
+        # from several threads (run --threads, a server), so calls are serialised.
+        self._lock = threading.Lock()
 
     @classmethod
     def load(cls, folder: str | Path = "default", weights: Mapping[str, float] | None = None) -> QueryEncoder:
@@ -66,7 +70,8 @@ class QueryEncoder:
 
     def bag(self, question: str) -> dict[str, float]:
         """The question's tokens with their counts, each times its weight."""
-        counts = query_bag(self.tokenizer, question)
+        with self._lock:
+            counts = query_bag(self.tokenizer, question)
         if self.weights is None:
             return counts
         return {t: c * self.weights.get(t, 1.0) for t, c in counts.items()}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -29,15 +30,20 @@ class SentenceStore:
         self.path = Path(path)
         if not create and not self.path.is_file():
             raise StoreError(f"{self.path}: sentence store missing")
-        # check_same_thread=False: the Lucene engine may look hits up from worker threads.
+        # check_same_thread=False: engines look hits up from several threads; one connection is not
+        # safe for concurrent use, so every use holds the lock.
         self.db = sqlite3.connect(self.path, check_same_thread=False)
+        self._lock = threading.Lock()
         if create:
             self.db.execute("CREATE TABLE IF NOT EXISTS sentences (id TEXT PRIMARY KEY, text TEXT NOT NULL, "
                             "doc TEXT, start INTEGER, end INTEGER, context TEXT)")
             self.db.execute("CREATE TABLE IF NOT EXISTS contexts (key TEXT PRIMARY KEY, text TEXT NOT NULL)")
 
     def add(self, sentences: Iterable[Sentence]) -> None:
-        sentences = list(sentences)
+        with self._lock:
+            self._add(list(sentences))
+
+    def _add(self, sentences: list[Sentence]) -> None:
         # INSERT OR REPLACE / IGNORE make a resumed encode idempotent.
         self.db.executemany("INSERT OR IGNORE INTO contexts VALUES (?, ?)",
                             {(_key(s.context), s.context) for s in sentences if s.context})
@@ -47,6 +53,10 @@ class SentenceStore:
 
     def get(self, ids: list[str], context: bool = False) -> dict[str, Sentence]:
         """The stored sentences among ``ids``; with ``context``, their passages too."""
+        with self._lock:
+            return self._get(ids, context)
+
+    def _get(self, ids: list[str], context: bool) -> dict[str, Sentence]:
         out: dict[str, Sentence] = {}
         join = "LEFT JOIN contexts c ON c.key = s.context" if context else ""
         ctx = "c.text" if context else "NULL"

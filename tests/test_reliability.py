@@ -372,9 +372,10 @@ def test_many_threads_get_the_same_answers_as_one(squad_sample, tiny_model, tmp_
     engine = open_engine("lucene", tmp_path / "idx")
     try:
         one = [engine.search(q, 10) for q in questions]
-        with ThreadPoolExecutor(max_workers=4) as pool:
-            many = list(pool.map(lambda q: engine.search(q, 10), questions))
-        assert many == one
+        for _ in range(3):  # unserialised, 8 threads lost query terms in about 1% of questions
+            with ThreadPoolExecutor(max_workers=8) as pool:
+                many = list(pool.map(lambda q: engine.search(q, 10), questions))
+            assert many == one
         topics = [(f"q{i}", q) for i, q in enumerate(questions)]
         assert engine.batch_search(topics, k=20, threads=4) == engine.batch_search(topics, k=20, threads=1)
     finally:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -58,6 +59,7 @@ class LuceneBM25:
         from pyserini.search.lucene import LuceneSearcher
 
         self.searcher = LuceneSearcher(str(folder / LUCENE))  # BM25, k1 = 0.9, b = 0.4
+        self._lock = threading.Lock()  # one Pyserini call at a time (see LuceneEngine)
         self.store = None
         self.store_path = folder.parent / SENTENCES  # the sparc-es index it sits in, if any
 
@@ -79,7 +81,8 @@ class LuceneBM25:
 
     def batch_search(self, topics: Iterable[tuple[str, str]], k: int = 1000, threads: int = 1) -> dict[str, list[Hit]]:
         topics = list(topics)
-        results = self.searcher.batch_search([q for _, q in topics], [qid for qid, _ in topics], k, threads)
+        with self._lock:
+            results = self.searcher.batch_search([q for _, q in topics], [qid for qid, _ in topics], k, threads)
         return {qid: [Hit(id=h.docid, score=float(h.score)) for h in results.get(qid, [])] for qid, _ in topics}
 
     def close(self) -> None:

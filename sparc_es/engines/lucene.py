@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+import threading
 from datetime import datetime, timezone
 from collections.abc import Iterable
 from pathlib import Path
@@ -108,9 +109,15 @@ class LuceneEngine:
         from pyserini.search.lucene import LuceneImpactSearcher
 
         self.searcher = LuceneImpactSearcher(str(self.path / LUCENE), self.queries, min_idf=-1)
+        # Pyserini builds each Java query map from Python; done from several Python threads at once
+        # it can lose terms (measured: 3 of 300 questions scored differently with 8 threads). Calls
+        # are serialised here; parallelism comes from batch_search's Java threads.
+        self._lock = threading.Lock()
 
     def search(self, question: str, k: int = 10) -> list[Hit]:
-        return self._hits(self.searcher.search(question, k))
+        with self._lock:
+            scored = self.searcher.search(question, k)
+        return self._hits(scored)
 
     def batch_search(self, topics: Iterable[tuple[str, str]], k: int = 1000, threads: int = 1) -> dict[str, list[Hit]]:
         """Search many (qid, question) pairs; results keyed by qid."""
@@ -118,7 +125,8 @@ class LuceneEngine:
         out: dict[str, list[Hit]] = {}
         for start in range(0, len(topics), 256):  # bounded: each Java hit is a heavy Python proxy
             part = topics[start: start + 256]
-            results = self.searcher.batch_search([q for _, q in part], [qid for qid, _ in part], k, threads)
+            with self._lock:
+                results = self.searcher.batch_search([q for _, q in part], [qid for qid, _ in part], k, threads)
             out.update((qid, self._hits(results.get(qid, []), with_text=False)) for qid, _ in part)
         return out
 

@@ -468,16 +468,20 @@ class ElasticEngine:
             raise EngineError(f"index {index!r} was not made by sparc-es (no _meta.sparc_es in its mapping)")
         self.factor = float(meta["factor"])
 
-    def body(self, question: str, k: int = 10) -> dict:
-        """The request body for ``question`` (what ``sparc-es query-dsl`` prints)."""
-        return query_body(self.queries.bag(question), size=k, mode=self.mode, bm25_text=question,
-                          bm25_weight=self.bm25_weight)
+    def body(self, question: str, k: int = 10) -> dict | None:
+        """The request body for ``question`` (what ``sparc-es query-dsl`` prints); None when the
+        question has no token to score and no BM25 clause."""
+        bag = self.queries.bag(question)
+        if not bag and not self.bm25_weight:
+            return None
+        return query_body(bag, size=k, mode=self.mode, bm25_text=question, bm25_weight=self.bm25_weight)
 
     def search(self, question: str, k: int = 10) -> list[Hit]:
-        if not self.queries.bag(question) and not self.bm25_weight:
+        body = self.body(question, k)
+        if body is None:
             return []
         with _cluster_errors(f"searching {self.index!r}", "; raise --es-timeout if the cluster is slow"):
-            response = self.client.search(index=self.index, **self.body(question, k))
+            response = self.client.search(index=self.index, **body)
         return self._hits(response)
 
     def batch_search(self, topics: Iterable[tuple[str, str]], k: int = 1000, threads: int = 1) -> dict[str, list[Hit]]:
@@ -485,14 +489,14 @@ class ElasticEngine:
         topics = list(topics)
         results: dict[str, list[Hit]] = {}
         for start in range(0, len(topics), 50):
-            part = [(qid, q) for qid, q in topics[start: start + 50]]
-            asked = [(qid, q) for qid, q in part if self.queries.bag(q) or self.bm25_weight]
+            part = [(qid, self.body(q, k)) for qid, q in topics[start: start + 50]]
+            asked = [(qid, body) for qid, body in part if body is not None]
             results.update((qid, []) for qid, _ in part)
             if not asked:
                 continue
             searches = []
-            for _, question in asked:
-                searches += [{"index": self.index}, self.body(question, k)]
+            for _, body in asked:
+                searches += [{"index": self.index}, body]
             with _cluster_errors(f"searching {self.index!r}", "; raise --es-timeout if the cluster is slow"):
                 responses = self.client.msearch(searches=searches)["responses"]
             for (qid, _), response in zip(asked, responses):

@@ -146,10 +146,13 @@ class _Cache:
         self.file = open(folder / VECTORS / VECTORS_FILE, "rb")
         self.where: dict[str, tuple[int, int]] = {}
         offset = 0
+        marker = b'"hash": "'
         for line in self.file:
-            h = json.loads(line).get("hash")
-            if h:
-                self.where[h] = (offset, len(line))
+            # The hash is written near the end of each record: found without parsing the vector.
+            at = line.rfind(marker)
+            if at >= 0:
+                start = at + len(marker)
+                self.where[line[start: line.index(b'"', start)].decode()] = (offset, len(line))
             offset += len(line)
 
     def get(self, h: str) -> dict | None:

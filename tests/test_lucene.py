@@ -59,6 +59,36 @@ def test_batch_search_equals_single_search(squad_index):
         assert [(h.id, h.impact) for h in batch[qid]] == [(h.id, h.impact) for h in engine.search(q, k=10)]
 
 
+def test_direct_impact_index_equals_anserinis(squad_index, tmp_path):
+    """The index written with impacts as term frequencies is the one Anserini's JsonVectorCollection
+    -impact builds from repeated tokens: same postings, same rankings, ties in the same order."""
+    import shutil
+
+    from sparc_es.engines._java import index_collection
+
+    root, questions = squad_index
+    anserini = tmp_path / "anserini"
+    shutil.copytree(root / "index", anserini, ignore=shutil.ignore_patterns("lucene", "bm25"))
+    index_collection("JsonVectorCollection", root / "encoded" / "vectors", anserini / "lucene", "-impact", "-pretokenized")
+    ours, theirs = LuceneEngine(root / "index"), LuceneEngine(anserini)
+    topics = [(f"q{i}", q) for i, q in enumerate(questions)]
+    a, b = ours.batch_search(topics, k=1000), theirs.batch_search(topics, k=1000)
+    assert sum(len(hits) for hits in a.values()) > 1000
+    for qid, _ in topics:
+        assert [(h.id, h.impact) for h in a[qid]] == [(h.id, h.impact) for h in b[qid]]
+
+
+def test_bad_vector_record_is_named_by_line(tmp_path):
+    from sparc_es.engines._impacts import write_impact_index
+    from sparc_es.errors import EngineError
+
+    vectors = tmp_path / "vectors.jsonl"
+    vectors.write_text('{"id": "a", "contents": "x", "vector": {"cat": 3}}\n'
+                       '{"id": "b", "contents": "y", "vector": {"two words": 2}}\n')
+    with pytest.raises(EngineError, match="line 2"):
+        write_impact_index(vectors, tmp_path / "index")
+
+
 def test_index_metadata_records_the_quantisation(squad_index):
     root, _ = squad_index
     meta = Manifest.read(root / "index")

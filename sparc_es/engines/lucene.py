@@ -5,7 +5,8 @@ Index layout (``sparc-es index --input ENCODED --index INDEX``)::
     INDEX/meta.json          the encoded folder's metadata plus the index build's own figures
     INDEX/tokenizer/         question tokenizer (a question is a bag of WordPiece tokens)
     INDEX/sentences.sqlite   texts and offsets shown with hits
-    INDEX/lucene/            Anserini impact index (JsonVectorCollection, -impact -pretokenized)
+    INDEX/lucene/            Lucene impact index, the one Anserini's JsonVectorCollection -impact
+                             -pretokenized builds, written directly (``_impacts.py``: 1.7x faster)
     INDEX/bm25/lucene/       Lucene BM25 index of the same sentences' texts (for hybrids)
 
 Scores are exact integer dot products of the question's token counts with the stored impacts
@@ -18,17 +19,19 @@ from __future__ import annotations
 import shutil
 import sys
 import threading
+import time
 from datetime import datetime, timezone
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..encoded import VECTORS, IndexInfo, Manifest, copy_into, iter_vectors
+from ..encoded import VECTORS, VECTORS_FILE, IndexInfo, Manifest, copy_into, iter_vectors
 from ..errors import EngineError, StoreError, count_mismatch
 from ..locks import exclusive
 from ..query import QueryEncoder
 from ..store import FILENAME as SENTENCES, SentenceStore
 from .base import Hit
-from ._java import folder_size, index_collection, index_documents, start_jvm
+from ._impacts import write_impact_index
+from ._java import folder_size, index_documents, start_jvm
 
 LUCENE = "lucene"
 BM25 = "bm25"
@@ -71,7 +74,9 @@ def _stage(message: str) -> None:
 
 def _build(encoded: Path, folder: Path, manifest: Manifest, bm25: bool, stage) -> Manifest:
     stage(f"index: {manifest.retrievable} sentences into a Lucene impact index ...")
-    seconds = index_collection("JsonVectorCollection", encoded / VECTORS, folder / LUCENE, "-impact", "-pretokenized")
+    started = time.perf_counter()
+    write_impact_index(encoded / VECTORS / VECTORS_FILE, folder / LUCENE)
+    seconds = time.perf_counter() - started
     docs = index_documents(folder / LUCENE)
     # Lucene drops documents with no terms; encode counted and reported those as empty vectors.
     if docs != manifest.retrievable:

@@ -1,0 +1,131 @@
+"""Write a Lucene impact index with each impact as one posting's term frequency.
+
+Anserini's ``JsonVectorCollection -impact`` turns a weight of 7 into seven occurrences of the token,
+which Lucene then counts back into a term frequency: about 2,000 token occurrences per sentence at
+factor 3, four times the postings they become. Here each sentence's vector is one string
+``token<D>7 token<D>3 ...`` that Lucene's own ``DelimitedTermFrequencyTokenFilter`` reads as
+(term, frequency) pairs, so Lucene inverts 500 tokens, not 2,000. The index is the one Anserini
+builds (same fields: stored ``id`` with its binary doc values, ``contents`` with documents and
+frequencies; the impact similarity; ``LuceneImpactSearcher`` reads it unchanged), and docids follow
+input order (one writer, a merge policy that merges adjacent segments only).
+
+Reading and formatting the JSON records runs in a child process (``python -m
+sparc_es.engines._impacts FILE``) that streams ``[id, delimited]`` lines to this one, so on two
+cores the parsing overlaps with Lucene's inversion (pyjnius holds the GIL during Java calls, so a
+thread would not).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+
+from ..errors import EngineError
+
+# A private-use character: never part of a WordPiece token, so it cannot clash with one.
+DELIMITER = "\ue000"
+_RAM_BUFFER_MB = 256.0
+
+
+def delimited(vector: dict[str, int]) -> str:
+    """``token<D>impact`` pairs separated by spaces (non-positive impacts dropped, as Anserini does)."""
+    return " ".join([f"{token}{DELIMITER}{impact}" for token, impact in vector.items() if impact > 0])
+
+
+def _stream(path: str) -> int:
+    """Child process: one ``[id, delimited]`` JSON line per record with a non-empty vector."""
+    out = sys.stdout.buffer
+    with open(path, "rb") as f:
+        for number, line in enumerate(f, 1):
+            try:
+                record = orjson.loads(line)
+                vector = record["vector"]
+                text = delimited(vector)
+                # A token with whitespace or the delimiter in it would be split silently.
+                if text and (text.count(" ") != text.count(DELIMITER) - 1 or any(
+                        not isinstance(impact, int) for impact in vector.values())):
+                    raise ValueError("a token holds whitespace or U+E000, or an impact is not an integer")
+            except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError, ValueError) as e:
+                print(f"{path} line {number}: not an impact record ({e})", file=sys.stderr)
+                return 1
+            if text:  # Lucene keeps no document without terms (encode counted those as empty)
+                out.write(orjson.dumps([record["id"], text]))
+                out.write(b"\n")
+    return 0
+
+
+def write_impact_index(vectors_file: Path, index_dir: Path) -> int:
+    """Index ``vectors_file`` (JsonVectorCollection records) into a new Lucene index at ``index_dir``.
+
+    Returns the number of documents written. Raises :class:`EngineError` on a bad record (naming
+    its line) or a Lucene failure.
+    """
+    from ._java import start_jvm
+
+    start_jvm()
+    from jnius import JavaException, autoclass
+
+    def cls(name: str):
+        return autoclass(name)
+
+    HashMap = cls("java.util.HashMap")
+    delimiter = HashMap()
+    delimiter.put("delimiter", DELIMITER)
+    analyzer = (cls("org.apache.lucene.analysis.custom.CustomAnalyzer").builder()
+                .withTokenizer("whitespace", HashMap())
+                .addTokenFilter("delimitedTermFrequency", delimiter).build())
+    config = cls("org.apache.lucene.index.IndexWriterConfig")(analyzer)
+    config.setSimilarity(cls("io.anserini.search.similarity.ImpactSimilarity")())
+    config.setRAMBufferSizeMB(_RAM_BUFFER_MB)
+    config.setUseCompoundFile(False)
+    config.setMergePolicy(cls("org.apache.lucene.index.LogByteSizeMergePolicy")())  # adjacent merges: docid order kept
+
+    field_type = cls("org.apache.lucene.document.FieldType")()
+    field_type.setIndexOptions(cls("org.apache.lucene.index.IndexOptions").DOCS_AND_FREQS)
+    field_type.setTokenized(True)
+    field_type.freeze()
+    BytesRef = cls("org.apache.lucene.util.BytesRef")
+    id_field = cls("org.apache.lucene.document.StringField")("id", "", cls("org.apache.lucene.document.Field$Store").YES)
+    id_order = cls("org.apache.lucene.document.BinaryDocValuesField")("id", BytesRef(b""))  # as Anserini 1.x writes it
+    contents = cls("org.apache.lucene.document.Field")(
+        "contents", "", field_type,
+        signature="(Ljava/lang/String;Ljava/lang/CharSequence;Lorg/apache/lucene/index/IndexableFieldType;)V")
+    document = cls("org.apache.lucene.document.Document")()
+    for field in (id_field, id_order, contents):
+        document.add(field)
+
+    directory = cls("org.apache.lucene.store.FSDirectory").open(cls("java.nio.file.Paths").get(str(index_dir)))
+    writer = cls("org.apache.lucene.index.IndexWriter")(directory, config)
+    child = subprocess.Popen([sys.executable, "-m", __name__, str(vectors_file)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+    documents = 0
+    try:
+        for line in child.stdout:
+            sentence_id, text = orjson.loads(line)
+            # Fields are reused: Lucene copies what it needs in addDocument.
+            id_field.setStringValue(sentence_id)
+            id_order.setBytesValue(BytesRef(sentence_id.encode("utf-8")))
+            contents.setStringValue(text)
+            writer.addDocument(document)
+            documents += 1
+        if child.wait() != 0:
+            message = child.stderr.read().decode("utf-8", "replace").strip().splitlines()
+            raise EngineError(message[-1] if message else f"reading {vectors_file} failed")
+        writer.forceMerge(1)
+        writer.close()
+    except JavaException as e:
+        raise EngineError(f"Lucene indexing of {vectors_file} failed: {e}") from None
+    finally:
+        if child.poll() is None:
+            child.kill()
+        child.wait()
+        if writer.isOpen():
+            writer.rollback()
+    return documents
+
+
+if __name__ == "__main__":
+    sys.exit(_stream(sys.argv[1]))

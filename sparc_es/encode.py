@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 
+import orjson
+
 from . import __version__
 from .corpus import CorpusStats, Sentence, Source, as_source
 from .encoded import (DEFAULT_FACTOR, META, VECTORS, VECTORS_FILE, Manifest, ModelInfo, check_factor, quantize,
@@ -146,12 +148,12 @@ class _Cache:
         self.file = open(folder / VECTORS / VECTORS_FILE, "rb")
         self.where: dict[str, tuple[int, int]] = {}
         offset = 0
-        marker = b'"hash": "'
         for line in self.file:
-            # The hash is written near the end of each record: found without parsing the vector.
-            at = line.rfind(marker)
+            # The hash is the last string key of a record (after the vector, whose tokens may include
+            # "hash"): found without parsing the vector. Older folders were written with spaces.
+            at = line.rfind(b'"hash":')
             if at >= 0:
-                start = at + len(marker)
+                start = line.index(b'"', at + 7) + 1
                 self.where[line[start: line.index(b'"', start)].decode()] = (offset, len(line))
             offset += len(line)
 
@@ -160,7 +162,7 @@ class _Cache:
             return None
         offset, length = self.where[h]
         self.file.seek(offset)
-        return json.loads(self.file.read(length))
+        return orjson.loads(self.file.read(length))
 
     def close(self) -> None:
         self.file.close()
@@ -301,7 +303,7 @@ def _write_shard(f, batch: list[Sentence], model: SparcModel, factor: float, bat
             stats.reused += 1
             bar.update(1)
         record = {**vector_record(s.id, s.text, vector, floats), "hash": h, "stats": counts}
-        lines.append(json.dumps(record, ensure_ascii=False) + "\n")
+        lines.append(orjson.dumps(record) + b"\n")
         nonzero, truncated_sentence, truncated_context = counts
         stats.sentences += 1
         stats.postings += len(vector)
@@ -313,4 +315,4 @@ def _write_shard(f, batch: list[Sentence], model: SparcModel, factor: float, bat
             stats.truncated_sentences += 1
             if len(stats.truncated_ids) < 5:
                 stats.truncated_ids.append(s.id)
-    f.write("".join(lines).encode("utf-8"))
+    f.write(b"".join(lines))

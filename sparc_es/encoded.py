@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import orjson
 
 from .errors import SparcError, StoreError
 from .query import TOKENIZER
@@ -186,9 +187,9 @@ class Manifest:
 
 def iter_vectors(folder: str | Path) -> Iterator[dict]:
     """Yield the ``JsonVectorCollection`` records of an encoded folder, in order."""
-    with open(Path(folder) / VECTORS / VECTORS_FILE, encoding="utf-8") as f:
+    with open(Path(folder) / VECTORS / VECTORS_FILE, "rb") as f:
         for line in f:
-            yield json.loads(line)
+            yield orjson.loads(line)
 
 
 def copy_into(encoded: str | Path, index: str | Path) -> None:
@@ -223,17 +224,16 @@ def requantize(encoded: str | Path, output: str | Path, factor: float | None = N
         term_weights = {t: weights[i] for t, i in vocab.items() if i < len(weights)}
     (out / VECTORS).mkdir(parents=True)
     postings = impact_sum = empty = 0
-    with open(out / VECTORS / VECTORS_FILE, "w", encoding="utf-8") as f:
+    with open(out / VECTORS / VECTORS_FILE, "wb") as f:
         for record in iter_vectors(encoded):
             floats = record["weights"]
             if term_weights is not None:  # re-sorted, as encode does after weighting
-                floats = dict(sorted(((t, w * term_weights[t]) for t, w in floats.items()), key=lambda tw: -tw[1]))
+                floats = dict(sorted(((t, w * float(term_weights[t])) for t, w in floats.items()), key=lambda tw: -tw[1]))
             vector = quantize(list(floats), list(floats.values()), factor)
             postings += len(vector)
             impact_sum += sum(vector.values())
             empty += not vector
-            f.write(json.dumps(vector_record(record["id"], record["contents"], vector, floats),
-                               ensure_ascii=False) + "\n")
+            f.write(orjson.dumps(vector_record(record["id"], record["contents"], vector, floats)) + b"\n")
     copy_into(encoded, out)
     changes = {"idf": True, "idf_weighting": idf_record} if idf else {}
     manifest = manifest.replace(factor=factor, postings=postings, impact_sum=impact_sum, empty_vectors=empty,

@@ -228,7 +228,8 @@ def requantize(encoded: str | Path, output: str | Path, factor: float | None = N
         for record in iter_vectors(encoded):
             floats = record["weights"]
             if term_weights is not None:  # re-sorted, as encode does after weighting
-                floats = dict(sorted(((t, w * float(term_weights[t])) for t, w in floats.items()), key=lambda tw: -tw[1]))
+                weighted = ((t, w * float(term_weights[t])) for t, w in floats.items())
+                floats = dict(sorted(weighted, key=lambda tw: -tw[1]))
             vector = quantize(list(floats), list(floats.values()), factor)
             postings += len(vector)
             impact_sum += sum(vector.values())

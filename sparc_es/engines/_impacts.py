@@ -17,6 +17,7 @@ thread would not).
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -68,39 +69,42 @@ def write_impact_index(vectors_file: Path, index_dir: Path) -> int:
     start_jvm()
     from jnius import JavaException, autoclass
 
-    def cls(name: str):
-        return autoclass(name)
-
-    HashMap = cls("java.util.HashMap")
+    HashMap = autoclass("java.util.HashMap")
     delimiter = HashMap()
     delimiter.put("delimiter", DELIMITER)
-    analyzer = (cls("org.apache.lucene.analysis.custom.CustomAnalyzer").builder()
+    analyzer = (autoclass("org.apache.lucene.analysis.custom.CustomAnalyzer").builder()
                 .withTokenizer("whitespace", HashMap())
                 .addTokenFilter("delimitedTermFrequency", delimiter).build())
-    config = cls("org.apache.lucene.index.IndexWriterConfig")(analyzer)
-    config.setSimilarity(cls("io.anserini.search.similarity.ImpactSimilarity")())
+    config = autoclass("org.apache.lucene.index.IndexWriterConfig")(analyzer)
+    config.setSimilarity(autoclass("io.anserini.search.similarity.ImpactSimilarity")())
     config.setRAMBufferSizeMB(_RAM_BUFFER_MB)
     config.setUseCompoundFile(False)
-    config.setMergePolicy(cls("org.apache.lucene.index.LogByteSizeMergePolicy")())  # adjacent merges: docid order kept
+    # merges of adjacent segments only, so docids (which break ties) stay in input order
+    config.setMergePolicy(autoclass("org.apache.lucene.index.LogByteSizeMergePolicy")())
 
-    field_type = cls("org.apache.lucene.document.FieldType")()
-    field_type.setIndexOptions(cls("org.apache.lucene.index.IndexOptions").DOCS_AND_FREQS)
+    field_type = autoclass("org.apache.lucene.document.FieldType")()
+    field_type.setIndexOptions(autoclass("org.apache.lucene.index.IndexOptions").DOCS_AND_FREQS)
     field_type.setTokenized(True)
     field_type.freeze()
-    BytesRef = cls("org.apache.lucene.util.BytesRef")
-    id_field = cls("org.apache.lucene.document.StringField")("id", "", cls("org.apache.lucene.document.Field$Store").YES)
-    id_order = cls("org.apache.lucene.document.BinaryDocValuesField")("id", BytesRef(b""))  # as Anserini 1.x writes it
-    contents = cls("org.apache.lucene.document.Field")(
+    BytesRef = autoclass("org.apache.lucene.util.BytesRef")
+    stored = autoclass("org.apache.lucene.document.Field$Store").YES
+    id_field = autoclass("org.apache.lucene.document.StringField")("id", "", stored)
+    id_order = autoclass("org.apache.lucene.document.BinaryDocValuesField")("id", BytesRef(b""))  # as Anserini 1.x
+    contents = autoclass("org.apache.lucene.document.Field")(
         "contents", "", field_type,
         signature="(Ljava/lang/String;Ljava/lang/CharSequence;Lorg/apache/lucene/index/IndexableFieldType;)V")
-    document = cls("org.apache.lucene.document.Document")()
+    document = autoclass("org.apache.lucene.document.Document")()
     for field in (id_field, id_order, contents):
         document.add(field)
 
-    directory = cls("org.apache.lucene.store.FSDirectory").open(cls("java.nio.file.Paths").get(str(index_dir)))
-    writer = cls("org.apache.lucene.index.IndexWriter")(directory, config)
+    path = autoclass("java.nio.file.Paths").get(str(index_dir))
+    directory = autoclass("org.apache.lucene.store.FSDirectory").open(path)
+    writer = autoclass("org.apache.lucene.index.IndexWriter")(directory, config)
+    # The child imports this package from where this process found it, installed or not.
+    package_root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
     child = subprocess.Popen([sys.executable, "-m", __name__, str(vectors_file)], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE)
+                             stderr=subprocess.PIPE, env=env)
     documents = 0
     try:
         for line in child.stdout:

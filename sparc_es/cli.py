@@ -277,8 +277,9 @@ def _index_parser(sub) -> None:
     from .engines.elastic import FieldType
 
     p = sub.add_parser("index", help="build a Lucene impact index from an encoded folder",
-                       description="Build a Lucene impact index (Pyserini/Anserini, in-process) from an "
-                       "encoded folder, and check that no sentence was lost; or load it into Elasticsearch.")
+                       description="Build a Lucene impact index (in-process; Pyserini searches it) from an "
+                       "encoded folder, with a Lucene BM25 index of the same texts beside it, and check that no "
+                       "sentence was lost; or load it into Elasticsearch.")
     p.add_argument("--input", required=True, metavar="ENCODED", help="folder written by sparc-es encode")
     p.add_argument("--index", metavar="DIR", help="Lucene index folder to write")
     p.add_argument("--overwrite", action="store_true", help="replace an existing Lucene index folder")

@@ -58,12 +58,14 @@ def _stream(path: str) -> int:
     return 0
 
 
-def write_impact_index(vectors_file: Path, index_dir: Path) -> int:
+def write_impact_index(vectors_file: Path, index_dir: Path, total: int | None = None, progress: bool = False) -> int:
     """Index ``vectors_file`` (JsonVectorCollection records) into a new Lucene index at ``index_dir``.
 
     Returns the number of documents written. Raises :class:`EngineError` on a bad record (naming
-    its line) or a Lucene failure.
+    its line) or a Lucene failure. ``progress`` shows a bar on stderr (``total`` documents expected).
     """
+    from tqdm import tqdm
+
     from ._java import start_jvm
 
     start_jvm()
@@ -106,6 +108,8 @@ def write_impact_index(vectors_file: Path, index_dir: Path) -> int:
     child = subprocess.Popen([sys.executable, "-m", __name__, str(vectors_file)], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, env=env)
     documents = 0
+    bar = tqdm(total=total, unit="sent", desc="index", disable=not progress, file=sys.stderr, dynamic_ncols=True,
+               mininterval=0.5)
     try:
         for line in child.stdout:
             sentence_id, text = orjson.loads(line)
@@ -115,6 +119,9 @@ def write_impact_index(vectors_file: Path, index_dir: Path) -> int:
             contents.setStringValue(text)
             writer.addDocument(document)
             documents += 1
+            if documents % 1000 == 0:
+                bar.update(1000)
+        bar.update(documents % 1000)
         if child.wait() != 0:
             message = child.stderr.read().decode("utf-8", "replace").strip().splitlines()
             raise EngineError(message[-1] if message else f"reading {vectors_file} failed")
@@ -123,6 +130,7 @@ def write_impact_index(vectors_file: Path, index_dir: Path) -> int:
     except JavaException as e:
         raise EngineError(f"Lucene indexing of {vectors_file} failed: {e}") from None
     finally:
+        bar.close()
         if child.poll() is None:
             child.kill()
         child.wait()

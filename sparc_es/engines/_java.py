@@ -67,8 +67,9 @@ def start_jvm() -> None:
 def index_collection(collection: str, input_dir: Path, index_dir: Path, *extra: str) -> float:
     """Run Anserini's ``IndexCollection`` in-process with one thread; returns the seconds it took.
 
-    One thread: Anserini parallelises over files, and sparc-es writes one file so that Lucene
-    docids, which break score ties, follow input order.
+    Used for the BM25 index (the impact index has its own writer, ``_impacts.py``). One thread:
+    Anserini parallelises over files, and one file in one thread keeps Lucene docids, which break
+    score ties, in input order.
     """
     start_jvm()
     from pyserini.pyclass import autoclass

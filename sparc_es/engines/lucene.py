@@ -56,7 +56,7 @@ def build_index(encoded: str | Path, folder: str | Path, overwrite: bool = False
         shutil.rmtree(building, ignore_errors=True)  # left by a build that was killed
         try:
             building.mkdir(parents=True)
-            manifest = _build(encoded, building, manifest, bm25, _stage if progress else lambda message: None)
+            manifest = _build(encoded, building, manifest, bm25, progress)
             if folder.exists():
                 shutil.rmtree(folder)
             building.rename(folder)
@@ -72,10 +72,11 @@ def _stage(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def _build(encoded: Path, folder: Path, manifest: Manifest, bm25: bool, stage) -> Manifest:
+def _build(encoded: Path, folder: Path, manifest: Manifest, bm25: bool, progress: bool) -> Manifest:
+    stage = _stage if progress else (lambda message: None)
     stage(f"index: {manifest.retrievable} sentences into a Lucene impact index ...")
     started = time.perf_counter()
-    write_impact_index(encoded / VECTORS / VECTORS_FILE, folder / LUCENE)
+    write_impact_index(encoded / VECTORS / VECTORS_FILE, folder / LUCENE, manifest.retrievable, progress)
     seconds = time.perf_counter() - started
     docs = index_documents(folder / LUCENE)
     # Lucene drops documents with no terms; encode counted and reported those as empty vectors.

@@ -141,26 +141,48 @@ def content_hash(sentence: Sentence) -> str:
     return hashlib.sha1(f"{sentence.text}\0{sentence.context}".encode("utf-8")).hexdigest()[:20]
 
 
-class _Cache:
-    """The records of a finished encoded folder, found by content hash (offsets in memory, records on disk)."""
+# What each record's "stats" holds, so an update can count a kept record without parsing it.
+_STATS = ("nonzero", "truncated_sentence", "truncated_context", "postings", "impact_sum")
 
-    def __init__(self, folder: Path) -> None:
+
+class _Cache:
+    """The records of a finished encoded folder, found by content hash (offsets in memory, records on disk).
+
+    A record written by this version with the same id is copied as it stands (``line``); its
+    figures come from its ``stats``, so its vector is never parsed. Older records, and records to be
+    written without their float weights, are parsed (``get``).
+    """
+
+    def __init__(self, folder: Path, verbatim: bool) -> None:
         self.file = open(folder / VECTORS / VECTORS_FILE, "rb")
-        self.where: dict[str, tuple[int, int]] = {}
+        self.verbatim = verbatim
+        self.where: dict[str, tuple[int, int, list]] = {}
         offset = 0
         for line in self.file:
-            # The hash is the last string key of a record (after the vector, whose tokens may include
-            # "hash"): found without parsing the vector. Older folders were written with spaces.
+            # "hash" and "stats" are a record's last keys (after the vector, whose tokens may include
+            # "hash"): read without parsing the vector. Older folders were written with spaces.
             at = line.rfind(b'"hash":')
-            if at >= 0:
-                start = line.index(b'"', at + 7) + 1
-                self.where[line[start: line.index(b'"', start)].decode()] = (offset, len(line))
+            try:
+                tail = orjson.loads(b"{" + line[at:]) if at >= 0 else {}
+            except orjson.JSONDecodeError:  # "hash" was a token of a record without one (requantize writes none)
+                tail = {}
+            if isinstance(tail.get("hash"), str):
+                self.where[tail["hash"]] = (offset, len(line), tail.get("stats", []))
             offset += len(line)
+
+    def line(self, h: str, sentence_id: str) -> tuple[bytes, list] | None:
+        """The stored line and its stats, when it can be written again byte for byte."""
+        offset, length, counts = self.where[h]
+        if not self.verbatim or len(counts) != len(_STATS):
+            return None
+        self.file.seek(offset)
+        line = self.file.read(length)
+        return (line, counts) if line.startswith(b'{"id":' + orjson.dumps(sentence_id) + b",") else None
 
     def get(self, h: str) -> dict | None:
         if h not in self.where:
             return None
-        offset, length = self.where[h]
+        offset, length, _ = self.where[h]
         self.file.seek(offset)
         return orjson.loads(self.file.read(length))
 
@@ -183,7 +205,7 @@ def _update(source: Source, out: Path, model: SparcModel, settings: dict, total:
         raise StoreError(f"{out}: was encoded with another model, K or factor (or without float weights); "
                          "pass --overwrite to encode again")
     work = out.parent / f".{out.name}.update"
-    cache = _Cache(out)
+    cache = _Cache(out, verbatim=old.floats == keep_floats)
     try:
         manifest = _encode(source, work, model, settings, total, cleaned, batch_size, shard_size, shard_seconds,
                            False, progress, keep_floats, idf, cache)
@@ -287,29 +309,38 @@ def _write_shard(f, batch: list[Sentence], model: SparcModel, factor: float, bat
                  stats: EncodeStats, bar, keep_floats: bool = False, term_weights=None, cache: _Cache | None = None
                  ) -> None:
     hashes = [content_hash(s) for s in batch]
-    known = [cache.get(h) if cache is not None else None for h in hashes]
-    fresh = [s for s, k in zip(batch, known) if k is None]
+    known = [h in cache.where if cache is not None else False for h in hashes]
+    fresh = [s for s, k in zip(batch, known) if not k]
     encoded = iter(model.encode(((s.text, s.context) for s in fresh), batch_size=batch_size,
                                 term_weights=term_weights, on_batch=bar.update))
     lines = []
-    for s, h, old in zip(batch, hashes, known):
-        if old is None:
-            enc = next(encoded)
-            vector = quantize(enc.tokens, enc.weights, factor)
-            floats = dict(zip(enc.tokens, enc.weights.tolist())) if keep_floats else None
-            counts = [enc.nonzero, enc.truncated_sentence, enc.truncated_context]
-        else:  # unchanged text and context, same model, K and factor: the stored weights stand
-            vector, floats, counts = old["vector"], old.get("weights") if keep_floats else None, old["stats"]
+    for s, h, kept in zip(batch, hashes, known):
+        same = cache.line(h, s.id) if kept else None
+        if same is not None:  # unchanged text, context and id, same model, K and factor: the line stands
+            line, counts = same
+            lines.append(line)
+        else:
+            if kept:  # unchanged weights, but an older record or a new id: written again
+                old = cache.get(h)
+                vector, floats = old["vector"], old.get("weights") if keep_floats else None
+                counts = old["stats"][:3]
+            else:
+                enc = next(encoded)
+                vector = quantize(enc.tokens, enc.weights, factor)
+                floats = dict(zip(enc.tokens, enc.weights.tolist())) if keep_floats else None
+                counts = [enc.nonzero, enc.truncated_sentence, enc.truncated_context]
+            counts = [*counts, len(vector), sum(vector.values())]
+            record = {**vector_record(s.id, s.text, vector, floats), "hash": h, "stats": counts}
+            lines.append(orjson.dumps(record) + b"\n")
+        if kept:
             stats.reused += 1
             bar.update(1)
-        record = {**vector_record(s.id, s.text, vector, floats), "hash": h, "stats": counts}
-        lines.append(orjson.dumps(record) + b"\n")
-        nonzero, truncated_sentence, truncated_context = counts
+        nonzero, truncated_sentence, truncated_context, postings, impact_sum = counts
         stats.sentences += 1
-        stats.postings += len(vector)
-        stats.impact_sum += sum(vector.values())
+        stats.postings += postings
+        stats.impact_sum += impact_sum
         stats.nonzero[nonzero] = stats.nonzero.get(nonzero, 0) + 1
-        stats.empty_vectors += not vector
+        stats.empty_vectors += not postings
         stats.truncated_contexts += truncated_context
         if truncated_sentence:
             stats.truncated_sentences += 1

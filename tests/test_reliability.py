@@ -117,6 +117,34 @@ def test_encode_killed_before_its_first_shard_resumes(tmp_path, tiny_model_dir, 
     assert (tmp_path / "cut/vectors/vectors.jsonl").read_bytes() == (tmp_path / "whole/vectors/vectors.jsonl").read_bytes()
 
 
+def test_update_copies_kept_records_and_reads_older_folders(tmp_path, tiny_model_dir, capsys):
+    """An update keeps unchanged records byte for byte, re-encodes the edited ones, and gives what a
+    fresh encode gives, also from a folder written by an earlier version (spaced JSON, three stats)."""
+    args = ["--model", tiny_model_dir, "--quiet"]
+    write_corpus(tmp_path / "old.jsonl", n=8)
+    edited = write_corpus(tmp_path / "new.jsonl", n=9, text=lambda i: (SENTENCES[i % len(SENTENCES)] + f" Number {i}."
+                                                                       + (" Edited." if i == 3 else "")))
+    assert run_cli(capsys, "encode", "--corpus", edited, "--output", tmp_path / "fresh", *args)[0] == 0
+    fresh = (tmp_path / "fresh/vectors/vectors.jsonl").read_bytes()
+    for name, older in (("current", False), ("older", True)):
+        enc = tmp_path / name
+        assert run_cli(capsys, "encode", "--corpus", tmp_path / "old.jsonl", "--output", enc, *args)[0] == 0
+        vectors = enc / "vectors/vectors.jsonl"
+        if older:
+            vectors.write_text("".join(json.dumps({**r, "stats": r["stats"][:3]}, ensure_ascii=False) + "\n"
+                                       for r in iter_vectors(enc)))
+        before = vectors.read_bytes().splitlines()
+        assert run_cli(capsys, "encode", "--corpus", edited, "--output", enc, "--update", *args)[0] == 0
+        after = vectors.read_bytes()
+        assert after == fresh, name
+        manifest, scratch = Manifest.read(enc), Manifest.read(tmp_path / "fresh")
+        assert manifest.reused == 7  # s3 was edited, s8 is new
+        assert (manifest.postings, manifest.impact_sum, manifest.empty_vectors, manifest.median_nonzero_before_top_k) == (
+            scratch.postings, scratch.impact_sum, scratch.empty_vectors, scratch.median_nonzero_before_top_k)
+        kept = set(before) & set(after.splitlines())
+        assert len(kept) == (0 if older else 7)  # copied as they stood, or rewritten in the current form
+
+
 def test_a_failed_encode_leaves_nothing_in_the_way(tmp_path, tiny_model_dir, capsys):
     corpus = tmp_path / "c.jsonl"
     corpus.write_text('{"id": "a", "text": "fine"}\n{"id": "b", "text": oops}\n')

@@ -46,7 +46,7 @@ def _stream(path: str) -> int:
                 vector = record["vector"]
                 text = delimited(vector)
                 # A token with whitespace or the delimiter in it would be split silently.
-                if text and (text.count(" ") != text.count(DELIMITER) - 1 or any(
+                if text and (len(text.split()) != text.count(DELIMITER) or any(
                         not isinstance(impact, int) for impact in vector.values())):
                     raise ValueError("a token holds whitespace or U+E000, or an impact is not an integer")
             except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError, ValueError) as e:

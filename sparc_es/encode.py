@@ -170,6 +170,9 @@ class _Cache:
                 self.where[tail["hash"]] = (offset, len(line), tail.get("stats", []))
             offset += len(line)
 
+    def __contains__(self, h: str) -> bool:
+        return h in self.where
+
     def line(self, h: str, sentence_id: str) -> tuple[bytes, list] | None:
         """The stored line and its stats, when it can be written again byte for byte."""
         offset, length, counts = self.where[h]
@@ -309,7 +312,7 @@ def _write_shard(f, batch: list[Sentence], model: SparcModel, factor: float, bat
                  stats: EncodeStats, bar, keep_floats: bool = False, term_weights=None, cache: _Cache | None = None
                  ) -> None:
     hashes = [content_hash(s) for s in batch]
-    known = [h in cache.where if cache is not None else False for h in hashes]
+    known = [cache is not None and h in cache for h in hashes]
     fresh = [s for s, k in zip(batch, known) if not k]
     encoded = iter(model.encode(((s.text, s.context) for s in fresh), batch_size=batch_size,
                                 term_weights=term_weights, on_batch=bar.update))

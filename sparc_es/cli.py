@@ -485,6 +485,10 @@ def _train_parser(sub) -> None:
                         "0 turns it off (default: %(default)s)")
     p.add_argument("--passage-model", default=d.passage_model,
                    help="the frozen passage encoder, scored through its MLM head (default: %(default)s)")
+    p.add_argument("--lexical-weight", type=float, default=d.lexical_weight,
+                   help="the lexical term: each sentence's own tokens also get alpha x their BM25 weight over the "
+                        "corpus being encoded (over the training sentences while training); this is alpha's "
+                        "starting value, learned from there; 0 turns it off (default: %(default)s)")
     p.add_argument("--validation-articles", type=int, default=d.validation_articles,
                    help="the training slice's last N articles are held out for model selection "
                         "(`sparc-es table --domains val`) (default: %(default)s)")
@@ -508,7 +512,8 @@ def cmd_train(args: argparse.Namespace) -> int:
                          top_k_aware=args.top_k_aware, head=args.head, token_weights=args.token_weights,
                          token_weight_lr=args.token_weight_lr, same_passage_negatives=args.same_passage_negatives,
                          bm25_negatives=args.bm25_negatives, passage_weight=args.passage_weight,
-                         passage_model=args.passage_model, validation_articles=args.validation_articles,
+                         passage_model=args.passage_model, lexical_weight=args.lexical_weight,
+                         validation_articles=args.validation_articles,
                          warmup_steps=args.warmup_steps, seed=args.seed, checkpoint_every=args.checkpoint_every,
                          data=args.data)
     summary = train(config, args.output, progress=not args.quiet, limit=args.limit,

@@ -37,6 +37,7 @@ from .encoded import (DEFAULT_FACTOR, META, VECTORS, VECTORS_FILE, Manifest, Mod
                       vector_record)
 from .errors import SparcError, StoreError
 from .idf import idf_vector
+from .lexical import FILE as LEXICAL_FILE, CorpusStatistics, count_corpus
 from .locks import exclusive
 from .model import SparcModel
 from .query import TOKENIZER
@@ -122,18 +123,39 @@ def encode_corpus(corpus: Source | Iterable[str | Path], output: str | Path, mod
         raise SparcError("batch size, shard size and shard seconds must be positive")
     out = Path(output)
     cleaned = CorpusStats()
-    total = sum(1 for _ in source.read(cleaned))  # validates every record before anything is written
+    updating = update and (out / META).is_file()
+    # The first pass validates every record before anything is written; it also counts the lexical
+    # term's corpus statistics, except in an update, which keeps those of the folder it updates.
+    counting = model.config.lexical_weight > 0 and not updating
+    total, statistics = _first_pass(source, cleaned, model if counting else None)
     settings = _settings(model, factor, source.describe(), keep_floats, idf)
     with exclusive(out, "sparc-es encode"):
         try:
-            if update and (out / META).is_file():
+            if updating:
                 return _update(source, out, model, settings, total, cleaned, batch_size, shard_size, shard_seconds,
                                progress, keep_floats, idf)
             return _encode(source, out, model, settings, total, cleaned, batch_size, shard_size, shard_seconds,
-                           overwrite, progress, keep_floats, idf)
+                           overwrite, progress, keep_floats, idf, corpus=statistics)
         except OSError as e:  # disk full, permissions: say which folder, and that a rerun resumes
             raise StoreError(f"{e.filename or out}: {e.strerror or e}; the work done so far is kept: fix this "
                              "and run the same command again to resume") from None
+
+
+def _first_pass(source: Source, cleaned: CorpusStats, model: SparcModel | None
+                ) -> tuple[int, CorpusStatistics | None]:
+    """(sentences, the lexical term's statistics over their texts when ``model`` is given)."""
+    if model is None:
+        return sum(1 for _ in source.read(cleaned)), None
+    total = 0
+
+    def texts():
+        nonlocal total
+        for s in source.read(cleaned):
+            total += 1
+            yield s.text
+
+    corpus = count_corpus(texts(), model.tokenizer, model.scorable.cpu().numpy())
+    return total, corpus
 
 
 def content_hash(sentence: Sentence) -> str:
@@ -207,11 +229,14 @@ def _update(source: Source, out: Path, model: SparcModel, settings: dict, total:
     if not same:
         raise StoreError(f"{out}: was encoded with another model, K or factor (or without float weights); "
                          "pass --overwrite to encode again")
+    corpus = CorpusStatistics.read(out) if model.config.lexical_weight else None
+    if model.config.lexical_weight and corpus is None:
+        raise StoreError(f"{out}: has no {LEXICAL_FILE} for the model's lexical term; pass --overwrite to encode again")
     work = out.parent / f".{out.name}.update"
     cache = _Cache(out, verbatim=old.floats == keep_floats)
     try:
         manifest = _encode(source, work, model, settings, total, cleaned, batch_size, shard_size, shard_seconds,
-                           False, progress, keep_floats, idf, cache)
+                           False, progress, keep_floats, idf, cache, corpus)
     finally:
         cache.close()
     retired = out.parent / f".{out.name}.old"
@@ -224,10 +249,16 @@ def _update(source: Source, out: Path, model: SparcModel, settings: dict, total:
 
 def _encode(source: Source, out: Path, model: SparcModel, settings: dict, total: int, cleaned: CorpusStats,
             batch_size: int, shard_size: int, shard_seconds: float, overwrite: bool, progress: bool,
-            keep_floats: bool, idf: bool, cache: _Cache | None = None) -> Manifest:
+            keep_floats: bool, idf: bool, cache: _Cache | None = None, corpus: CorpusStatistics | None = None
+            ) -> Manifest:
     from tqdm import tqdm
 
     stats, done, done_bytes = _prepare(out, settings, overwrite)
+    lexical_meta = {}
+    if corpus is not None:
+        corpus.write(out)
+        lexical_meta = {"lexical": {**corpus.summary(), "weight": model.config.lexical_weight,
+                                    "k1": model.config.lexical_k1, "b": model.config.lexical_b}}
     term_weights, idf_meta = None, {}
     if idf:
         # the vocabulary may be longer than the tokenizer (padded vocabularies)
@@ -252,7 +283,7 @@ def _encode(source: Source, out: Path, model: SparcModel, settings: dict, total:
                 if not batch:
                     break
                 _write_shard(vectors, batch, model, settings["factor"], batch_size, stats, bar, keep_floats,
-                             term_weights, cache)
+                             term_weights, cache, corpus)
                 shard += batch
             if not shard:
                 break
@@ -265,7 +296,7 @@ def _encode(source: Source, out: Path, model: SparcModel, settings: dict, total:
     bar.close()
     store.close()
     model.tokenizer.save_pretrained(out / TOKENIZER)
-    manifest = Manifest.from_json({"sparc_es": __version__, **settings, **idf_meta, **stats.to_json(),
+    manifest = Manifest.from_json({"sparc_es": __version__, **settings, **idf_meta, **lexical_meta, **stats.to_json(),
                                    "control_characters_removed": cleaned.control_characters,
                                    "cleaned_ids": cleaned.examples})
     manifest.write(out)
@@ -309,13 +340,13 @@ def _prepare(out: Path, settings: dict, overwrite: bool) -> tuple[EncodeStats, i
 
 
 def _write_shard(f, batch: list[Sentence], model: SparcModel, factor: float, batch_size: int,
-                 stats: EncodeStats, bar, keep_floats: bool = False, term_weights=None, cache: _Cache | None = None
-                 ) -> None:
+                 stats: EncodeStats, bar, keep_floats: bool = False, term_weights=None, cache: _Cache | None = None,
+                 corpus: CorpusStatistics | None = None) -> None:
     hashes = [content_hash(s) for s in batch]
     known = [cache is not None and h in cache for h in hashes]
     fresh = [s for s, k in zip(batch, known) if not k]
     encoded = iter(model.encode(((s.text, s.context) for s in fresh), batch_size=batch_size,
-                                term_weights=term_weights, on_batch=bar.update))
+                                term_weights=term_weights, on_batch=bar.update, corpus=corpus))
     lines = []
     for s, h, kept in zip(batch, hashes, known):
         same = cache.line(h, s.id) if kept else None

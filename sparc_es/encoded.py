@@ -88,6 +88,7 @@ class ModelInfo:
     head: str = "dot"
     token_weights: bool = False
     passage_weight: float = 0.0
+    lexical_weight: float = 0.0
     base_model: dict = field(default_factory=dict)
     adaptation: dict = field(default_factory=dict)
 
@@ -97,7 +98,8 @@ class ModelInfo:
         c = model.config
         return cls(fingerprint=model.fingerprint, w=float(model.w.detach()), max_over=c.max_over.value,
                    max_length=c.max_length, head=c.head.value, token_weights=c.token_weights,
-                   passage_weight=c.passage_weight, base_model=c.base_model, adaptation=c.adaptation)
+                   passage_weight=c.passage_weight, lexical_weight=c.lexical_weight, base_model=c.base_model,
+                   adaptation=c.adaptation)
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,7 @@ class Manifest:
     floats: bool = False  # the unquantised weights are kept (exact scoring, requantize)
     idf: bool = False
     idf_weighting: dict | None = None
+    lexical: dict | None = None  # the corpus statistics of the model's lexical term (sparc_es.lexical)
     control_characters_removed: int = 0  # from the corpus's texts (see corpus.CorpusStats)
     cleaned_ids: tuple[str, ...] = ()  # the first few sentences (or documents) they were removed from
     requantized_from: str | None = None
@@ -192,12 +195,17 @@ def iter_vectors(folder: str | Path) -> Iterator[dict]:
             yield orjson.loads(line)
 
 
+LEXICAL = "lexical.json"  # sparc_es.lexical.FILE (not imported: encoded stays free of the model's modules)
+
+
 def copy_into(encoded: str | Path, index: str | Path) -> None:
     """Copy what a search needs besides the engine's own files: the question tokenizer and the
     sentence store (texts and offsets shown with hits)."""
     encoded, index = Path(encoded), Path(index)
     shutil.copytree(encoded / TOKENIZER, index / TOKENIZER)
     shutil.copy2(encoded / SENTENCES, index / SENTENCES)
+    if (encoded / LEXICAL).is_file():  # the lexical term's corpus statistics: an update keeps them
+        shutil.copy2(encoded / LEXICAL, index / LEXICAL)
 
 
 def requantize(encoded: str | Path, output: str | Path, factor: float | None = None, idf: bool = False) -> Manifest:

@@ -69,6 +69,11 @@ class SparcConfig:
     passage_weight: float = 0.0
     passage_encoder: str = "self"
     passage_max_length: int = 256
+    # The lexical term (sparc_es.lexical): alpha x BM25(k1, b) over the sentence's own WordPiece
+    # tokens, with the statistics of the corpus being encoded, added to its stored weights.
+    lexical_weight: float = 0.0
+    lexical_k1: float = 0.9
+    lexical_b: float = 0.4
     base_model: dict = field(default_factory=dict)  # provenance: name, path, sha256
     adaptation: dict = field(default_factory=dict)  # embedding replacement provenance (sparc_es.adapt)
 
@@ -80,6 +85,8 @@ class SparcConfig:
             raise ModelError(f"top-K must be at least 1 (got {self.top_k})")
         if self.max_length < 8:
             raise ModelError(f"the max length must be at least 8 tokens (got {self.max_length})")
+        if self.lexical_weight < 0 or self.lexical_k1 < 0 or not 0 <= self.lexical_b <= 1:
+            raise ModelError("the lexical weight and k1 must be >= 0 and b within [0, 1]")
 
     def to_json(self) -> dict:
         d = dataclasses.asdict(self)
@@ -91,7 +98,8 @@ class SparcConfig:
     def from_json(cls, d: dict) -> SparcConfig:
         """The config of a ``sparc_config.json``; a field of the wrong type is a :class:`ModelError`."""
         kinds = {"w": float, "top_k": int, "max_length": int, "max_over": str, "head": str, "token_weights": bool,
-                 "passage_weight": float, "passage_encoder": str, "passage_max_length": int, "base_model": dict,
+                 "passage_weight": float, "passage_encoder": str, "passage_max_length": int, "lexical_weight": float,
+                 "lexical_k1": float, "lexical_b": float, "base_model": dict,
                  "adaptation": dict}
         kwargs = {}
         for name, kind in kinds.items():
@@ -384,14 +392,16 @@ class SparcModel:
         return model.token_scores(hidden, mask, weighted=False)
 
     def encode_batch(self, sentences: list[str], contexts: list[str], top_k: int | None = None,
-                     term_weights=None, passages=None) -> list[EncodedSentence]:
+                     term_weights=None, passages=None, corpus=None) -> list[EncodedSentence]:
         """Top-K token maps for one batch (no sorting, no progress bar).
 
         ``term_weights`` (one float per vocabulary token, e.g. IDF) multiplies the kept weights
         after the top-K cut, so the model still chooses which tokens a sentence keeps (weighting
         before the cut let corpus-rare expansion tokens crowd out the sentence's own: 33.9 against
         73.3 MRR on SQuAD dev, docs/adaptation.md). With passage expansion, ``passages`` holds each
-        sentence's row of :meth:`passage_scores` (computed here when not given).
+        sentence's row of :meth:`passage_scores` (computed here when not given). With a lexical
+        term, ``corpus`` holds the :class:`~sparc_es.lexical.CorpusStatistics` it is computed
+        with; without them the term is left out (``explain`` shows the neural part alone).
         """
         torch = _torch()
         k = top_k or self.config.top_k
@@ -410,34 +420,49 @@ class SparcModel:
                 indices = indices.gather(1, order)
         out = []
         values, indices = values.cpu(), indices.cpu()
+        lexical = self._lexical(sentences, corpus)
         for i in range(len(sentences)):
             v, ix = values[i].numpy(), indices[i].numpy()
+            if lexical is not None:
+                from .lexical import add_lexical
+
+                ix, v = add_lexical(ix, v, lexical[i], self.config.lexical_weight)
             keep = v > 0
             out.append(EncodedSentence(tokens=[self._id_to_token[j] for j in ix[keep]], weights=v[keep].astype(np.float32),
                                truncated_sentence=s_cut[i], truncated_context=c_cut[i], nonzero=nonzero[i]))
         return out
 
+    def _lexical(self, sentences: list[str], corpus) -> list[dict[int, float]] | None:
+        """Each sentence's BM25 weights over its own tokens, when the model has a lexical term."""
+        if not self.config.lexical_weight or corpus is None:
+            return None
+        from .lexical import bm25_weights, sentence_token_ids
+
+        ids = sentence_token_ids(self.tokenizer, sentences, self.scorable.cpu().numpy())
+        return [bm25_weights(x, corpus, self.config.lexical_k1, self.config.lexical_b) for x in ids]
+
     def encode(self, pairs: Iterable[tuple[str, str]], batch_size: int = 32, window: int = 8,
                top_k: int | None = None, term_weights=None,
-               on_batch: Callable[[int], object] | None = None) -> Iterator[EncodedSentence]:
+               on_batch: Callable[[int], object] | None = None, corpus=None) -> Iterator[EncodedSentence]:
         """Encode (sentence, context) pairs as a stream, in input order.
 
         Pairs are read ``batch_size * window`` at a time and sorted by length so each batch pads
         little; results come back in the order they went in. With passage expansion each distinct
         context of a window is encoded once (a sentence without context stands for its own passage).
-        ``on_batch(n)`` is called as each batch of n sentences is done (progress bars).
+        ``on_batch(n)`` is called as each batch of n sentences is done (progress bars); ``corpus``:
+        see :meth:`encode_batch`.
         """
         buffer: list[tuple[str, str]] = []
         for pair in pairs:
             buffer.append(pair)
             if len(buffer) >= batch_size * window:
-                yield from self._encode_window(buffer, batch_size, top_k, term_weights, on_batch)
+                yield from self._encode_window(buffer, batch_size, top_k, term_weights, on_batch, corpus)
                 buffer = []
         if buffer:
-            yield from self._encode_window(buffer, batch_size, top_k, term_weights, on_batch)
+            yield from self._encode_window(buffer, batch_size, top_k, term_weights, on_batch, corpus)
 
     def _encode_window(self, pairs: list[tuple[str, str]], batch_size: int, top_k: int | None,
-                       term_weights=None, on_batch=None) -> list[EncodedSentence]:
+                       term_weights=None, on_batch=None, corpus=None) -> list[EncodedSentence]:
         torch = _torch()
         passages = None
         if self.config.passage_weight:
@@ -457,7 +482,7 @@ class SparcModel:
             idx = order[b: b + batch_size]
             rows = None if passages is None else scores[[passages[i] for i in idx]]
             encoded = self.encode_batch([pairs[i][0] for i in idx], [pairs[i][1] for i in idx], top_k, term_weights,
-                                        rows)
+                                        rows, corpus)
             for i, e in zip(idx, encoded):
                 results[i] = e
             if on_batch is not None:

@@ -72,6 +72,9 @@ class TrainConfig:
     passage_weight: float = 2.0
     passage_model: str = "splade-bert-tiny"
     passage_head: str = "mlm"
+    # The lexical term (sparc_es.lexical): alpha starts here (0: none) and is learned with w's lr;
+    # its corpus statistics are the training sentences'.
+    lexical_weight: float = 0.0
     warmup_steps: int = 500
     weight_decay: float = 0.01
     bm25_depth: int = 100
@@ -227,6 +230,19 @@ class Trainer:
             self.log_lambda = torch.nn.Parameter(torch.tensor(math.log(self.model.config.passage_weight),
                                                               device=self.device))
             groups.append({"params": [self.log_lambda], "lr": config.w_lr, "weight_decay": 0.0})
+        self.log_alpha, self.corpus, self.lexical = None, None, {}
+        if config.lexical_weight:
+            import math
+
+            from .lexical import count_corpus
+
+            if not self.model.config.lexical_weight:
+                self.model.config = dataclasses.replace(self.model.config, lexical_weight=config.lexical_weight)
+            self.log_alpha = torch.nn.Parameter(torch.tensor(math.log(self.model.config.lexical_weight),
+                                                             device=self.device))
+            groups.append({"params": [self.log_alpha], "lr": config.w_lr, "weight_decay": 0.0})
+            pool = {s.id: s.text for e in examples for s in [e.positive, *e.same_passage, *e.bm25]}
+            self.corpus = count_corpus(pool.values(), self.model.tokenizer, self.model.scorable.cpu().numpy())
         self.optimizer = torch.optim.AdamW(groups)
         from transformers import get_linear_schedule_with_warmup
 
@@ -278,7 +294,29 @@ class Trainer:
                 full = self.model.token_scores(hidden.detach(), mask, passage=passage)
                 kth = full.topk(min(self.model.config.top_k, full.shape[1]), dim=1).values[:, -1:]
             f = f * (f >= kth).to(f.dtype)
+        if self.log_alpha is not None:
+            f = f + self.log_alpha.exp() * self._lexical_term(sentences, vocab_ids)
         return f
+
+    def _lexical_term(self, sentences: list[Sentence], vocab_ids):
+        """BM25(v, s) over the training corpus for the batch's sentences and the question tokens."""
+        import torch
+
+        from .lexical import bm25_weights, sentence_token_ids
+
+        missing = [s for s in sentences if s.id not in self.lexical]
+        if missing:
+            ids = sentence_token_ids(self.model.tokenizer, [s.text for s in missing], self.model.scorable.cpu().numpy())
+            c = self.model.config
+            for s, x in zip(missing, ids):
+                self.lexical[s.id] = bm25_weights(x, self.corpus, c.lexical_k1, c.lexical_b)
+        column = {int(v): j for j, v in enumerate(vocab_ids.tolist())}
+        out = torch.zeros((len(sentences), len(column)))
+        for i, s in enumerate(sentences):
+            for t, w in self.lexical[s.id].items():
+                if t in column:
+                    out[i, column[t]] = w
+        return out.to(self.device)
 
     def train_step(self, questions: list[str], sentences: list[Sentence]) -> float:
         """One optimiser step on B questions and their 3B sentences; returns the loss."""
@@ -354,9 +392,13 @@ class Trainer:
         return self.finish()
 
     def _sync_lambda(self) -> None:
+        """Write the learned lambda and alpha into the model's config."""
         if self.log_lambda is not None:
             self.model.config = dataclasses.replace(self.model.config,
                                                     passage_weight=float(self.log_lambda.detach().exp()))
+        if self.log_alpha is not None:
+            self.model.config = dataclasses.replace(self.model.config,
+                                                    lexical_weight=float(self.log_alpha.detach().exp()))
 
     def checkpoint(self) -> None:
         import torch
@@ -385,7 +427,8 @@ class Trainer:
                    "questions_per_second": round(self.step * self.config.batch_size / max(self.seconds, 1e-9), 2),
                    "final_loss": round(sum(self.losses[-20:]) / max(len(self.losses[-20:]), 1), 4),
                    "exp_w": float(self.model.w.detach().exp()),
-                   "passage_weight": self.model.config.passage_weight, "device": self.device,
+                   "passage_weight": self.model.config.passage_weight,
+                   "lexical_weight": self.model.config.lexical_weight, "device": self.device,
                    "torch_threads": torch.get_num_threads()}
         (self.output / "training.json").write_text(json.dumps(summary, indent=2) + "\n")
         shutil.rmtree(self.output / CHECKPOINT, ignore_errors=True)

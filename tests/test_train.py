@@ -123,13 +123,15 @@ def test_killed_run_resumes_to_the_same_model(tiny_model_dir, examples, tmp_path
         Trainer(changed, tmp_path / "cut2", examples, device="cpu", progress=False)
 
 
-@pytest.mark.parametrize("passage", [False, True])
-def test_top_k_aware_scores_are_what_the_index_holds(tiny_model_dir, tiny_mlm_dir, examples, tmp_path, passage):
+@pytest.mark.parametrize("extra", ["plain", "passage", "lexical"])
+def test_top_k_aware_scores_are_what_the_index_holds(tiny_model_dir, tiny_mlm_dir, examples, tmp_path, extra):
     """With --top-k-aware a question token scores f(v, s) when it is in the sentence's encoded
-    top K and 0 otherwise: the same as scoring the encoded sentence (with passage expansion too)."""
+    top K and 0 otherwise: the same as scoring the encoded sentence (with passage expansion, or with
+    the lexical term over the training corpus's statistics, too)."""
     import random
 
-    extra = dict(passage_weight=0.1, passage_model=str(tiny_mlm_dir)) if passage else {}
+    extra = {"plain": {}, "passage": dict(passage_weight=0.1, passage_model=str(tiny_mlm_dir)),
+             "lexical": dict(lexical_weight=0.7)}[extra]
     trainer = make_trainer(tiny_model_dir, examples, tmp_path, top_k_aware=True, **extra)
     model = trainer.model
     model.encoder.eval()
@@ -138,7 +140,7 @@ def test_top_k_aware_scores_are_what_the_index_holds(tiny_model_dir, tiny_mlm_di
     vocab = sorted({tok.convert_tokens_to_ids(t) for q in questions for t in model.queries.bag(q)})
     with torch.no_grad():
         scores = trainer._scores(sentences, torch.tensor(vocab))
-    encoded = model.encode_batch([s.text for s in sentences], [s.context for s in sentences])
+    encoded = model.encode_batch([s.text for s in sentences], [s.context for s in sentences], corpus=trainer.corpus)
     kept = 0
     for i, e in enumerate(encoded):
         stored = dict(zip(e.tokens, e.weights.tolist()))
@@ -162,6 +164,13 @@ def test_passage_weight_is_learned_and_saved(tiny_model_dir, tiny_mlm_dir, examp
     assert model.passage_model is not None and model.config.passage_encoder == "passage"
     assert model.config.passage_weight == pytest.approx(summary["passage_weight"]) != pytest.approx(1.5)
     assert torch.equal(model.passage_model.embeddings, SparcModel.load(tiny_mlm_dir).embeddings)  # frozen
+
+
+def test_lexical_weight_is_learned_and_saved(tiny_model_dir, examples, tmp_path):
+    summary = make_trainer(tiny_model_dir, examples, tmp_path, lexical_weight=0.3).train()
+    model = SparcModel.load(tmp_path)
+    assert model.config.lexical_weight == pytest.approx(summary["lexical_weight"]) != pytest.approx(0.3)
+    assert model.fingerprint != SparcModel.load(tmp_path, lexical_weight=0.3).fingerprint
 
 
 def test_validation_articles_are_never_trained_on(examples):

@@ -1,0 +1,79 @@
+"""The lexical term: stored weights = the neural ones + alpha x BM25 over the corpus's WordPiece
+statistics, computed here from the definition; an update keeps the statistics it started with."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+
+import pytest
+
+from sparc_es.encode import encode_corpus
+from sparc_es.encoded import Manifest, iter_vectors, quantize
+from sparc_es.lexical import CorpusStatistics
+from sparc_es.model import SparcModel
+
+TEXTS = ["The capital of France is Paris.", "Paris has many museums and many bridges.",
+         "Water boils at 100 degrees Celsius.", "The Seine flows through Paris.", "Celsius defined a scale."]
+
+
+def write(path, texts):
+    path.write_text("".join(json.dumps({"id": f"s{i}", "text": t, "context": " ".join(texts)}) + "\n"
+                            for i, t in enumerate(texts)))
+    return path
+
+
+def bm25_by_hand(texts: list[str], tokenizer, k1: float, b: float) -> list[dict[str, float]]:
+    """Lucene's BM25 term weight of every token of every text, over these texts."""
+    bags = [Counter(t for t in tokenizer.tokenize(x)) for x in texts]
+    n, avgdl = len(bags), sum(sum(c.values()) for c in bags) / len(bags)
+    df = Counter(t for c in bags for t in c)
+    return [{t: math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) * tf * (k1 + 1)
+             / (tf + k1 * (1 - b + b * sum(c.values()) / avgdl)) for t, tf in c.items()} for c in bags]
+
+
+def floats(folder) -> dict[str, dict[str, float]]:
+    return {r["id"]: r["weights"] for r in iter_vectors(folder)}
+
+
+def test_stored_weights_add_alpha_times_bm25_of_the_sentences_own_tokens(tiny_model_dir, tmp_path):
+    corpus = write(tmp_path / "c.jsonl", TEXTS)
+    plain = encode_corpus([corpus], tmp_path / "plain", SparcModel.load(tiny_model_dir, top_k=20), keep_floats=True,
+                          progress=False)
+    model = SparcModel.load(tiny_model_dir, top_k=20, lexical_weight=0.5)
+    manifest = encode_corpus([corpus], tmp_path / "lex", model, keep_floats=True, progress=False)
+    assert manifest.model.fingerprint != plain.model.fingerprint and manifest.model.lexical_weight == 0.5
+    assert manifest.lexical["sentences"] == len(TEXTS) and CorpusStatistics.read(tmp_path / "lex").sentences == 5
+    expected = bm25_by_hand(TEXTS, model.tokenizer, 0.9, 0.4)
+    before, after = floats(tmp_path / "plain"), floats(tmp_path / "lex")
+    outside = 0
+    for i, lexical in enumerate(expected):
+        sid = f"s{i}"
+        assert set(after[sid]) == set(before[sid]) | set(lexical)
+        outside += len(set(lexical) - set(before[sid]))
+        for token, w in after[sid].items():
+            assert w == pytest.approx(before[sid].get(token, 0.0) + 0.5 * lexical.get(token, 0.0), rel=1e-5)
+    assert outside > 0  # K = 20 left some of the sentences' own tokens out: the term brings them in
+
+
+def test_an_update_keeps_the_statistics_it_started_with(tiny_model_dir, tmp_path):
+    model = SparcModel.load(tiny_model_dir, top_k=20, lexical_weight=0.5)
+    out = tmp_path / "enc"
+    encode_corpus([write(tmp_path / "a.jsonl", TEXTS)], out, model, progress=False)
+    statistics = (out / "lexical.json").read_bytes()
+    before = (out / "vectors/vectors.jsonl").read_bytes().splitlines()
+    edited = [*TEXTS[:4], "Celsius defined a temperature scale."]
+    manifest = encode_corpus([write(tmp_path / "b.jsonl", edited)], out, model, progress=False, update=True)
+    after = (out / "vectors/vectors.jsonl").read_bytes().splitlines()
+    assert (out / "lexical.json").read_bytes() == statistics and manifest.reused == 0  # every context changed
+    # every weight is the one the first corpus's statistics give, not the new corpus's
+    kept = CorpusStatistics.read(out)
+    direct = model.encode_batch(edited, [" ".join(edited)] * 5, corpus=kept)
+    assert [json.loads(line)["vector"] for line in after] == [quantize(e.tokens, e.weights, manifest.factor)
+                                                              for e in direct]
+    assert before != after
+    same = encode_corpus([write(tmp_path / "c.jsonl", edited)], out, model, progress=False, update=True)
+    assert same.reused == 5 and (out / "vectors/vectors.jsonl").read_bytes().splitlines() == after
+    assert Manifest.read(out).lexical["sentences"] == 5
+

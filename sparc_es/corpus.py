@@ -25,12 +25,15 @@ from typing import Protocol
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import orjson
+
 from .errors import InputError
 
 JSONL_SUFFIXES = (".jsonl", ".json")
 TEXT_SUFFIXES = (".txt", ".md", ".markdown")
 BOM = "\ufeff"
 # C0 controls but tab, newline and carriage return; DEL; C1 controls.
+_WHITESPACE = re.compile(r"\s")
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
@@ -71,20 +74,37 @@ def _decode(raw: bytes, path: Path, line: int | None = None) -> str:
 
 
 def _jsonl_lines(path: Path, stats: CorpusStats) -> Iterator[tuple[int, Sentence]]:
+    contexts = _Contexts()
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, start=1):
             line = _decode(raw, path, lineno).strip()
             if not line:
                 continue
             try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise InputError(path, f"malformed JSON at column {e.colno}: {e.msg}", lineno) from None
+                obj = orjson.loads(line)
+            except orjson.JSONDecodeError:  # orjson's message has no column: ask json where it failed
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise InputError(path, f"malformed JSON at column {e.colno}: {e.msg}", lineno) from None
             if isinstance(obj, dict) and "_id" in obj and "id" not in obj:
                 for sentence in _beir_document(obj, path, lineno, stats):
                     yield lineno, sentence
             else:
-                yield lineno, _record(obj, path, lineno, stats)
+                yield lineno, _record(obj, path, lineno, stats, contexts)
+
+
+class _Contexts:
+    """The last context cleaned: the sentences of a paragraph come one after another and share it."""
+
+    def __init__(self) -> None:
+        self.raw, self.clean, self.removed = None, "", 0
+
+    def __call__(self, context: str) -> tuple[str, int]:
+        if context != self.raw:
+            cleaned, self.removed = CONTROL.subn("", context)
+            self.raw, self.clean = context, cleaned.strip()
+        return self.clean, self.removed
 
 
 def _beir_document(obj: dict, path: Path, lineno: int, stats: CorpusStats) -> Iterator[Sentence]:
@@ -111,13 +131,13 @@ def document_sentences(text: str, doc_id: str, stats: CorpusStats | None = None,
         yield Sentence(id=s.id, text=s.text, context=context, doc=s.doc, start=s.start, end=s.end)
 
 
-def _record(obj: object, path: Path, lineno: int, stats: CorpusStats) -> Sentence:
+def _record(obj: object, path: Path, lineno: int, stats: CorpusStats, contexts: _Contexts | None = None) -> Sentence:
     if not isinstance(obj, dict):
         raise InputError(path, f"expected a JSON object, got {type(obj).__name__}", lineno)
     sid = obj.get("id")
     if isinstance(sid, bool) or not isinstance(sid, (str, int)) or str(sid).strip() == "":
         raise InputError(path, 'missing or invalid "id" (a non-empty string or an integer)', lineno)
-    if any(c.isspace() for c in str(sid)):
+    if _WHITESPACE.search(str(sid)):
         # Ids go into TREC run files, whose columns are separated by spaces.
         raise InputError(path, f'"id" {sid!r} contains whitespace', lineno)
     text = obj.get("text")
@@ -127,7 +147,7 @@ def _record(obj: object, path: Path, lineno: int, stats: CorpusStats) -> Sentenc
     if not isinstance(context, str):
         raise InputError(path, '"context" must be a string', lineno)
     text, n_text = CONTROL.subn("", text)
-    context, n_context = CONTROL.subn("", context)
+    context, n_context = (contexts or _Contexts())(context)
     if n_text or n_context:
         _count(stats, str(sid), n_text + n_context)
     if not text.strip():
@@ -137,7 +157,7 @@ def _record(obj: object, path: Path, lineno: int, stats: CorpusStats) -> Sentenc
     for name, value in (("start", start), ("end", end)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
             raise InputError(path, f'"{name}" must be an integer offset', lineno)
-    return Sentence(id=str(sid), text=text.strip(), context=context.strip(),
+    return Sentence(id=str(sid), text=text.strip(), context=context,
                     doc=None if doc is None else str(doc), start=start, end=end)
 
 

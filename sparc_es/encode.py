@@ -7,7 +7,8 @@ corpus being encoded (paper 004, eq. 6-7): N sentences, N_v of them with token v
 and a factor of 1 for tokens that occur in none. The counts are recorded in ``meta.json``.
 
 The corpus is validated in a first cheap pass (so a bad line fails in seconds, not after hours of
-encoding, and before the output folder is touched), then encoded in shards appended to one file:
+encoding, and before the output folder is touched; an update, which builds its folder beside the
+old one, skips it), then encoded in shards appended to one file:
 Anserini numbers documents in file order within a file but lists a folder's files in no fixed
 order, and Lucene breaks score ties by that number. A shard ends after ``shard_size`` sentences or
 ``shard_seconds`` of work; after each, the file's length is recorded in ``progress.json``, so an
@@ -122,35 +123,37 @@ def encode_corpus(corpus: Source | Iterable[str | Path], output: str | Path, mod
     if batch_size < 1 or shard_size < 1 or not shard_seconds > 0:
         raise SparcError("batch size, shard size and shard seconds must be positive")
     out = Path(output)
-    cleaned = CorpusStats()
     updating = update and (out / META).is_file()
-    # The first pass validates every record before anything is written; it also counts the lexical
-    # term's corpus statistics, except in an update, which keeps those of the folder it updates.
-    counting = model.config.lexical_weight > 0 and not updating
-    total, statistics = _first_pass(source, cleaned, model if counting else None)
+    if updating:
+        # No validation pass: the old folder is replaced only once the new one is complete, so a bad
+        # line stops the update with the old folder intact. Its size stands in for the bar's total.
+        total, statistics = Manifest.read(out).sentences, None
+    else:
+        # Validates every record before anything is written (a bad line fails in seconds, not after
+        # hours of encoding); also counts the lexical term's corpus statistics.
+        total, statistics = _first_pass(source, model if model.config.lexical_weight else None)
     settings = _settings(model, factor, source.describe(), keep_floats, idf)
     with exclusive(out, "sparc-es encode"):
         try:
             if updating:
-                return _update(source, out, model, settings, total, cleaned, batch_size, shard_size, shard_seconds,
+                return _update(source, out, model, settings, total, batch_size, shard_size, shard_seconds,
                                progress, keep_floats, idf)
-            return _encode(source, out, model, settings, total, cleaned, batch_size, shard_size, shard_seconds,
+            return _encode(source, out, model, settings, total, batch_size, shard_size, shard_seconds,
                            overwrite, progress, keep_floats, idf, corpus=statistics)
         except OSError as e:  # disk full, permissions: say which folder, and that a rerun resumes
             raise StoreError(f"{e.filename or out}: {e.strerror or e}; the work done so far is kept: fix this "
                              "and run the same command again to resume") from None
 
 
-def _first_pass(source: Source, cleaned: CorpusStats, model: SparcModel | None
-                ) -> tuple[int, CorpusStatistics | None]:
+def _first_pass(source: Source, model: SparcModel | None) -> tuple[int, CorpusStatistics | None]:
     """(sentences, the lexical term's statistics over their texts when ``model`` is given)."""
     if model is None:
-        return sum(1 for _ in source.read(cleaned)), None
+        return sum(1 for _ in source.read()), None
     total = 0
 
     def texts():
         nonlocal total
-        for s in source.read(cleaned):
+        for s in source.read():
             total += 1
             yield s.text
 
@@ -215,8 +218,7 @@ class _Cache:
         self.file.close()
 
 
-def _update(source: Source, out: Path, model: SparcModel, settings: dict, total: int, cleaned: CorpusStats,
-            batch_size: int, shard_size: int, shard_seconds: float, progress: bool, keep_floats: bool,
+def _update(source: Source, out: Path, model: SparcModel, settings: dict, total: int, batch_size: int, shard_size: int, shard_seconds: float, progress: bool, keep_floats: bool,
             idf: bool) -> Manifest:
     import shutil
 
@@ -235,7 +237,7 @@ def _update(source: Source, out: Path, model: SparcModel, settings: dict, total:
     work = out.parent / f".{out.name}.update"
     cache = _Cache(out, verbatim=old.floats == keep_floats)
     try:
-        manifest = _encode(source, work, model, settings, total, cleaned, batch_size, shard_size, shard_seconds,
+        manifest = _encode(source, work, model, settings, total, batch_size, shard_size, shard_seconds,
                            False, progress, keep_floats, idf, cache, corpus)
     finally:
         cache.close()
@@ -247,8 +249,7 @@ def _update(source: Source, out: Path, model: SparcModel, settings: dict, total:
     return manifest
 
 
-def _encode(source: Source, out: Path, model: SparcModel, settings: dict, total: int, cleaned: CorpusStats,
-            batch_size: int, shard_size: int, shard_seconds: float, overwrite: bool, progress: bool,
+def _encode(source: Source, out: Path, model: SparcModel, settings: dict, total: int, batch_size: int, shard_size: int, shard_seconds: float, overwrite: bool, progress: bool,
             keep_floats: bool, idf: bool, cache: _Cache | None = None, corpus: CorpusStatistics | None = None
             ) -> Manifest:
     from tqdm import tqdm
@@ -264,7 +265,8 @@ def _encode(source: Source, out: Path, model: SparcModel, settings: dict, total:
         # the vocabulary may be longer than the tokenizer (padded vocabularies)
         term_weights, record = idf_vector((r.text for r in source.read()), model.tokenizer, model.embeddings.shape[0])
         idf_meta = {"idf_weighting": record}
-    records = source.read()
+    cleaned = CorpusStats()  # control characters removed: counted over every record, skipped ones too
+    records = source.read(cleaned)
     for _ in islice(records, done):
         pass
     store = SentenceStore(out / SENTENCES, create=True)
@@ -293,6 +295,7 @@ def _encode(source: Source, out: Path, model: SparcModel, settings: dict, total:
             done += len(shard)
             stats.seconds = time.perf_counter() - started
             _save_progress(out, settings, done, vectors.tell(), stats)
+    bar.total = bar.n  # an update's total was the old folder's size
     bar.close()
     store.close()
     model.tokenizer.save_pretrained(out / TOKENIZER)

@@ -145,6 +145,25 @@ def test_update_copies_kept_records_and_reads_older_folders(tmp_path, tiny_model
         assert len(kept) == (0 if older else 7)  # copied as they stood, or rewritten in the current form
 
 
+def test_an_update_stopped_by_a_bad_line_keeps_the_old_folder(tmp_path, tiny_model_dir, capsys):
+    """An update reads the corpus once (no validation pass): a bad line stops it with a one-line
+    error naming the line, the old folder stands as it was, and the fixed corpus then updates it."""
+    args = ["--model", tiny_model_dir, "--quiet", "--batch-size", 2, "--shard-size", 2]
+    enc = tmp_path / "enc"
+    assert run_cli(capsys, "encode", "--corpus", write_corpus(tmp_path / "c.jsonl", n=8), "--output", enc, *args)[0] == 0
+    before = {p.name: p.read_bytes() for p in enc.rglob("*") if p.is_file()}
+    lines = write_corpus(tmp_path / "new.jsonl", n=9).read_text().splitlines()
+    (tmp_path / "new.jsonl").write_text("\n".join(lines[:6] + ['{"id": "bad", "text": 3}'] + lines[6:]) + "\n")
+    rc, _, err = run_cli(capsys, "encode", "--corpus", tmp_path / "new.jsonl", "--output", enc, "--update", *args)
+    assert one_line_error(rc, err) and ":7" in err
+    assert {p.name: p.read_bytes() for p in enc.rglob("*") if p.is_file()} == before
+    (tmp_path / "new.jsonl").write_text("\n".join(lines) + "\n")
+    assert run_cli(capsys, "encode", "--corpus", tmp_path / "new.jsonl", "--output", enc, "--update", *args)[0] == 0
+    assert run_cli(capsys, "encode", "--corpus", tmp_path / "new.jsonl", "--output", tmp_path / "fresh", *args)[0] == 0
+    assert (enc / "vectors/vectors.jsonl").read_bytes() == (tmp_path / "fresh/vectors/vectors.jsonl").read_bytes()
+    assert Manifest.read(enc).reused == 8 and not list(tmp_path.glob(".enc.*"))
+
+
 def test_a_failed_encode_leaves_nothing_in_the_way(tmp_path, tiny_model_dir, capsys):
     corpus = tmp_path / "c.jsonl"
     corpus.write_text('{"id": "a", "text": "fine"}\n{"id": "b", "text": oops}\n')

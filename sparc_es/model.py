@@ -420,7 +420,7 @@ class SparcModel:
                 indices = indices.gather(1, order)
         out = []
         values, indices = values.cpu(), indices.cpu()
-        lexical = self._lexical(sentences, corpus)
+        lexical = self.lexical_terms(sentences, corpus)
         for i in range(len(sentences)):
             v, ix = values[i].numpy(), indices[i].numpy()
             if lexical is not None:
@@ -432,7 +432,7 @@ class SparcModel:
                                truncated_sentence=s_cut[i], truncated_context=c_cut[i], nonzero=nonzero[i]))
         return out
 
-    def _lexical(self, sentences: list[str], corpus) -> list[dict[int, float]] | None:
+    def lexical_terms(self, sentences: list[str], corpus) -> list[dict[int, float]] | None:
         """Each sentence's BM25 weights over its own tokens, when the model has a lexical term."""
         if not self.config.lexical_weight or corpus is None:
             return None

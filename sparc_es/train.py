@@ -302,14 +302,10 @@ class Trainer:
         """BM25(v, s) over the training corpus for the batch's sentences and the question tokens."""
         import torch
 
-        from .lexical import bm25_weights, sentence_token_ids
-
         missing = [s for s in sentences if s.id not in self.lexical]
         if missing:
-            ids = sentence_token_ids(self.model.tokenizer, [s.text for s in missing], self.model.scorable.cpu().numpy())
-            c = self.model.config
-            for s, x in zip(missing, ids):
-                self.lexical[s.id] = bm25_weights(x, self.corpus, c.lexical_k1, c.lexical_b)
+            self.lexical.update(zip((s.id for s in missing),
+                                    self.model.lexical_terms([s.text for s in missing], self.corpus)))
         column = {int(v): j for j, v in enumerate(vocab_ids.tolist())}
         out = torch.zeros((len(sentences), len(column)))
         for i, s in enumerate(sentences):

@@ -29,9 +29,13 @@ def main(argv: list[str] | None = None) -> int:
                         "with BM25 rows for reference")
     p.add_argument("--command", required=True, help="the exact command that trained it")
     p.add_argument("--output", type=Path, default=SHIPPED_MODEL)
+    p.add_argument("--lexical-weight", type=float, default=None,
+                   help="set the lexical term's alpha (sparc_es.lexical) in the shipped config, as chosen on "
+                        "the validation split; default: what training left")
     args = p.parse_args(argv)
 
-    model = SparcModel.load(args.trained)
+    overrides = {} if args.lexical_weight is None else {"lexical_weight": args.lexical_weight}
+    model = SparcModel.load(args.trained, **overrides)
     fingerprint = model.fingerprint
     training = json.loads((args.trained / "training.json").read_text())
     if args.output.exists():
@@ -52,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
               "learned per-token weights" if c.token_weights else "",
               f"passage expansion, lambda = {c.passage_weight:.2f} (frozen {cfg.get('passage_model')} passage "
               f"encoder, {c.passage_max_length} tokens)" if c.passage_weight else "",
+              f"lexical term alpha = {c.lexical_weight:g} x BM25 (k1 {c.lexical_k1:g}, b {c.lexical_b:g}) over the "
+              f"encoded corpus's WordPiece statistics{' (set at shipping, chosen on the validation split)' if overrides else ''}"
+              if c.lexical_weight else "",
               f"{cfg.get('same_passage_negatives', 1)} same-passage and {cfg.get('bm25_negatives', 1)} BM25 "
               "negatives per question"]
     lines = [
@@ -80,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
           f" | {r['settings'].get('scoring', 'Lucene BM25')} | {r['MRR@1000']:.2f} | {r['R@1']:.2f} |" for r in rows], "",
         "## Reproduce", "", "```sh", args.command,
         f".venv/bin/python scripts/ship_model.py {args.trained} --table {' '.join(map(str, args.table))} "
-        f"--command '{args.command}'", "```", "",
+        f"--command '{args.command}'" + (f" --lexical-weight {args.lexical_weight:g}" if overrides else ""), "```", "",
     ]
     (args.output / "MODEL_CARD.md").write_text("\n".join(lines))
     print(f"shipped {args.trained} to {args.output} ({size:.1f} MB, fingerprint {shipped.fingerprint})")

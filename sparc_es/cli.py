@@ -658,7 +658,8 @@ def cmd_table(args: argparse.Namespace) -> int:
 def _explain_parser(sub) -> None:
     p = sub.add_parser("explain", help="show the (token, weight) pairs of one sentence",
                        description="Print the highest-scoring tokens f(v, s) of a sentence, as in the "
-                       "SPARTA paper's table 6.")
+                       "SPARTA paper's table 6. A model's lexical term is left out: it depends on the corpus "
+                       "(its BM25 statistics), so only an encoded folder holds it.")
     p.add_argument("sentence")
     p.add_argument("--context", help="the passage the sentence comes from")
     p.add_argument("--top", type=_k, default=20, help="tokens to show (default: %(default)s)")

@@ -212,8 +212,10 @@ def replicate(encoded: Path, out: Path, n: int) -> tuple[Path, int]:
     from sparc_es.encoded import VECTORS, VECTORS_FILE, Manifest, copy_into, iter_vectors
     from sparc_es.store import FILENAME, SentenceStore
 
-    if (out / "meta.json").is_file():
-        return out, Manifest.read(out).sentences
+    if (out / "meta.json").is_file():  # kept from an earlier run: reused while the model is the same
+        kept = Manifest.read(out)
+        if kept.model.fingerprint == Manifest.read(encoded).model.fingerprint and kept.sentences == n:
+            return out, n
     shutil.rmtree(out, ignore_errors=True)
     (out / VECTORS).mkdir(parents=True)
     records = list(iter_vectors(encoded))

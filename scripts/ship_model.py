@@ -52,13 +52,13 @@ def main(argv: list[str] | None = None) -> int:
     cfg = training["config"]
     held_out = cfg.get("validation_articles", 0)
     c = model.config
+    shipping_note = " (set at shipping, chosen on the validation split)" if overrides else ""
     extras = ["scored through the base's MLM head" if c.head.value == "mlm" else "",
               "learned per-token weights" if c.token_weights else "",
               f"passage expansion, lambda = {c.passage_weight:.2f} (frozen {cfg.get('passage_model')} passage "
               f"encoder, {c.passage_max_length} tokens)" if c.passage_weight else "",
               f"lexical term alpha = {c.lexical_weight:g} x BM25 (k1 {c.lexical_k1:g}, b {c.lexical_b:g}) over the "
-              f"encoded corpus's WordPiece statistics{' (set at shipping, chosen on the validation split)' if overrides else ''}"
-              if c.lexical_weight else "",
+              f"encoded corpus's WordPiece statistics{shipping_note}" if c.lexical_weight else "",
               f"{cfg.get('same_passage_negatives', 1)} same-passage and {cfg.get('bm25_negatives', 1)} BM25 "
               "negatives per question"]
     lines = [

@@ -218,8 +218,8 @@ class _Cache:
         self.file.close()
 
 
-def _update(source: Source, out: Path, model: SparcModel, settings: dict, total: int, batch_size: int, shard_size: int, shard_seconds: float, progress: bool, keep_floats: bool,
-            idf: bool) -> Manifest:
+def _update(source: Source, out: Path, model: SparcModel, settings: dict, total: int, batch_size: int,
+            shard_size: int, shard_seconds: float, progress: bool, keep_floats: bool, idf: bool) -> Manifest:
     import shutil
 
     old = Manifest.read(out)
@@ -249,9 +249,9 @@ def _update(source: Source, out: Path, model: SparcModel, settings: dict, total:
     return manifest
 
 
-def _encode(source: Source, out: Path, model: SparcModel, settings: dict, total: int, batch_size: int, shard_size: int, shard_seconds: float, overwrite: bool, progress: bool,
-            keep_floats: bool, idf: bool, cache: _Cache | None = None, corpus: CorpusStatistics | None = None
-            ) -> Manifest:
+def _encode(source: Source, out: Path, model: SparcModel, settings: dict, total: int, batch_size: int,
+            shard_size: int, shard_seconds: float, overwrite: bool, progress: bool, keep_floats: bool, idf: bool,
+            cache: _Cache | None = None, corpus: CorpusStatistics | None = None) -> Manifest:
     from tqdm import tqdm
 
     stats, done, done_bytes = _prepare(out, settings, overwrite)
@@ -299,7 +299,8 @@ def _encode(source: Source, out: Path, model: SparcModel, settings: dict, total:
     bar.close()
     store.close()
     model.tokenizer.save_pretrained(out / TOKENIZER)
-    manifest = Manifest.from_json({"sparc_es": __version__, **settings, **idf_meta, **lexical_meta, **stats.to_json(),
+    manifest = Manifest.from_json({"sparc_es": __version__, **settings, **idf_meta, **lexical_meta,
+                                   **stats.to_json(),
                                    "control_characters_removed": cleaned.control_characters,
                                    "cleaned_ids": cleaned.examples})
     manifest.write(out)

@@ -59,7 +59,8 @@ class CorpusStatistics:
         return math.log(1 + (self.sentences - n + 0.5) / (n + 0.5))
 
     def write(self, folder: str | Path) -> None:
-        data = {"sentences": self.sentences, "tokens": self.tokens, "df": {str(k): v for k, v in sorted(self.df.items())}}
+        df = {str(k): v for k, v in sorted(self.df.items())}
+        data = {"sentences": self.sentences, "tokens": self.tokens, "df": df}
         (Path(folder) / FILE).write_text(json.dumps(data, separators=(",", ":")) + "\n")
 
     @classmethod

@@ -150,7 +150,8 @@ def test_an_update_stopped_by_a_bad_line_keeps_the_old_folder(tmp_path, tiny_mod
     error naming the line, the old folder stands as it was, and the fixed corpus then updates it."""
     args = ["--model", tiny_model_dir, "--quiet", "--batch-size", 2, "--shard-size", 2]
     enc = tmp_path / "enc"
-    assert run_cli(capsys, "encode", "--corpus", write_corpus(tmp_path / "c.jsonl", n=8), "--output", enc, *args)[0] == 0
+    corpus = write_corpus(tmp_path / "c.jsonl", n=8)
+    assert run_cli(capsys, "encode", "--corpus", corpus, "--output", enc, *args)[0] == 0
     before = {p.name: p.read_bytes() for p in enc.rglob("*") if p.is_file()}
     lines = write_corpus(tmp_path / "new.jsonl", n=9).read_text().splitlines()
     (tmp_path / "new.jsonl").write_text("\n".join(lines[:6] + ['{"id": "bad", "text": 3}'] + lines[6:]) + "\n")

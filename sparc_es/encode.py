@@ -37,7 +37,7 @@ from .corpus import CorpusStats, Sentence, Source, as_source
 from .encoded import (DEFAULT_FACTOR, META, VECTORS, VECTORS_FILE, Manifest, ModelInfo, check_factor, quantize,
                       vector_record)
 from .errors import SparcError, StoreError
-from .idf import idf_vector
+from .idf import idf_from_statistics
 from .lexical import FILE as LEXICAL_FILE, CorpusStatistics, count_corpus
 from .locks import exclusive
 from .model import SparcModel
@@ -130,8 +130,8 @@ def encode_corpus(corpus: Source | Iterable[str | Path], output: str | Path, mod
         total, statistics = Manifest.read(out).sentences, None
     else:
         # Validates every record before anything is written (a bad line fails in seconds, not after
-        # hours of encoding); also counts the lexical term's corpus statistics.
-        total, statistics = _first_pass(source, model if model.config.lexical_weight else None)
+        # hours of encoding); also counts the corpus statistics of IDF weighting and the lexical term.
+        total, statistics = _first_pass(source, model if model.config.lexical_weight or idf else None)
     settings = _settings(model, factor, source.describe(), keep_floats, idf)
     with exclusive(out, "sparc-es encode"):
         try:
@@ -146,7 +146,7 @@ def encode_corpus(corpus: Source | Iterable[str | Path], output: str | Path, mod
 
 
 def _first_pass(source: Source, model: SparcModel | None) -> tuple[int, CorpusStatistics | None]:
-    """(sentences, the lexical term's statistics over their texts when ``model`` is given)."""
+    """(sentences, their texts' statistics counted with ``model``'s tokenizer when it is given)."""
     if model is None:
         return sum(1 for _ in source.read()), None
     total = 0
@@ -255,16 +255,17 @@ def _encode(source: Source, out: Path, model: SparcModel, settings: dict, total:
     from tqdm import tqdm
 
     stats, done, done_bytes = _prepare(out, settings, overwrite)
-    lexical_meta = {}
-    if corpus is not None:
-        corpus.write(out)
-        lexical_meta = {"lexical": {**corpus.summary(), "weight": model.config.lexical_weight,
-                                    "k1": model.config.lexical_k1, "b": model.config.lexical_b}}
-    term_weights, idf_meta = None, {}
+    term_weights, extra_meta = None, {}
     if idf:
         # the vocabulary may be longer than the tokenizer (padded vocabularies)
-        term_weights, record = idf_vector((r.text for r in source.read()), model.tokenizer, model.embeddings.shape[0])
-        idf_meta = {"idf_weighting": record}
+        term_weights, record = idf_from_statistics(corpus, model.embeddings.shape[0])
+        extra_meta["idf_weighting"] = record
+    if model.config.lexical_weight:
+        corpus.write(out)
+        extra_meta["lexical"] = {**corpus.summary(), "weight": model.config.lexical_weight,
+                                 "k1": model.config.lexical_k1, "b": model.config.lexical_b}
+    else:
+        corpus = None  # counted for IDF weighting only
     cleaned = CorpusStats()  # control characters removed: counted over every record, skipped ones too
     records = source.read(cleaned)
     for _ in islice(records, done):
@@ -299,8 +300,7 @@ def _encode(source: Source, out: Path, model: SparcModel, settings: dict, total:
     bar.close()
     store.close()
     model.tokenizer.save_pretrained(out / TOKENIZER)
-    manifest = Manifest.from_json({"sparc_es": __version__, **settings, **idf_meta, **lexical_meta,
-                                   **stats.to_json(),
+    manifest = Manifest.from_json({"sparc_es": __version__, **settings, **extra_meta, **stats.to_json(),
                                    "control_characters_removed": cleaned.control_characters,
                                    "cleaned_ids": cleaned.examples})
     manifest.write(out)

@@ -33,6 +33,7 @@ import numpy as np
 import orjson
 
 from .errors import SparcError, StoreError
+from .lexical import FILE as LEXICAL_FILE
 from .query import TOKENIZER
 from .store import FILENAME as SENTENCES
 
@@ -195,17 +196,14 @@ def iter_vectors(folder: str | Path) -> Iterator[dict]:
             yield orjson.loads(line)
 
 
-LEXICAL = "lexical.json"  # sparc_es.lexical.FILE (not imported: encoded stays free of the model's modules)
-
-
 def copy_into(encoded: str | Path, index: str | Path) -> None:
     """Copy what a search needs besides the engine's own files: the question tokenizer and the
     sentence store (texts and offsets shown with hits)."""
     encoded, index = Path(encoded), Path(index)
     shutil.copytree(encoded / TOKENIZER, index / TOKENIZER)
     shutil.copy2(encoded / SENTENCES, index / SENTENCES)
-    if (encoded / LEXICAL).is_file():  # the lexical term's corpus statistics: an update keeps them
-        shutil.copy2(encoded / LEXICAL, index / LEXICAL)
+    if (encoded / LEXICAL_FILE).is_file():  # the lexical term's corpus statistics: an update keeps them
+        shutil.copy2(encoded / LEXICAL_FILE, index / LEXICAL_FILE)
 
 
 def requantize(encoded: str | Path, output: str | Path, factor: float | None = None, idf: bool = False) -> Manifest:

@@ -33,6 +33,7 @@ import numpy as np
 from .checkpoint import (DEFAULT_MODEL, SPARC_CONFIG, base_name, model_fingerprint, quiet_transformers,
                          resolve_model_path, sha256_file, versions, weights_file)
 from .errors import ModelError, choice
+from .lexical import add_lexical
 from .query import QueryEncoder
 
 FORMAT = "sparc-es-model/1"
@@ -424,8 +425,6 @@ class SparcModel:
         for i in range(len(sentences)):
             v, ix = values[i].numpy(), indices[i].numpy()
             if lexical is not None:
-                from .lexical import add_lexical
-
                 ix, v = add_lexical(ix, v, lexical[i], self.config.lexical_weight)
             keep = v > 0
             out.append(EncodedSentence(tokens=[self._id_to_token[j] for j in ix[keep]], weights=v[keep].astype(np.float32),

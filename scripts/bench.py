@@ -68,10 +68,8 @@ def bench_encoding(model, sentences, repeats: int, workdir: Path) -> dict:
     sample = sentences[:1000]
     pairs = [(s.text, s.context) for s in sample]
     corpus = None  # the lexical term's statistics, counted once per corpus as encode does (not timed)
-    if model.config.lexical_weight:
-        from sparc_es.lexical import count_corpus
-
-        corpus = count_corpus((s.text for s in sentences), model.tokenizer, model.scorable.numpy())
+    if model.config.lexical:
+        corpus = model.count_corpus(s.text for s in sentences)
     batched = []
     for _ in range(repeats):
         started = time.perf_counter()
@@ -124,7 +122,9 @@ def bench_encoding(model, sentences, repeats: int, workdir: Path) -> dict:
                 maps = list(zip(indices.numpy(), values.numpy()))
                 lexical = model.lexical_terms([s for s, _ in batch], corpus)
                 if lexical is not None:
-                    maps = [add_lexical(ix, v, lex, model.config.lexical_weight) for (ix, v), lex in zip(maps, lexical)]
+                    c = model.config
+                    maps = [add_lexical(ix, v, lex.scaled(c.lexical_weight, c.stem_weight))
+                            for (ix, v), lex in zip(maps, lexical)]
                 t6 = time.perf_counter()
                 for ix, v in maps:
                     keep = v > 0

@@ -32,9 +32,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--lexical-weight", type=float, default=None,
                    help="set the lexical term's alpha (sparc_es.lexical) in the shipped config, as chosen on "
                         "the validation split; default: what training left")
+    p.add_argument("--stem-weight", type=float, default=None,
+                   help="set the lexical term's stem weight beta (sparc_es.lexical), as chosen on the validation split")
     args = p.parse_args(argv)
 
-    overrides = {} if args.lexical_weight is None else {"lexical_weight": args.lexical_weight}
+    overrides = {k: v for k, v in (("lexical_weight", args.lexical_weight), ("stem_weight", args.stem_weight))
+                 if v is not None}
     model = SparcModel.load(args.trained, **overrides)
     fingerprint = model.fingerprint
     training = json.loads((args.trained / "training.json").read_text())
@@ -59,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
               f"encoder, {c.passage_max_length} tokens)" if c.passage_weight else "",
               f"lexical term alpha = {c.lexical_weight:g} x BM25 (k1 {c.lexical_k1:g}, b {c.lexical_b:g}) over the "
               f"encoded corpus's WordPiece statistics{shipping_note}" if c.lexical_weight else "",
+              f"stem term beta = {c.stem_weight:g} x BM25 of each word's Porter stem for the vocabulary's other "
+              f"words with that stem{shipping_note}" if c.stem_weight else "",
               f"{cfg.get('same_passage_negatives', 1)} same-passage and {cfg.get('bm25_negatives', 1)} BM25 "
               "negatives per question"]
     lines = [
@@ -87,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
           f" | {r['settings'].get('scoring', 'Lucene BM25')} | {r['MRR@1000']:.2f} | {r['R@1']:.2f} |" for r in rows], "",
         "## Reproduce", "", "```sh", args.command,
         f".venv/bin/python scripts/ship_model.py {args.trained} --table {' '.join(map(str, args.table))} "
-        f"--command '{args.command}'" + (f" --lexical-weight {args.lexical_weight:g}" if overrides else ""), "```", "",
+        f"--command '{args.command}'" + "".join(f" --{k.replace('_', '-')} {v:g}" for k, v in overrides.items()), "```", "",
     ]
     (args.output / "MODEL_CARD.md").write_text("\n".join(lines))
     print(f"shipped {args.trained} to {args.output} ({size:.1f} MB, fingerprint {shipped.fingerprint})")

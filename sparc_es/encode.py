@@ -38,7 +38,7 @@ from .encoded import (DEFAULT_FACTOR, META, VECTORS, VECTORS_FILE, Manifest, Mod
                       vector_record)
 from .errors import SparcError, StoreError
 from .idf import idf_from_statistics
-from .lexical import FILE as LEXICAL_FILE, CorpusStatistics, count_corpus
+from .lexical import FILE as LEXICAL_FILE, CorpusStatistics
 from .locks import exclusive
 from .model import SparcModel
 from .query import TOKENIZER
@@ -131,7 +131,7 @@ def encode_corpus(corpus: Source | Iterable[str | Path], output: str | Path, mod
     else:
         # Validates every record before anything is written (a bad line fails in seconds, not after
         # hours of encoding); also counts the corpus statistics of IDF weighting and the lexical term.
-        total, statistics = _first_pass(source, model if model.config.lexical_weight or idf else None)
+        total, statistics = _first_pass(source, model if model.config.lexical or idf else None)
     settings = _settings(model, factor, source.describe(), keep_floats, idf)
     with exclusive(out, "sparc-es encode"):
         try:
@@ -157,8 +157,7 @@ def _first_pass(source: Source, model: SparcModel | None) -> tuple[int, CorpusSt
             total += 1
             yield s.text
 
-    corpus = count_corpus(texts(), model.tokenizer, model.scorable.cpu().numpy())
-    return total, corpus
+    return total, model.count_corpus(texts())
 
 
 def content_hash(sentence: Sentence) -> str:
@@ -231,8 +230,8 @@ def _update(source: Source, out: Path, model: SparcModel, settings: dict, total:
     if not same:
         raise StoreError(f"{out}: was encoded with another model, K or factor (or without float weights); "
                          "pass --overwrite to encode again")
-    corpus = CorpusStatistics.read(out) if model.config.lexical_weight else None
-    if model.config.lexical_weight and corpus is None:
+    corpus = CorpusStatistics.read(out) if model.config.lexical else None
+    if model.config.lexical and corpus is None:
         raise StoreError(f"{out}: has no {LEXICAL_FILE} for the model's lexical term; pass --overwrite to encode again")
     work = out.parent / f".{out.name}.update"
     cache = _Cache(out, verbatim=old.floats == keep_floats)
@@ -260,9 +259,10 @@ def _encode(source: Source, out: Path, model: SparcModel, settings: dict, total:
         # the vocabulary may be longer than the tokenizer (padded vocabularies)
         term_weights, record = idf_from_statistics(corpus, model.embeddings.shape[0])
         extra_meta["idf_weighting"] = record
-    if model.config.lexical_weight:
+    if model.config.lexical:
         corpus.write(out)
         extra_meta["lexical"] = {**corpus.summary(), "weight": model.config.lexical_weight,
+                                 "stem_weight": model.config.stem_weight,
                                  "k1": model.config.lexical_k1, "b": model.config.lexical_b}
     else:
         corpus = None  # counted for IDF weighting only

@@ -90,6 +90,7 @@ class ModelInfo:
     token_weights: bool = False
     passage_weight: float = 0.0
     lexical_weight: float = 0.0
+    stem_weight: float = 0.0
     base_model: dict = field(default_factory=dict)
     adaptation: dict = field(default_factory=dict)
 
@@ -99,8 +100,8 @@ class ModelInfo:
         c = model.config
         return cls(fingerprint=model.fingerprint, w=float(model.w.detach()), max_over=c.max_over.value,
                    max_length=c.max_length, head=c.head.value, token_weights=c.token_weights,
-                   passage_weight=c.passage_weight, lexical_weight=c.lexical_weight, base_model=c.base_model,
-                   adaptation=c.adaptation)
+                   passage_weight=c.passage_weight, lexical_weight=c.lexical_weight, stem_weight=c.stem_weight,
+                   base_model=c.base_model, adaptation=c.adaptation)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,13 @@ log(1 + (N - N_v + 0.5) / (N_v + 0.5)) and avgdl over the N sentences of the cor
 the top K; the lexical term is added to those tokens and to the sentence's own tokens outside
 them. Queries stay plain bags: the engines score the sum as they score any impact.
 
+With ``stem_weight`` beta > 0, the words of the sentence also lend their weight to the other
+whole-word vocabulary tokens with the same Porter stem (the stemmer of Lucene's default English
+analyzer): a sentence with "architects" stores beta x BM25("architect") for "architect",
+"architectural" and "architecture" as well, with the stem's document frequency over the corpus's
+words. That is Lucene BM25's stemmed match inside one index of plain WordPiece bags; the
+sentence's own tokens keep their WordPiece term alone.
+
 Why: exact matches of tokens that are rare *in the user's corpus* are evidence the neural scores
 under-weight; on the validation split the term adds about 1 MRR to the default model
 (docs/training.md). The statistics must come from the corpus being indexed: the same term with
@@ -40,27 +47,44 @@ class CorpusStatistics:
     sentences: int = 0
     tokens: int = 0  # summed lengths
     df: dict[int, int] = field(default_factory=dict)
+    # Only when counted with a Stems (stem_weight > 0): summed lengths in words, each stem's df.
+    words: int = 0
+    stem_df: dict[str, int] | None = None
 
     @property
     def avgdl(self) -> float:
         return self.tokens / self.sentences if self.sentences else 1.0
 
-    def add(self, token_ids: Iterable[Iterable[int]]) -> None:
-        """Count sentences given as lists of token ids."""
+    @property
+    def avg_words(self) -> float:
+        return self.words / self.sentences if self.sentences else 1.0
+
+    def add(self, token_ids: Iterable[Iterable[int]], stems: Iterable[list[str]] | None = None) -> None:
+        """Count sentences given as lists of token ids (and, for the stem term, as lists of stems)."""
         for ids in token_ids:
             ids = list(ids)
             self.sentences += 1
             self.tokens += len(ids)
             for i in set(ids):
                 self.df[i] = self.df.get(i, 0) + 1
+        if stems is not None:
+            self.stem_df = {} if self.stem_df is None else self.stem_df
+            for words in stems:
+                self.words += len(words)
+                for w in set(words):
+                    self.stem_df[w] = self.stem_df.get(w, 0) + 1
 
     def idf(self, token: int) -> float:
-        n = self.df.get(token, 0)
-        return math.log(1 + (self.sentences - n + 0.5) / (n + 0.5))
+        return _idf(self.sentences, self.df.get(token, 0))
+
+    def stem_idf(self, stem: str) -> float:
+        return _idf(self.sentences, self.stem_df.get(stem, 0) if self.stem_df else 0)
 
     def write(self, folder: str | Path) -> None:
         df = {str(k): v for k, v in sorted(self.df.items())}
         data = {"sentences": self.sentences, "tokens": self.tokens, "df": df}
+        if self.stem_df is not None:
+            data["stems"] = {"words": self.words, "df": dict(sorted(self.stem_df.items()))}
         (Path(folder) / FILE).write_text(json.dumps(data, separators=(",", ":")) + "\n")
 
     @classmethod
@@ -69,12 +93,54 @@ class CorpusStatistics:
         if not path.is_file():
             return None
         d = json.loads(path.read_text())
-        return cls(int(d["sentences"]), int(d["tokens"]), {int(k): int(v) for k, v in d["df"].items()})
+        stems = d.get("stems")
+        return cls(int(d["sentences"]), int(d["tokens"]), {int(k): int(v) for k, v in d["df"].items()},
+                   int(stems["words"]) if stems else 0, stems["df"] if stems else None)
 
     def summary(self) -> dict:
         """What the manifest records about them."""
-        return {"sentences": self.sentences, "avgdl": round(self.avgdl, 3), "tokens_seen": len(self.df),
-                "counted_in": "sentence text (WordPiece tokens, special tokens left out)"}
+        out = {"sentences": self.sentences, "avgdl": round(self.avgdl, 3), "tokens_seen": len(self.df),
+               "counted_in": "sentence text (WordPiece tokens, special tokens left out)"}
+        if self.stem_df is not None:
+            out["stems_seen"] = len(self.stem_df)
+            out["avg_words"] = round(self.avg_words, 3)
+        return out
+
+
+def _idf(n_sentences: int, n: int) -> float:
+    return math.log(1 + (n_sentences - n + 0.5) / (n + 0.5))
+
+
+class Stems:
+    """Porter stems of a text's words and, for a stem, the whole-word vocabulary tokens that have it.
+
+    Words are what the tokenizer sees before WordPiece (its normaliser and pre-tokeniser:
+    lower-cased, accents stripped, split at punctuation); only alphabetic ones are stemmed.
+    """
+
+    def __init__(self, tokenizer, scorable=None) -> None:
+        import snowballstemmer
+
+        self._stemmer = snowballstemmer.stemmer("porter")
+        backend = tokenizer.backend_tokenizer
+        self._normalize, self._split = backend.normalizer, backend.pre_tokenizer
+        self._cache: dict[str, str] = {}
+        classes: dict[str, list[int]] = {}
+        for token, i in tokenizer.get_vocab().items():
+            if token.isascii() and token.isalpha() and (scorable is None or (i < len(scorable) and scorable[i])):
+                classes.setdefault(self.stem(token), []).append(i)
+        self.siblings = {s: sorted(ids) for s, ids in classes.items()}
+
+    def stem(self, word: str) -> str:
+        s = self._cache.get(word)
+        if s is None:
+            s = self._cache[word] = self._stemmer.stemWord(word)
+        return s
+
+    def of(self, text: str) -> list[str]:
+        """The stems of the text's alphabetic words, in order."""
+        text = self._normalize.normalize_str(text) if self._normalize is not None else text.lower()
+        return [self.stem(w) for w, _ in self._split.pre_tokenize_str(text) if w.isalpha()]
 
 
 def sentence_token_ids(tokenizer, texts: list[str], scorable=None) -> list[list[int]]:
@@ -88,12 +154,13 @@ def sentence_token_ids(tokenizer, texts: list[str], scorable=None) -> list[list[
     return [[i for i in x if i < len(scorable) and scorable[i]] for x in ids]
 
 
-def count_corpus(texts: Iterable[str], tokenizer, scorable=None, batch: int = 1024) -> CorpusStatistics:
-    """:class:`CorpusStatistics` over a stream of sentence texts."""
-    stats = CorpusStatistics()
+def count_corpus(texts: Iterable[str], tokenizer, scorable=None, batch: int = 1024,
+                 stems: Stems | None = None) -> CorpusStatistics:
+    """:class:`CorpusStatistics` over a stream of sentence texts (and their stems, given ``stems``)."""
+    stats = CorpusStatistics(stem_df=None if stems is None else {})
     texts = iter(texts)
     while chunk := list(islice(texts, batch)):
-        stats.add(sentence_token_ids(tokenizer, chunk, scorable))
+        stats.add(sentence_token_ids(tokenizer, chunk, scorable), None if stems is None else map(stems.of, chunk))
     return stats
 
 
@@ -106,11 +173,44 @@ def bm25_weights(ids: list[int], stats: CorpusStatistics, k1: float, b: float) -
     return {i: stats.idf(i) * tf * (k1 + 1) / (tf + norm) for i, tf in counts.items()}
 
 
-def add_lexical(tokens: np.ndarray, weights: np.ndarray, lexical: dict[int, float], alpha: float
+def stem_weights(stems: list[str], own: Iterable[int], stats: CorpusStatistics, vocabulary: Stems,
+                 k1: float, b: float) -> dict[int, float]:
+    """token id -> BM25 of its stem in one sentence, for the stem siblings of the sentence's words
+    that are not among its own tokens ``own``."""
+    counts: dict[str, int] = {}
+    for s in stems:
+        counts[s] = counts.get(s, 0) + 1
+    norm = k1 * (1 - b + b * len(stems) / stats.avg_words)
+    own = set(own)
+    out: dict[int, float] = {}
+    for s, tf in counts.items():
+        weight = stats.stem_idf(s) * tf * (k1 + 1) / (tf + norm)
+        for t in vocabulary.siblings.get(s, ()):
+            if t not in own:
+                out[t] = weight
+    return out
+
+
+@dataclass
+class LexicalTerm:
+    """One sentence's lexical weights before scaling: BM25 of its own tokens, and of its words'
+    stems for their siblings (empty without the stem term)."""
+
+    own: dict[int, float]
+    siblings: dict[int, float]
+
+    def scaled(self, alpha: float, beta: float) -> dict[int, float]:
+        out = {t: alpha * w for t, w in self.own.items()}
+        for t, w in self.siblings.items():
+            out[t] = out.get(t, 0.0) + beta * w
+        return out
+
+
+def add_lexical(tokens: np.ndarray, weights: np.ndarray, lexical: dict[int, float]
                 ) -> tuple[np.ndarray, np.ndarray]:
-    """Add ``alpha * lexical`` to a top-K map given as (token ids, weights); tokens outside the map
-    join it. Returned sorted by weight, descending."""
-    extra = {t: alpha * w for t, w in lexical.items() if w > 0}
+    """Add ``lexical`` (token id -> weight, already scaled) to a top-K map given as (token ids,
+    weights); tokens outside the map join it. Returned sorted by weight, descending."""
+    extra = {t: w for t, w in lexical.items() if w > 0}
     if not extra:
         return tokens, weights
     at = {int(t): j for j, t in enumerate(tokens)}

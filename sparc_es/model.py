@@ -33,7 +33,8 @@ import numpy as np
 from .checkpoint import (DEFAULT_MODEL, SPARC_CONFIG, base_name, model_fingerprint, quiet_transformers,
                          resolve_model_path, sha256_file, versions, weights_file)
 from .errors import ModelError, choice
-from .lexical import add_lexical
+from .lexical import CorpusStatistics, LexicalTerm, Stems, add_lexical, bm25_weights, count_corpus, \
+    sentence_token_ids, stem_weights
 from .query import QueryEncoder
 
 FORMAT = "sparc-es-model/1"
@@ -75,6 +76,8 @@ class SparcConfig:
     lexical_weight: float = 0.0
     lexical_k1: float = 0.9
     lexical_b: float = 0.4
+    # ... and beta x BM25 of each word's Porter stem for the vocabulary's other words with that stem.
+    stem_weight: float = 0.0
     base_model: dict = field(default_factory=dict)  # provenance: name, path, sha256
     adaptation: dict = field(default_factory=dict)  # embedding replacement provenance (sparc_es.adapt)
 
@@ -86,8 +89,13 @@ class SparcConfig:
             raise ModelError(f"top-K must be at least 1 (got {self.top_k})")
         if self.max_length < 8:
             raise ModelError(f"the max length must be at least 8 tokens (got {self.max_length})")
-        if self.lexical_weight < 0 or self.lexical_k1 < 0 or not 0 <= self.lexical_b <= 1:
-            raise ModelError("the lexical weight and k1 must be >= 0 and b within [0, 1]")
+        if self.lexical_weight < 0 or self.stem_weight < 0 or self.lexical_k1 < 0 or not 0 <= self.lexical_b <= 1:
+            raise ModelError("the lexical and stem weights and k1 must be >= 0 and b within [0, 1]")
+
+    @property
+    def lexical(self) -> bool:
+        """Whether encoding needs the corpus statistics of sparc_es.lexical."""
+        return bool(self.lexical_weight or self.stem_weight)
 
     def to_json(self) -> dict:
         d = dataclasses.asdict(self)
@@ -100,7 +108,7 @@ class SparcConfig:
         """The config of a ``sparc_config.json``; a field of the wrong type is a :class:`ModelError`."""
         kinds = {"w": float, "top_k": int, "max_length": int, "max_over": str, "head": str, "token_weights": bool,
                  "passage_weight": float, "passage_encoder": str, "passage_max_length": int, "lexical_weight": float,
-                 "lexical_k1": float, "lexical_b": float, "base_model": dict,
+                 "lexical_k1": float, "lexical_b": float, "stem_weight": float, "base_model": dict,
                  "adaptation": dict}
         kwargs = {}
         for name, kind in kinds.items():
@@ -215,6 +223,7 @@ class SparcModel:
                 scorable[i] = False
         self.scorable = scorable
         self._id_to_token = tokenizer.convert_ids_to_tokens(list(range(vocab)))
+        self._stems = None
         self._uses_token_types = "token_type_ids" in tokenizer.model_input_names and \
             getattr(encoder.config, "type_vocab_size", 0) > 1
 
@@ -425,20 +434,40 @@ class SparcModel:
         for i in range(len(sentences)):
             v, ix = values[i].numpy(), indices[i].numpy()
             if lexical is not None:
-                ix, v = add_lexical(ix, v, lexical[i], self.config.lexical_weight)
+                ix, v = add_lexical(ix, v, lexical[i].scaled(self.config.lexical_weight, self.config.stem_weight))
             keep = v > 0
             out.append(EncodedSentence(tokens=[self._id_to_token[j] for j in ix[keep]], weights=v[keep].astype(np.float32),
                                truncated_sentence=s_cut[i], truncated_context=c_cut[i], nonzero=nonzero[i]))
         return out
 
-    def lexical_terms(self, sentences: list[str], corpus) -> list[dict[int, float]] | None:
-        """Each sentence's BM25 weights over its own tokens, when the model has a lexical term."""
-        if not self.config.lexical_weight or corpus is None:
+    def lexical_terms(self, sentences: list[str], corpus) -> list[LexicalTerm] | None:
+        """Each sentence's lexical term before scaling (BM25 of its own tokens; of its words' stems
+        for their siblings when the model has a stem weight), or None without one or without ``corpus``."""
+        if not self.config.lexical or corpus is None:
             return None
-        from .lexical import bm25_weights, sentence_token_ids
-
+        c = self.config
         ids = sentence_token_ids(self.tokenizer, sentences, self.scorable.cpu().numpy())
-        return [bm25_weights(x, corpus, self.config.lexical_k1, self.config.lexical_b) for x in ids]
+        if not c.stem_weight:
+            return [LexicalTerm(bm25_weights(x, corpus, c.lexical_k1, c.lexical_b), {}) for x in ids]
+        if corpus.stem_df is None:
+            raise ModelError("the model has a stem weight but the corpus statistics were counted without stems")
+        stems = self.stems
+        return [LexicalTerm(bm25_weights(x, corpus, c.lexical_k1, c.lexical_b),
+                            stem_weights(stems.of(t), x, corpus, stems, c.lexical_k1, c.lexical_b))
+                for t, x in zip(sentences, ids)]
+
+    @property
+    def stems(self) -> Stems | None:
+        """The vocabulary's Porter stems (built on first use: about a second), for the stem term."""
+        if not self.config.stem_weight:
+            return None
+        if self._stems is None:
+            self._stems = Stems(self.tokenizer, self.scorable.cpu().numpy())
+        return self._stems
+
+    def count_corpus(self, texts: Iterable[str]) -> CorpusStatistics:
+        """The statistics of :mod:`sparc_es.lexical` over a stream of sentence texts, as this model needs them."""
+        return count_corpus(texts, self.tokenizer, self.scorable.cpu().numpy(), stems=self.stems)
 
     def encode(self, pairs: Iterable[tuple[str, str]], batch_size: int = 32, window: int = 8,
                top_k: int | None = None, term_weights=None,

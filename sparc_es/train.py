@@ -234,15 +234,13 @@ class Trainer:
         if config.lexical_weight:
             import math
 
-            from .lexical import count_corpus
-
             if not self.model.config.lexical_weight:
                 self.model.config = dataclasses.replace(self.model.config, lexical_weight=config.lexical_weight)
             self.log_alpha = torch.nn.Parameter(torch.tensor(math.log(self.model.config.lexical_weight),
                                                              device=self.device))
             groups.append({"params": [self.log_alpha], "lr": config.w_lr, "weight_decay": 0.0})
             pool = {s.id: s.text for e in examples for s in [e.positive, *e.same_passage, *e.bm25]}
-            self.corpus = count_corpus(pool.values(), self.model.tokenizer, self.model.scorable.cpu().numpy())
+            self.corpus = self.model.count_corpus(pool.values())
         self.optimizer = torch.optim.AdamW(groups)
         from transformers import get_linear_schedule_with_warmup
 
@@ -295,11 +293,13 @@ class Trainer:
                 kth = full.topk(min(self.model.config.top_k, full.shape[1]), dim=1).values[:, -1:]
             f = f * (f >= kth).to(f.dtype)
         if self.log_alpha is not None:
-            f = f + self.log_alpha.exp() * self._lexical_term(sentences, vocab_ids)
+            own, siblings = self._lexical_term(sentences, vocab_ids)
+            f = f + self.log_alpha.exp() * own + self.model.config.stem_weight * siblings
         return f
 
     def _lexical_term(self, sentences: list[Sentence], vocab_ids):
-        """BM25(v, s) over the training corpus for the batch's sentences and the question tokens."""
+        """BM25(v, s) over the training corpus for the batch's sentences and the question tokens:
+        (own tokens, stem siblings), the second all zeros without a stem weight (which stays fixed)."""
         import torch
 
         missing = [s for s in sentences if s.id not in self.lexical]
@@ -307,12 +307,14 @@ class Trainer:
             self.lexical.update(zip((s.id for s in missing),
                                     self.model.lexical_terms([s.text for s in missing], self.corpus)))
         column = {int(v): j for j, v in enumerate(vocab_ids.tolist())}
-        out = torch.zeros((len(sentences), len(column)))
+        own, siblings = torch.zeros((2, len(sentences), len(column)))
         for i, s in enumerate(sentences):
-            for t, w in self.lexical[s.id].items():
-                if t in column:
-                    out[i, column[t]] = w
-        return out.to(self.device)
+            term = self.lexical[s.id]
+            for out, weights in ((own, term.own), (siblings, term.siblings)):
+                for t, w in weights.items():
+                    if t in column:
+                        out[i, column[t]] = w
+        return own.to(self.device), siblings.to(self.device)
 
     def train_step(self, questions: list[str], sentences: list[Sentence]) -> float:
         """One optimiser step on B questions and their 3B sentences; returns the loss."""

@@ -1,13 +1,16 @@
 """The lexical term: stored weights = the neural ones + alpha x BM25 over the corpus's WordPiece
-statistics, computed here from the definition; an update keeps the statistics it started with."""
+statistics (+ beta x BM25 of each word's Porter stem for its vocabulary siblings), computed here from
+the definitions; an update keeps the statistics it started with."""
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from collections import Counter
 
 import pytest
+import snowballstemmer
 
 from sparc_es.encode import encode_corpus
 from sparc_es.encoded import Manifest, iter_vectors, quantize
@@ -33,32 +36,61 @@ def bm25_by_hand(texts: list[str], tokenizer, k1: float, b: float) -> list[dict[
              / (tf + k1 * (1 - b + b * sum(c.values()) / avgdl)) for t, tf in c.items()} for c in bags]
 
 
+def stems_by_hand(texts: list[str], tokenizer, k1: float, b: float) -> list[dict[str, float]]:
+    """BM25 of each text's word stems (ASCII words, Porter), given to every whole-word vocabulary
+    token with that stem that is not one of the text's own tokens."""
+    porter = snowballstemmer.stemmer("porter")
+    words = [porter.stemWords(re.findall(r"[a-z]+", x.lower())) for x in texts]
+    n, avg = len(words), sum(map(len, words)) / len(words)
+    df = Counter(s for w in words for s in set(w))
+    by_stem: dict[str, list[str]] = {}
+    for token in tokenizer.get_vocab():
+        if re.fullmatch(r"[a-z]+", token):
+            by_stem.setdefault(porter.stemWord(token), []).append(token)
+    out = []
+    for text, w in zip(texts, words):
+        own, weights = set(tokenizer.tokenize(text)), {}
+        for stem, tf in Counter(w).items():
+            bm25 = math.log(1 + (n - df[stem] + 0.5) / (df[stem] + 0.5)) * tf * (k1 + 1) / (
+                tf + k1 * (1 - b + b * len(w) / avg))
+            weights.update({t: bm25 for t in by_stem.get(stem, []) if t not in own})
+        out.append(weights)
+    return out
+
+
 def floats(folder) -> dict[str, dict[str, float]]:
     return {r["id"]: r["weights"] for r in iter_vectors(folder)}
 
 
-def test_stored_weights_add_alpha_times_bm25_of_the_sentences_own_tokens(tiny_model_dir, tmp_path):
+@pytest.mark.parametrize("stem_weight", [0.0, 0.7])
+def test_stored_weights_add_alpha_times_bm25_of_the_sentences_own_tokens(tiny_model_dir, tmp_path, stem_weight):
     corpus = write(tmp_path / "c.jsonl", TEXTS)
     plain = encode_corpus([corpus], tmp_path / "plain", SparcModel.load(tiny_model_dir, top_k=20), keep_floats=True,
                           progress=False)
-    model = SparcModel.load(tiny_model_dir, top_k=20, lexical_weight=0.5)
+    model = SparcModel.load(tiny_model_dir, top_k=20, lexical_weight=0.5, stem_weight=stem_weight)
     manifest = encode_corpus([corpus], tmp_path / "lex", model, keep_floats=True, progress=False)
     assert manifest.model.fingerprint != plain.model.fingerprint and manifest.model.lexical_weight == 0.5
+    assert manifest.model.stem_weight == stem_weight
     assert manifest.lexical["sentences"] == len(TEXTS) and CorpusStatistics.read(tmp_path / "lex").sentences == 5
-    expected = bm25_by_hand(TEXTS, model.tokenizer, 0.9, 0.4)
+    own = bm25_by_hand(TEXTS, model.tokenizer, 0.9, 0.4)
+    siblings = stems_by_hand(TEXTS, model.tokenizer, 0.9, 0.4) if stem_weight else [{}] * len(TEXTS)
     before, after = floats(tmp_path / "plain"), floats(tmp_path / "lex")
     outside = 0
-    for i, lexical in enumerate(expected):
+    for i, (mine, sib) in enumerate(zip(own, siblings)):
         sid = f"s{i}"
-        assert set(after[sid]) == set(before[sid]) | set(lexical)
-        outside += len(set(lexical) - set(before[sid]))
+        assert set(after[sid]) == set(before[sid]) | set(mine) | set(sib)
+        outside += len(set(mine) - set(before[sid]))
         for token, w in after[sid].items():
-            assert w == pytest.approx(before[sid].get(token, 0.0) + 0.5 * lexical.get(token, 0.0), rel=1e-5)
+            assert w == pytest.approx(before[sid].get(token, 0.0) + 0.5 * mine.get(token, 0.0)
+                                      + stem_weight * sib.get(token, 0.0), rel=1e-5)
     assert outside > 0  # K = 20 left some of the sentences' own tokens out: the term brings them in
+    if stem_weight:  # "museums" lends to "museum", "bridges" to "bridge", "degrees" to "degree", ...
+        assert {"museum", "bridge", "degree", "flow"} <= set().union(*siblings)
+        assert model.fingerprint != SparcModel.load(tiny_model_dir, top_k=20, lexical_weight=0.5).fingerprint
 
 
 def test_an_update_keeps_the_statistics_it_started_with(tiny_model_dir, tmp_path):
-    model = SparcModel.load(tiny_model_dir, top_k=20, lexical_weight=0.5)
+    model = SparcModel.load(tiny_model_dir, top_k=20, lexical_weight=0.5, stem_weight=0.7)
     out = tmp_path / "enc"
     encode_corpus([write(tmp_path / "a.jsonl", TEXTS)], out, model, progress=False)
     statistics = (out / "lexical.json").read_bytes()
@@ -69,6 +101,7 @@ def test_an_update_keeps_the_statistics_it_started_with(tiny_model_dir, tmp_path
     assert (out / "lexical.json").read_bytes() == statistics and manifest.reused == 0  # every context changed
     # every weight is the one the first corpus's statistics give, not the new corpus's
     kept = CorpusStatistics.read(out)
+    assert kept.stem_df and kept.words > 0
     direct = model.encode_batch(edited, [" ".join(edited)] * 5, corpus=kept)
     assert [json.loads(line)["vector"] for line in after] == [quantize(e.tokens, e.weights, manifest.factor)
                                                               for e in direct]

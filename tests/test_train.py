@@ -123,16 +123,19 @@ def test_killed_run_resumes_to_the_same_model(tiny_model_dir, examples, tmp_path
         Trainer(changed, tmp_path / "cut2", examples, device="cpu", progress=False)
 
 
-@pytest.mark.parametrize("extra", ["plain", "passage", "lexical"])
+@pytest.mark.parametrize("extra", ["plain", "passage", "lexical", "stems"])
 def test_top_k_aware_scores_are_what_the_index_holds(tiny_model_dir, tiny_mlm_dir, examples, tmp_path, extra):
     """With --top-k-aware a question token scores f(v, s) when it is in the sentence's encoded
     top K and 0 otherwise: the same as scoring the encoded sentence (with passage expansion, or with
-    the lexical term over the training corpus's statistics, too)."""
+    the lexical term over the training corpus's statistics, its stem part too)."""
     import random
 
+    base = tiny_model_dir
+    if extra == "stems":  # a base that has a stem weight keeps it (fixed) while alpha is learned
+        base = SparcModel.load(tiny_model_dir, stem_weight=0.5).save(tmp_path / "stem-base")
     extra = {"plain": {}, "passage": dict(passage_weight=0.1, passage_model=str(tiny_mlm_dir)),
-             "lexical": dict(lexical_weight=0.7)}[extra]
-    trainer = make_trainer(tiny_model_dir, examples, tmp_path, top_k_aware=True, **extra)
+             "lexical": dict(lexical_weight=0.7), "stems": dict(lexical_weight=0.7)}[extra]
+    trainer = make_trainer(base, examples, tmp_path, top_k_aware=True, **extra)
     model = trainer.model
     model.encoder.eval()
     questions, sentences = sample_batch(examples, list(range(4)), random.Random(0))
@@ -149,6 +152,8 @@ def test_top_k_aware_scores_are_what_the_index_holds(tiny_model_dir, tiny_mlm_di
             assert scores[i, j].item() == pytest.approx(expected, rel=1e-4, abs=1e-6)
             kept += expected > 0
     assert kept > 0 and (scores == 0).sum() > 0  # some question tokens in, some cut
+    if base != tiny_model_dir:
+        assert model.config.stem_weight == 0.5 and any(t.siblings for t in trainer.lexical.values())
 
 
 def test_defaults_are_the_shipped_recipe():

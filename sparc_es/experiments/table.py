@@ -13,6 +13,7 @@ Systems (``--systems``, comma-separated; options after a colon)::
           head=dot|mlm (score a plain checkpoint through its MLM head), passage_weight=LAMBDA (passage
           expansion with the model itself as passage encoder, for a model trained without it),
           lexical_weight=ALPHA (the lexical term, sparc_es.lexical, with this alpha),
+          stem_weight=BETA (its stem term, sparc_es.lexical, with this beta),
           idf=1 (IDF-weighted encoding), hybrid=rrf|sum (fused with the Lucene BM25 run, top 1,000
           of each), hybrid_weight=A (BM25's share of the sum, default 0.5)
           e.g. sparc:top_k=500,factor=100,bm25-paper   sparc-exact:model=models/sparc,max_over=all
@@ -45,7 +46,7 @@ from .datasets import DOMAINS, EvalSet, build_eval_set
 
 KINDS = ("bm25", "bm25-paper", "sparc", "sparc-exact", "sparc-int")
 SPARC_OPTIONS = {"model": str, "top_k": int, "factor": float, "max_over": str, "max_length": int, "head": str,
-                 "passage_weight": float, "lexical_weight": float,
+                 "passage_weight": float, "lexical_weight": float, "stem_weight": float,
                  "idf": int, "hybrid": str, "hybrid_weight": float}
 
 
@@ -97,7 +98,8 @@ def _sparc_encoded(system: System, evalset: EvalSet, corpus: Path, folder: Path)
                                    ("max_over", MaxOver(o["max_over"]) if "max_over" in o else None),
                                    ("head", Head(o["head"]) if "head" in o else None),
                                    ("passage_weight", o.get("passage_weight")),
-                                   ("lexical_weight", o.get("lexical_weight"))) if v is not None}
+                                   ("lexical_weight", o.get("lexical_weight")),
+                                   ("stem_weight", o.get("stem_weight"))) if v is not None}
     model = SparcModel.load(o.get("model", "default").replace("{domain}", folder.name), **overrides)
     factor = o.get("factor", DEFAULT_FACTOR)
     idf = bool(o.get("idf"))
@@ -133,7 +135,7 @@ def _engine(system: System, evalset: EvalSet, paths: dict[str, Path], folder: Pa
     settings = {"model": model.fingerprint, "base": model.base_model.get("name"), "w": model.w, "K": manifest.top_k,
                 "max_over": model.max_over, "max_length": model.max_length, "head": model.head,
                 "passage_weight": model.passage_weight, "lexical_weight": model.lexical_weight,
-                "median_nonzero_before_top_k": manifest.median_nonzero_before_top_k,
+                "stem_weight": model.stem_weight, "median_nonzero_before_top_k": manifest.median_nonzero_before_top_k,
                 "postings_per_sentence": round(manifest.postings / max(manifest.sentences, 1), 1),
                 "idf": manifest.idf}
     if model.adaptation:

@@ -1,0 +1,88 @@
+"""Choose the lexical term's alpha and stem weight beta on an evaluation set, without re-encoding.
+
+Scores, exactly in floating point, the neural weights of an encoded folder that has no lexical term
+(``sparc-es table --systems sparc-exact:model=M,lexical_weight=0`` writes one with float weights)
+plus alpha x the sentences' own BM25 weights plus beta x their stem siblings' BM25 weights, both
+computed by the model's own code (:meth:`SparcModel.lexical_terms`) with the evaluation corpus's
+statistics: the weights an encode with that alpha and beta would store, for every (alpha, beta)
+of a grid at the cost of one encode. Use it on the validation split only::
+
+    .venv/bin/python scripts/lexical_grid.py runs/val/encoded-<fingerprint>-k500 runs/models/e2 \\
+        --alphas 0.2,0.25,0.3,0.35,0.4 --betas 0,0.3,0.4,0.5 --json runs/lexical-grid.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def floats_list(text: str) -> list[float]:
+    return [float(x) for x in text.split(",")]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("encoded", type=Path, help="encoded folder with float weights and no lexical term")
+    p.add_argument("model", help="the model folder it was encoded with")
+    p.add_argument("--evalset", type=Path, default=Path("runs/val/evalset"),
+                   help="evaluation set folder (default: the validation split under runs/)")
+    p.add_argument("--alphas", type=floats_list, default=[0.2, 0.25, 0.3, 0.35, 0.4])
+    p.add_argument("--betas", type=floats_list, default=[0.0, 0.3, 0.4, 0.5])
+    p.add_argument("--json", type=Path, help="write the grid here")
+    args = p.parse_args(argv)
+
+    from scipy import sparse
+
+    from sparc_es.engines.exact import ExactEngine, top_k_rows
+    from sparc_es.eval import evaluate
+    from sparc_es.experiments.datasets import EvalSet
+    from sparc_es.model import SparcModel
+
+    engine = ExactEngine(args.encoded, floats=True)
+    if engine.manifest.model.lexical_weight or engine.manifest.model.stem_weight:
+        raise SystemExit(f"{args.encoded}: already has a lexical term; encode with lexical_weight=0")
+    model = SparcModel.load(args.model, lexical_weight=1.0, stem_weight=1.0)
+    evalset = EvalSet.read(args.evalset)
+    text = {s.id: s.text for s in evalset.sentences}
+    sentences = [text[i] for i in engine.ids]
+    terms = model.lexical_terms(sentences, model.count_corpus(sentences))
+
+    def matrix(part: str):
+        rows, cols, vals = [], [], []
+        for r, term in enumerate(terms):
+            for v, w in getattr(term, part).items():
+                rows.append(r)
+                cols.append(v)
+                vals.append(w)
+        return sparse.csr_matrix((vals, (rows, cols)), shape=engine.docs.shape)
+
+    own, siblings = matrix("own"), matrix("siblings")
+    questions = engine._query_matrix([q for _, q in evalset.topics])
+
+    def score(docs) -> dict[str, float]:
+        ranked = top_k_rows((questions @ docs.T).toarray(), 1000)
+        run = {qid: {engine.ids[j]: s for j, s in row} for (qid, _), row in zip(evalset.topics, ranked)}
+        return {k: round(100 * v, 2) for k, v in evaluate(run, evalset.qrels).items()}
+
+    rows = [{"alpha": 0.0, "beta": 0.0, **score(engine.docs)}]
+    print(f"neural weights alone: MRR@1000 {rows[0]['MRR@1000']:.2f}  R@1 {rows[0]['R@1']:.2f}", flush=True)
+    print("alpha \\ beta " + "".join(f"{b:>14g}" for b in args.betas))
+    for a in args.alphas:
+        line = []
+        for b in args.betas:
+            rows.append({"alpha": a, "beta": b, **score(engine.docs + a * own + b * siblings)})
+            line.append(f"{rows[-1]['MRR@1000']:6.2f} / {rows[-1]['R@1']:5.2f}")
+        print(f"{a:<13g}" + "".join(f"{x:>14}" for x in line), flush=True)
+    best = max(rows, key=lambda r: r["MRR@1000"])
+    print(f"best: alpha {best['alpha']:g}, beta {best['beta']:g}: MRR@1000 {best['MRR@1000']:.2f}")
+    if args.json:
+        args.json.write_text(json.dumps({"encoded": str(args.encoded), "model": args.model,
+                                         "evalset": str(args.evalset), "rows": rows}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -108,8 +108,11 @@ def _engine_args(p: argparse.ArgumentParser, kinds: list[str], query: bool = Tru
     g.add_argument("--hybrid", choices=["rrf", "sum"],
                    help="fuse with BM25: reciprocal-rank fusion, or a weighted sum of min-max-normalised "
                         "scores (default: SPARC alone)")
-    g.add_argument("--hybrid-weight", type=float, default=0.5, metavar="A",
-                   help="BM25's share of the --hybrid sum, 0 to 1 (default: %(default)s)")
+    from .engines.hybrid import BM25_WEIGHT
+
+    g.add_argument("--hybrid-weight", type=float, default=BM25_WEIGHT, metavar="A",
+                   help="BM25's share of the --hybrid sum, 0 to 1 (default: %(default)s, chosen on the "
+                        "validation split for the shipped model)")
 
 
 def _es_connection_args(p: argparse.ArgumentParser, title: str):

@@ -21,7 +21,7 @@ __all__ = ["Engine", "EngineKind", "Hit", "Topics", "open_engine"]
 
 
 def open_engine(kind: EngineKind | str = EngineKind.LUCENE, index: str | Path | None = None, *,
-                hybrid: str | None = None, hybrid_weight: float = 0.5, connection=None, es_index: str | None = None,
+                hybrid: str | None = None, hybrid_weight: float | None = None, connection=None, es_index: str | None = None,
                 tokenizer: str | Path | None = None, query_mode: str = "rank_feature",
                 bm25_weight: float = 0.0) -> Engine:
     """Open a search engine.
@@ -53,9 +53,9 @@ def open_engine(kind: EngineKind | str = EngineKind.LUCENE, index: str | Path | 
 
         return LuceneBM25.beside(index)
     if hybrid:
-        from .hybrid import HybridEngine
+        from .hybrid import BM25_WEIGHT, HybridEngine
 
-        return HybridEngine.open(index, hybrid, hybrid_weight)
+        return HybridEngine.open(index, hybrid, BM25_WEIGHT if hybrid_weight is None else hybrid_weight)
     from .lucene import LuceneEngine
 
     return LuceneEngine(index)

@@ -15,7 +15,7 @@ Systems (``--systems``, comma-separated; options after a colon)::
           lexical_weight=ALPHA (the lexical term, sparc_es.lexical, with this alpha),
           stem_weight=BETA (its stem term, sparc_es.lexical, with this beta),
           idf=1 (IDF-weighted encoding), hybrid=rrf|sum (fused with the Lucene BM25 run, top 1,000
-          of each), hybrid_weight=A (BM25's share of the sum, default 0.5)
+          of each), hybrid_weight=A (BM25's share of the sum; default: the engines')
           e.g. sparc:top_k=500,factor=100,bm25-paper   sparc-exact:model=models/sparc,max_over=all
 
 Domains (``--domains``, comma-separated): the project's ``squad``, ``newsqa`` and ``val``, or the
@@ -174,9 +174,9 @@ class _MemoRun:
 
 
 def _hybrid(system: System, engine, settings: dict, bm25: _MemoRun):
-    from ..engines.hybrid import HybridEngine
+    from ..engines.hybrid import BM25_WEIGHT, HybridEngine
 
-    weight = system.options.get("hybrid_weight", 0.5)
+    weight = system.options.get("hybrid_weight", BM25_WEIGHT)
     settings = {**settings, "hybrid": "RRF (k = 60)" if system.options["hybrid"] == "rrf" else
                 f"{weight:g} x BM25 + {1 - weight:g} x SPARC, min-max normalised"}
     return HybridEngine(engine, bm25, system.options["hybrid"], weight), settings

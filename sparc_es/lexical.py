@@ -28,6 +28,7 @@ the training slice's statistics loses 0.8 MRR on the validation split.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Iterable
@@ -121,21 +122,15 @@ class Stems:
     def __init__(self, tokenizer, scorable=None) -> None:
         import snowballstemmer
 
-        self._stemmer = snowballstemmer.stemmer("porter")
+        # A corpus repeats its words: a bounded cache stems each about once (pure-Python Porter).
+        self.stem = functools.lru_cache(maxsize=1 << 20)(snowballstemmer.stemmer("porter").stemWord)
         backend = tokenizer.backend_tokenizer
         self._normalize, self._split = backend.normalizer, backend.pre_tokenizer
-        self._cache: dict[str, str] = {}
         classes: dict[str, list[int]] = {}
         for token, i in tokenizer.get_vocab().items():
             if token.isascii() and token.isalpha() and (scorable is None or (i < len(scorable) and scorable[i])):
                 classes.setdefault(self.stem(token), []).append(i)
         self.siblings = {s: sorted(ids) for s, ids in classes.items()}
-
-    def stem(self, word: str) -> str:
-        s = self._cache.get(word)
-        if s is None:
-            s = self._cache[word] = self._stemmer.stemWord(word)
-        return s
 
     def of(self, text: str) -> list[str]:
         """The stems of the text's alphabetic words, in order."""

@@ -26,7 +26,7 @@ RRF_K = 60
 
 # BM25's share of the sum by default: chosen for the shipped model on the validation split
 # (docs/training.md); the model's lexical term already carries most of what BM25 adds.
-BM25_WEIGHT = 0.5
+BM25_WEIGHT = 0.1
 
 
 class HybridMethod(str, Enum):

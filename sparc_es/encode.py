@@ -18,6 +18,7 @@ interrupted encode cuts the file back to the last whole shard and resumes there 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -34,8 +35,8 @@ import orjson
 
 from . import __version__
 from .corpus import CorpusStats, Sentence, Source, as_source
-from .encoded import (DEFAULT_FACTOR, META, VECTORS, VECTORS_FILE, Manifest, ModelInfo, check_factor, quantize,
-                      vector_record)
+from .encoded import (DEFAULT_FACTOR, META, PASSAGES, VECTORS, VECTORS_FILE, Manifest, ModelInfo, PassageCache,
+                      check_factor, quantize, vector_record)
 from .errors import SparcError, StoreError
 from .idf import idf_from_statistics
 from .lexical import FILE as LEXICAL_FILE, CorpusStatistics
@@ -235,11 +236,14 @@ def _update(source: Source, out: Path, model: SparcModel, settings: dict, total:
         raise StoreError(f"{out}: has no {LEXICAL_FILE} for the model's lexical term; pass --overwrite to encode again")
     work = out.parent / f".{out.name}.update"
     cache = _Cache(out, verbatim=old.floats == keep_floats)
+    passages = PassageCache(out / PASSAGES, write=False) if model.config.passage_weight else None
     try:
         manifest = _encode(source, work, model, settings, total, batch_size, shard_size, shard_seconds,
-                           False, progress, keep_floats, idf, cache, corpus)
+                           False, progress, keep_floats, idf, cache, corpus, passages)
     finally:
         cache.close()
+        if passages is not None:
+            passages.close()
     retired = out.parent / f".{out.name}.old"
     shutil.rmtree(retired, ignore_errors=True)
     out.rename(retired)
@@ -250,10 +254,12 @@ def _update(source: Source, out: Path, model: SparcModel, settings: dict, total:
 
 def _encode(source: Source, out: Path, model: SparcModel, settings: dict, total: int, batch_size: int,
             shard_size: int, shard_seconds: float, overwrite: bool, progress: bool, keep_floats: bool, idf: bool,
-            cache: _Cache | None = None, corpus: CorpusStatistics | None = None) -> Manifest:
+            cache: _Cache | None = None, corpus: CorpusStatistics | None = None,
+            old_passages: PassageCache | None = None) -> Manifest:
     from tqdm import tqdm
 
     stats, done, done_bytes = _prepare(out, settings, overwrite)
+    passages = PassageCache(out / PASSAGES, previous=old_passages) if model.config.passage_weight else None
     term_weights, extra_meta = None, {}
     if idf:
         # the vocabulary may be longer than the tokenizer (padded vocabularies)
@@ -276,7 +282,8 @@ def _encode(source: Source, out: Path, model: SparcModel, settings: dict, total:
                dynamic_ncols=True, smoothing=0.1, mininterval=0.5)
     started = time.perf_counter() - stats.seconds
     piece = batch_size * 8  # what model.encode sorts by length at a time
-    with open(out / VECTORS / VECTORS_FILE, "a+b") as vectors:
+    with open(out / VECTORS / VECTORS_FILE, "a+b") as vectors, (
+            contextlib.nullcontext() if passages is None else passages):
         vectors.truncate(done_bytes)  # drop a shard that was cut off half-written
         while True:
             shard: list[Sentence] = []
@@ -286,12 +293,14 @@ def _encode(source: Source, out: Path, model: SparcModel, settings: dict, total:
                 if not batch:
                     break
                 _write_shard(vectors, batch, model, settings["factor"], batch_size, stats, bar, keep_floats,
-                             term_weights, cache, corpus)
+                             term_weights, cache, corpus, passages)
                 shard += batch
             if not shard:
                 break
             vectors.flush()
             os.fsync(vectors.fileno())
+            if passages is not None:  # no fsync: a lost passage is only encoded again
+                passages.flush()
             store.add(shard)
             done += len(shard)
             stats.seconds = time.perf_counter() - started
@@ -345,12 +354,13 @@ def _prepare(out: Path, settings: dict, overwrite: bool) -> tuple[EncodeStats, i
 
 def _write_shard(f, batch: list[Sentence], model: SparcModel, factor: float, batch_size: int,
                  stats: EncodeStats, bar, keep_floats: bool = False, term_weights=None, cache: _Cache | None = None,
-                 corpus: CorpusStatistics | None = None) -> None:
+                 corpus: CorpusStatistics | None = None, passages: PassageCache | None = None) -> None:
     hashes = [content_hash(s) for s in batch]
     known = [cache is not None and h in cache for h in hashes]
     fresh = [s for s, k in zip(batch, known) if not k]
     encoded = iter(model.encode(((s.text, s.context) for s in fresh), batch_size=batch_size,
-                                term_weights=term_weights, on_batch=bar.update, corpus=corpus))
+                                term_weights=term_weights, on_batch=bar.update, corpus=corpus,
+                                passage_cache=passages))
     lines = []
     for s, h, kept in zip(batch, hashes, known):
         same = cache.line(h, s.id) if kept else None
@@ -373,6 +383,8 @@ def _write_shard(f, batch: list[Sentence], model: SparcModel, factor: float, bat
         if kept:
             stats.reused += 1
             bar.update(1)
+            if passages is not None:  # for the next update
+                passages.keep(s.context or s.text)
         nonzero, truncated_sentence, truncated_context, postings, impact_sum = counts
         stats.sentences += 1
         stats.postings += postings

@@ -471,37 +471,51 @@ class SparcModel:
 
     def encode(self, pairs: Iterable[tuple[str, str]], batch_size: int = 32, window: int = 8,
                top_k: int | None = None, term_weights=None,
-               on_batch: Callable[[int], object] | None = None, corpus=None) -> Iterator[EncodedSentence]:
+               on_batch: Callable[[int], object] | None = None, corpus=None,
+               passage_cache=None) -> Iterator[EncodedSentence]:
         """Encode (sentence, context) pairs as a stream, in input order.
 
         Pairs are read ``batch_size * window`` at a time and sorted by length so each batch pads
         little; results come back in the order they went in. With passage expansion each distinct
         context of a window is encoded once (a sentence without context stands for its own passage).
         ``on_batch(n)`` is called as each batch of n sentences is done (progress bars); ``corpus``:
-        see :meth:`encode_batch`.
+        see :meth:`encode_batch`. ``passage_cache`` (a :class:`~sparc_es.encoded.PassageCache`)
+        gives the passages it holds and keeps those computed here.
         """
         buffer: list[tuple[str, str]] = []
         for pair in pairs:
             buffer.append(pair)
             if len(buffer) >= batch_size * window:
-                yield from self._encode_window(buffer, batch_size, top_k, term_weights, on_batch, corpus)
+                yield from self._encode_window(buffer, batch_size, top_k, term_weights, on_batch, corpus,
+                                               passage_cache)
                 buffer = []
         if buffer:
-            yield from self._encode_window(buffer, batch_size, top_k, term_weights, on_batch, corpus)
+            yield from self._encode_window(buffer, batch_size, top_k, term_weights, on_batch, corpus, passage_cache)
 
     def _encode_window(self, pairs: list[tuple[str, str]], batch_size: int, top_k: int | None,
-                       term_weights=None, on_batch=None, corpus=None) -> list[EncodedSentence]:
+                       term_weights=None, on_batch=None, corpus=None, cache=None) -> list[EncodedSentence]:
         torch = _torch()
         passages = None
         if self.config.passage_weight:
             texts = list(dict.fromkeys(c or s for s, c in pairs))
             row = {t: i for i, t in enumerate(texts)}
-            by_length = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+            size = self.embeddings.shape[0]
             with torch.inference_mode():
-                scores = torch.empty((len(texts), self.embeddings.shape[0]), device=self.device)
-                for b in range(0, len(texts), batch_size):
-                    idx = by_length[b: b + batch_size]
+                scores = torch.empty((len(texts), size), device=self.device)
+                todo = []
+                for i, t in enumerate(texts):
+                    stored = None if cache is None else cache.get(t, size)
+                    if stored is None:
+                        todo.append(i)
+                    else:
+                        scores[i] = torch.from_numpy(stored)
+                todo.sort(key=lambda i: len(texts[i]))
+                for b in range(0, len(todo), batch_size):
+                    idx = todo[b: b + batch_size]
                     scores[idx] = self.passage_scores([texts[i] for i in idx])
+                    if cache is not None:
+                        for i, r in zip(idx, scores[idx].cpu().numpy()):
+                            cache.put(texts[i], r)
             passages = [row[c or s] for s, c in pairs]
         # Character length is a good enough proxy for token length to sort by.
         order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))

@@ -145,6 +145,45 @@ def test_update_copies_kept_records_and_reads_older_folders(tmp_path, tiny_model
         assert len(kept) == (0 if older else 7)  # copied as they stood, or rewritten in the current form
 
 
+def test_an_update_reuses_the_passage_of_an_edited_sentence(tmp_path, tiny_model_dir, monkeypatch):
+    """With passage expansion, a sentence edited while its passage stays as it was is encoded again
+    but its passage is not (``encoded.PassageCache``); a new passage is; the result is what a fresh
+    encode gives; the updated cache holds the corpus's passages only; a record cut off is dropped."""
+    from sparc_es.encode import encode_corpus
+    from sparc_es.encoded import PASSAGES, PassageCache
+    from sparc_es.model import SparcModel
+
+    model = SparcModel.load(tiny_model_dir, passage_weight=1.0)
+    paragraphs = [" ".join(SENTENCES[2 * p: 2 * p + 2]) for p in range(3)]
+
+    def corpus(path: Path, edit: bool) -> Path:
+        rows = [{"id": f"p{p}s{i}", "text": t + (" Edited." if edit and (p, i) == (0, 1) else ""), "context": c}
+                for p, c in enumerate(paragraphs[:2] if edit else paragraphs) for i, t in enumerate(c.split(". "))]
+        if edit:
+            rows.append({"id": "new", "text": "A new passage.", "context": "A new passage. With two sentences."})
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        return path
+
+    enc = tmp_path / "enc"
+    encode_corpus([corpus(tmp_path / "old.jsonl", False)], enc, model, progress=False)
+    assert len(PassageCache(enc / PASSAGES, write=False)) == 3
+    computed: list[str] = []
+    passage_scores = model.passage_scores
+    monkeypatch.setattr(model, "passage_scores", lambda texts: computed.extend(texts) or passage_scores(texts))
+    edited = corpus(tmp_path / "new.jsonl", True)
+    manifest = encode_corpus([edited], enc, model, progress=False, update=True)
+    assert computed == ["A new passage. With two sentences."]
+    assert (manifest.sentences, manifest.reused) == (5, 3)
+    encode_corpus([edited], tmp_path / "fresh", model, progress=False)
+    assert (enc / "vectors/vectors.jsonl").read_bytes() == (tmp_path / "fresh/vectors/vectors.jsonl").read_bytes()
+    data = (enc / PASSAGES).read_bytes()
+    assert len(PassageCache(enc / PASSAGES, write=False)) == 3  # paragraph 2 went with its sentences
+    (enc / PASSAGES).write_bytes(data[:-5])
+    with PassageCache(enc / PASSAGES) as cut:
+        assert len(cut) == 2
+    assert data.startswith((enc / PASSAGES).read_bytes()) and len(data) > (enc / PASSAGES).stat().st_size + 5
+
+
 def test_an_update_stopped_by_a_bad_line_keeps_the_old_folder(tmp_path, tiny_model_dir, capsys):
     """An update reads the corpus once (no validation pass): a bad line stops it with a one-line
     error naming the line, the old folder stands as it was, and the fixed corpus then updates it."""

@@ -122,7 +122,8 @@ class Stems:
     def __init__(self, tokenizer, scorable=None) -> None:
         import snowballstemmer
 
-        # A corpus repeats its words: a bounded cache stems each about once (pure-Python Porter).
+        # snowballstemmer hands out PyStemmer's compiled Porter when it is installed (a dependency;
+        # the same stems, tests/test_lexical.py). A corpus repeats its words: a bounded cache.
         self.stem = functools.lru_cache(maxsize=1 << 20)(snowballstemmer.stemmer("porter").stemWord)
         backend = tokenizer.backend_tokenizer
         self._normalize, self._split = backend.normalizer, backend.pre_tokenizer

@@ -110,3 +110,17 @@ def test_an_update_keeps_the_statistics_it_started_with(tiny_model_dir, tmp_path
     assert same.reused == 5 and (out / "vectors/vectors.jsonl").read_bytes().splitlines() == after
     assert Manifest.read(out).lexical["sentences"] == 5
 
+
+
+def test_the_compiled_porter_stemmer_gives_the_pure_python_stems():
+    """snowballstemmer hands out PyStemmer's compiled stemmer when it is installed (7x faster); the
+    stem term's statistics must not depend on which one a machine has: the shipped model's
+    whole-word vocabulary and a corpus's words stem the same."""
+    from snowballstemmer.porter_stemmer import PorterStemmer
+
+    compiled = snowballstemmer.stemmer("porter")
+    assert not isinstance(compiled, PorterStemmer)  # PyStemmer is a dependency
+    words = sorted({t for t in SparcModel.load("default").tokenizer.get_vocab() if t.isascii() and t.isalpha()}
+                   | {w for t in TEXTS for w in re.findall(r"[a-z]+", t.lower())})
+    assert len(words) > 20_000
+    assert compiled.stemWords(words) == [PorterStemmer().stemWord(w) for w in words]

@@ -159,7 +159,7 @@ def test_top_k_aware_scores_are_what_the_index_holds(tiny_model_dir, tiny_mlm_di
 def test_defaults_are_the_shipped_recipe():
     config = TrainConfig()
     assert (config.model, config.head, config.top_k_aware, config.passage_weight, config.token_weights, config.epochs) \
-        == ("splade-bert-tiny", "mlm", True, 2.0, True, 2.0)
+        == ("splade-bert-tiny", "mlm", True, 2.0, True, 3.0)
 
 
 def test_passage_weight_is_learned_and_saved(tiny_model_dir, tiny_mlm_dir, examples, tmp_path):

@@ -5,7 +5,7 @@
 #
 # 1. `sparc-es train` with the defaults of TrainConfig, which are the shipped recipe (three epochs
 #    of SQuAD train articles 1-38, seed 13; about an hour on the 2-core CPU with one torch thread,
-#    which is what the shipped model was trained with: other thread counts round differently).
+#    which is what the shipped model was trained with: other thread counts may round differently).
 #    Resumable: after a kill, run the same command again.
 # 2. scripts/ship_model.py sets the lexical term's alpha 0.2 and the stem term's beta 0.3, chosen
 #    on the validation articles (docs/training.md), and writes FOLDER-shipped in half precision.

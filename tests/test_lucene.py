@@ -78,61 +78,6 @@ def test_direct_impact_index_equals_anserinis(squad_index, tmp_path):
         assert [(h.id, h.impact) for h in a[qid]] == [(h.id, h.impact) for h in b[qid]]
 
 
-def test_an_index_built_in_parallel_parts_is_the_same_index(squad_index, tmp_path):
-    """Parts indexed by worker processes and appended in order: the same documents in the same
-    docid order (ties), the same rankings."""
-    import shutil
-
-    from sparc_es.engines._impacts import write_impact_index
-
-    root, questions = squad_index
-    parts = tmp_path / "parts"
-    shutil.copytree(root / "index", parts, ignore=shutil.ignore_patterns("lucene", "bm25"))
-    vectors = root / "encoded" / "vectors" / "vectors.jsonl"
-    assert write_impact_index(vectors, parts / "lucene", parts=3) == Manifest.read(root / "index").index.documents
-    ours, theirs = LuceneEngine(root / "index"), LuceneEngine(parts)
-    topics = [(f"q{i}", q) for i, q in enumerate(questions)]
-    a, b = ours.batch_search(topics, k=1000), theirs.batch_search(topics, k=1000)
-    assert sum(len(hits) for hits in a.values()) > 1000
-    for qid, _ in topics:
-        assert [(h.id, h.impact) for h in a[qid]] == [(h.id, h.impact) for h in b[qid]]
-    assert not list(tmp_path.glob("parts/lucene.part*"))
-
-
-@pytest.mark.parametrize("vector", [
-    {"cat": 3, "##s": 12, "}": 2, ",": 1, "a": 7}, {":": 2, "b": 1}, {'"': 4, "\\": 2, "c": 1},
-    {"é": 2, "日": 5}, {"x": 0, "y": 2}, {"x": 2.0}, {"x": -1, "y": 3}, {}])
-@pytest.mark.parametrize("compact", [True, False])
-def test_impacts_cut_from_the_record_bytes_equal_the_formatted_ones(vector, compact):
-    import orjson
-
-    from sparc_es.engines._impacts import _cut, delimited, record_text
-
-    record = {"id": "s1", "contents": 'a "quoted" text: {"vector": {"no": 9}}', "vector": vector, "hash": "h"}
-    line = orjson.dumps(record) if compact else json.dumps(record).encode()
-    if any(not isinstance(v, int) for v in vector.values()):
-        with pytest.raises(ValueError):
-            record_text(line)
-    else:
-        assert record_text(line) == ("s1", delimited(vector))
-    if compact and vector == {"cat": 3, "##s": 12, "}": 2, ",": 1, "a": 7}:
-        assert _cut(line, vector) == delimited(vector)  # the fast path, "}" and "," tokens included
-
-
-def test_a_bad_record_in_a_later_part_is_named_by_its_line(squad_index, tmp_path):
-    from sparc_es.engines._impacts import write_impact_index
-    from sparc_es.errors import EngineError
-
-    root, _ = squad_index
-    lines = (root / "encoded" / "vectors" / "vectors.jsonl").read_bytes().splitlines(keepends=True)
-    lines[-3] = b'{"id": "b", "contents": "y", "vector": {"two words": 2}}\n'
-    vectors = tmp_path / "vectors.jsonl"
-    vectors.write_bytes(b"".join(lines))
-    with pytest.raises(EngineError, match=f"line {len(lines) - 2}:"):
-        write_impact_index(vectors, tmp_path / "index", parts=2)
-    assert not list(tmp_path.glob("index.part*"))
-
-
 def test_bad_vector_record_is_named_by_line(tmp_path):
     from sparc_es.engines._impacts import write_impact_index
     from sparc_es.errors import EngineError

@@ -6,8 +6,7 @@ Index layout (``sparc-es index --input ENCODED --index INDEX``)::
     INDEX/tokenizer/         question tokenizer (a question is a bag of WordPiece tokens)
     INDEX/sentences.sqlite   texts and offsets shown with hits
     INDEX/lucene/            Lucene impact index, the one Anserini's JsonVectorCollection -impact
-                             -pretokenized builds, written directly (``_impacts.py``: 1.7x faster,
-                             in parallel parts from 50,000 sentences on)
+                             -pretokenized builds, written directly (``_impacts.py``: 1.7x faster)
     INDEX/bm25/lucene/       Lucene BM25 index of the same sentences' texts (for hybrids)
 
 Scores are exact integer dot products of the question's token counts with the stored impacts

@@ -201,11 +201,12 @@ class PassageCache:
     changes but the passage does not (a passage's transformer and vocabulary-wide product cost more
     than its sentence's).
 
-    A passage's f_P is exactly zero but for about a thousand tokens, so each record stores those
-    (a 20-byte SHA-1 of the text, a count n, n int32 token ids, n float32 weights: about 8 KB) and
-    :meth:`get` gives back the very row that was computed. The file is only appended to; a record
-    cut off by a kill is dropped when the file is opened again. ``previous``: an older folder's
-    cache to read from; :meth:`get` and :meth:`keep` copy what they use from it into this one.
+    A passage's f_P is exactly zero but for a few hundred tokens, so each record stores those (a
+    20-byte SHA-1 of the text, a count n, n int32 token ids, n float32 weights: about 1.8 KB for
+    the default model) and :meth:`get` gives back the very row that was computed. The file is only
+    appended to; a record cut off by a kill is dropped when the file is opened again. ``previous``:
+    an older folder's cache to read from; :meth:`get` and :meth:`keep` copy what they use from it
+    into this one.
     """
 
     _HEAD = struct.Struct("<20sI")
@@ -216,16 +217,15 @@ class PassageCache:
         self.file = open(self.path, "a+b" if write else "rb") if write or self.path.is_file() else None
         if self.file is None:
             return
-        self.file.seek(0)
-        data, offset = self.file.read(), 0
-        while offset + self._HEAD.size <= len(data):
-            digest, n = self._HEAD.unpack_from(data, offset)
-            end = offset + self._HEAD.size + 8 * n
-            if end > len(data):
+        size = self.file.seek(0, 2)
+        offset = self.file.seek(0)
+        while offset + self._HEAD.size <= size:  # headers only: the weights stay on disk
+            digest, n = self._HEAD.unpack(self.file.read(self._HEAD.size))
+            if offset + self._HEAD.size + 8 * n > size:
                 break
             self.where[digest] = (offset + self._HEAD.size, n)
-            offset = end
-        if write and offset < len(data):
+            offset = self.file.seek(8 * n, 1)
+        if write and offset < size:
             self.file.truncate(offset)
 
     @staticmethod
@@ -238,11 +238,8 @@ class PassageCache:
     def get(self, text: str, size: int) -> np.ndarray | None:
         """The passage's f_P as a dense float32 row of ``size`` tokens, or None if it was never stored."""
         digest = self.key(text)
+        self._carry(digest)
         found = self._read(digest)
-        if found is None and self.previous is not None:
-            found = self.previous._read(digest)
-            if found is not None:
-                self._append(digest, *found)
         if found is None:
             return None
         row = np.zeros(size, dtype=np.float32)
@@ -258,7 +255,9 @@ class PassageCache:
 
     def keep(self, text: str) -> None:
         """Copy a passage's record from ``previous`` (a kept sentence's passage, for the next update)."""
-        digest = self.key(text)
+        self._carry(self.key(text))
+
+    def _carry(self, digest: bytes) -> None:
         if digest not in self.where and self.previous is not None:
             found = self.previous._read(digest)
             if found is not None:

@@ -41,7 +41,7 @@ from .errors import SparcError, StoreError
 from .idf import idf_from_statistics
 from .lexical import FILE as LEXICAL_FILE, CorpusStatistics
 from .locks import exclusive
-from .model import SparcModel
+from .model import SparcModel, passage_text
 from .query import TOKENIZER
 from .store import FILENAME as SENTENCES, SentenceStore
 
@@ -384,7 +384,7 @@ def _write_shard(f, batch: list[Sentence], model: SparcModel, factor: float, bat
             stats.reused += 1
             bar.update(1)
             if passages is not None:  # for the next update
-                passages.keep(s.context or s.text)
+                passages.keep(passage_text(s.text, s.context))
         nonzero, truncated_sentence, truncated_context, postings, impact_sum = counts
         stats.sentences += 1
         stats.postings += postings

@@ -419,7 +419,7 @@ class SparcModel:
         with torch.inference_mode():
             hidden, mask = self.hidden_states(ids, seg)
             if self.config.passage_weight and passages is None:
-                passages = self.passage_scores([c or s for s, c in zip(sentences, contexts)])
+                passages = self.passage_scores([passage_text(s, c) for s, c in zip(sentences, contexts)])
             f = self.token_scores(hidden, mask,
                                   passage=self.config.passage_weight * passages if self.config.passage_weight else None)
             nonzero = (f > 0).sum(dim=1).tolist()
@@ -497,7 +497,7 @@ class SparcModel:
         torch = _torch()
         passages = None
         if self.config.passage_weight:
-            texts = list(dict.fromkeys(c or s for s, c in pairs))
+            texts = list(dict.fromkeys(passage_text(s, c) for s, c in pairs))
             row = {t: i for i, t in enumerate(texts)}
             size = self.embeddings.shape[0]
             with torch.inference_mode():
@@ -516,7 +516,7 @@ class SparcModel:
                     if cache is not None:
                         for i, r in zip(idx, scores[idx].cpu().numpy()):
                             cache.put(texts[i], r)
-            passages = [row[c or s] for s, c in pairs]
+            passages = [row[passage_text(s, c)] for s, c in pairs]
         # Character length is a good enough proxy for token length to sort by.
         order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
         results: list[EncodedSentence | None] = [None] * len(pairs)
@@ -540,6 +540,11 @@ class SparcModel:
     def queries(self) -> QueryEncoder:
         """The question side: bags of this model's WordPiece tokens, as every engine scores them."""
         return QueryEncoder(self.tokenizer)
+
+
+def passage_text(sentence: str, context: str | None) -> str:
+    """The passage a sentence is expanded with: its context, or the sentence itself without one."""
+    return context or sentence
 
 
 def _masked_max_product(hidden, mask, E, positions: int = 2048):

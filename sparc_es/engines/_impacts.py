@@ -6,7 +6,7 @@ factor 3, four times the postings they become. Here each sentence's vector is on
 ``token<D>7 token<D>3 ...`` that Lucene's own ``DelimitedTermFrequencyTokenFilter`` reads as
 (term, frequency) pairs, so Lucene inverts 500 tokens, not 2,000. The index is the one Anserini
 builds (same fields: stored ``id`` with its binary doc values, ``contents`` with documents and
-frequencies; the impact similarity; ``LuceneImpactSearcher`` reads it unchanged), and docids follow
+frequencies, no norms; the impact similarity; ``LuceneImpactSearcher`` reads it unchanged), and docids follow
 input order (one writer, a merge policy that merges adjacent segments only).
 
 Reading and formatting the JSON records runs in a child process (``python -m
@@ -87,6 +87,9 @@ def write_impact_index(vectors_file: Path, index_dir: Path, total: int | None = 
     field_type = autoclass("org.apache.lucene.document.FieldType")()
     field_type.setIndexOptions(autoclass("org.apache.lucene.index.IndexOptions").DOCS_AND_FREQS)
     field_type.setTokenized(True)
+    # The impact similarity ignores length norms; without them no norm is read per scored posting
+    # (top 10 on 100k sentences: 1.28 against 1.40 ms) and the index is smaller.
+    field_type.setOmitNorms(True)
     field_type.freeze()
     BytesRef = autoclass("org.apache.lucene.util.BytesRef")
     stored = autoclass("org.apache.lucene.document.Field$Store").YES

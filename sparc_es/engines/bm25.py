@@ -1,7 +1,8 @@
 """BM25 baselines on the same candidate pools as SPARC.
 
-* :class:`LuceneBM25`: a proper Lucene BM25 through Pyserini with its defaults (k1 = 0.9, b = 0.4,
-  Porter stemming, English stop words): the baseline to beat.
+* :class:`LuceneBM25`: a proper Lucene BM25 with Pyserini's defaults (k1 = 0.9, b = 0.4, Porter
+  stemming, English stop words, Anserini's bag-of-words query): the baseline to beat. It searches
+  through the same ``_java.TopK`` path as the impact index, so the two compare like for like.
 * :class:`PaperBM25`: the SPARC paper's weak "BM25" row, reproduced by ``rank_bm25``'s BM25Okapi
   (k1 = 1.5, b = 0.75, epsilon = 0.25) over ``text.lower().split()``, no stemming or stop words
   (``../shared/data/README.md``). rank_bm25 fits the statistics; its per-query loop over every
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import threading
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -23,10 +23,11 @@ from ..corpus import Sentence
 from ..errors import StoreError
 from ..store import FILENAME as SENTENCES, SentenceStore
 from .base import Hit
-from ._java import folder_size, index_collection, start_jvm
+from ._java import TopK, folder_size, index_collection, start_jvm
 from .exact import ranked_batches
 
 LUCENE = "lucene"
+LUCENE_FIELD = "contents"  # the field Anserini indexes a JsonCollection's text in
 
 
 def build_bm25_index(sentences: Iterable[Sentence], folder: str | Path, overwrite: bool = False) -> dict:
@@ -49,17 +50,18 @@ def build_bm25_index(sentences: Iterable[Sentence], folder: str | Path, overwrit
 
 
 class LuceneBM25:
-    """Search an index made by :func:`build_bm25_index` with Pyserini's ``LuceneSearcher``."""
+    """Search an index made by :func:`build_bm25_index`: what Pyserini's ``LuceneSearcher`` scores."""
 
     def __init__(self, folder: str | Path) -> None:
         folder = Path(folder)
         if not (folder / LUCENE).is_dir():
             raise StoreError(f"{folder}: not a BM25 index (no {LUCENE}/ folder in it)")
         start_jvm()
-        from pyserini.search.lucene import LuceneSearcher
+        from jnius import autoclass
 
-        self.searcher = LuceneSearcher(str(folder / LUCENE))  # BM25, k1 = 0.9, b = 0.4
-        self._lock = threading.Lock()  # one Pyserini call at a time (see LuceneEngine)
+        self.searcher = TopK(folder / LUCENE, autoclass("org.apache.lucene.search.similarities.BM25Similarity")(0.9, 0.4))
+        self._analyzer = autoclass("io.anserini.analysis.DefaultEnglishAnalyzer").newDefaultInstance()
+        self._generator = autoclass("io.anserini.search.query.BagOfWordsQueryGenerator")()
         self.store = None
         self.store_path = folder.parent / SENTENCES  # the sparc-es index it sits in, if any
 
@@ -81,11 +83,16 @@ class LuceneBM25:
 
     def batch_search(self, topics: Iterable[tuple[str, str]], k: int = 1000, threads: int = 1) -> dict[str, list[Hit]]:
         topics = list(topics)
-        with self._lock:
-            results = self.searcher.batch_search([q for _, q in topics], [qid for qid, _ in topics], k, threads)
-        return {qid: [Hit(id=h.docid, score=float(h.score)) for h in results.get(qid, [])] for qid, _ in topics}
+        out: dict[str, list[Hit]] = {}
+        for start in range(0, len(topics), 1024):  # bounded: all of a part's hits come back at once
+            part = topics[start: start + 1024]
+            queries = [self._generator.buildQuery(LUCENE_FIELD, self._analyzer, q) for _, q in part]
+            for (qid, _), hits in zip(part, self.searcher.queries(queries, k, threads)):
+                out[qid] = [Hit(id=sentence_id, score=float(score)) for _, score, sentence_id in hits]
+        return out
 
     def close(self) -> None:
+        self.searcher.close()
         if self.store is not None:
             self.store.close()
 

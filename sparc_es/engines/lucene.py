@@ -1,4 +1,4 @@
-"""The embedded default engine: a Lucene impact index through Pyserini, in-process, no server.
+"""The embedded default engine: a Lucene impact index, in-process through Pyserini's JVM, no server.
 
 Index layout (``sparc-es index --input ENCODED --index INDEX``)::
 
@@ -9,16 +9,15 @@ Index layout (``sparc-es index --input ENCODED --index INDEX``)::
                              -pretokenized builds, written directly (``_impacts.py``: 1.7x faster)
     INDEX/bm25/lucene/       Lucene BM25 index of the same sentences' texts (for hybrids)
 
-Scores are exact integer dot products of the question's token counts with the stored impacts
-(``min_idf=-1`` so tokens present in every sentence still count); ties come in Lucene docid
-order, which is input order.
+Scores are exact integer dot products of the question's token counts with the stored impacts,
+summed by Lucene over one posting list per question token (``_java.TopK``); ties come in Lucene
+docid order, which is input order.
 """
 
 from __future__ import annotations
 
 import shutil
 import sys
-import threading
 import time
 from datetime import datetime, timezone
 from collections.abc import Iterable
@@ -31,7 +30,7 @@ from ..query import QueryEncoder
 from ..store import FILENAME as SENTENCES, SentenceStore
 from .base import Hit
 from ._impacts import write_impact_index
-from ._java import folder_size, index_documents, start_jvm
+from ._java import TopK, folder_size, index_documents, start_jvm
 
 LUCENE = "lucene"
 BM25 = "bm25"
@@ -112,39 +111,33 @@ class LuceneEngine:
         self.factor = self.manifest.factor
         self.store = SentenceStore(self.path / SENTENCES)
         start_jvm()
-        from pyserini.search.lucene import LuceneImpactSearcher
+        from jnius import autoclass
 
-        self.searcher = LuceneImpactSearcher(str(self.path / LUCENE), self.queries, min_idf=-1)
-        # Pyserini builds each Java query map from Python; done from several Python threads at once
-        # it can lose terms (measured: 3 of 300 questions scored differently with 8 threads). Calls
-        # are serialised here; parallelism comes from batch_search's Java threads.
-        self._lock = threading.Lock()
+        self.searcher = TopK(self.path / LUCENE, autoclass("io.anserini.search.similarity.ImpactSimilarity")())
 
     def search(self, question: str, k: int = 10) -> list[Hit]:
-        with self._lock:
-            scored = self.searcher.search(question, k)
-        return self._hits(scored)
+        return self._hits(self.searcher.weighted(self.queries.encode(question), k))
 
     def batch_search(self, topics: Iterable[tuple[str, str]], k: int = 1000, threads: int = 1) -> dict[str, list[Hit]]:
         """Search many (qid, question) pairs; results keyed by qid."""
         topics = list(topics)
         out: dict[str, list[Hit]] = {}
-        for start in range(0, len(topics), 256):  # bounded: each Java hit is a heavy Python proxy
-            part = topics[start: start + 256]
-            with self._lock:
-                results = self.searcher.batch_search([q for _, q in part], [qid for qid, _ in part], k, threads)
-            out.update((qid, self._hits(results.get(qid, []), with_text=False)) for qid, _ in part)
+        for start in range(0, len(topics), 1024):  # bounded: all of a part's hits come back at once
+            part = topics[start: start + 1024]
+            results = self.searcher.weighted_batch([self.queries.encode(q) for _, q in part], k, threads)
+            out.update((qid, self._hits(hits, with_text=False)) for (qid, _), hits in zip(part, results))
         return out
 
-    def _hits(self, scored, with_text: bool = True) -> list[Hit]:
+    def _hits(self, scored: list[tuple[int, float, str]], with_text: bool = True) -> list[Hit]:
         # Lucene sums in float and can land one ulp under the integer (67.99999 for 68), which
         # would put that hit after its ties: round back to the integer and re-sort by
         # (-score, docid), the order an exact sum gives.
-        ranked = sorted((-int(round(h.score)), h.lucene_docid, h.docid) for h in scored)
-        pairs = [(docid, -neg) for neg, _, docid in ranked]
+        ranked = sorted((-int(round(score)), docid, sentence_id) for docid, score, sentence_id in scored)
+        pairs = [(sentence_id, -neg) for neg, _, sentence_id in ranked]
         found = self.store.get([d for d, _ in pairs]) if with_text else {}
         return [Hit(id=docid, score=impact / self.factor, impact=impact).located(found.get(docid))
                 for docid, impact in pairs]
 
     def close(self) -> None:
+        self.searcher.close()
         self.store.close()

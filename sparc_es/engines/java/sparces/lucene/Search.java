@@ -1,0 +1,150 @@
+/*
+ * sparc-es: top-k search of a Lucene index in one call from Python.
+ *
+ * Pyserini's searchers break score ties with a Sort on the external id (a doc-values lookup for
+ * every competitive hit) and load every hit's stored document, then pyjnius turns each hit into a
+ * Python proxy: at k = 1000 that is most of a query's time. Here the query is built, run with
+ * Lucene's own top-score collector (ties go to the lower docid, which is input order), and the hits
+ * come back as three arrays.
+ */
+package sparces.lucene;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+
+import org.apache.lucene.index.BinaryDocValues;
+import org.apache.lucene.index.LeafReaderContext;
+import org.apache.lucene.index.ReaderUtil;
+import org.apache.lucene.index.Term;
+import org.apache.lucene.search.BooleanClause;
+import org.apache.lucene.search.BooleanQuery;
+import org.apache.lucene.search.BoostQuery;
+import org.apache.lucene.search.IndexSearcher;
+import org.apache.lucene.search.Query;
+import org.apache.lucene.search.ScoreDoc;
+import org.apache.lucene.search.TermQuery;
+import org.apache.lucene.search.TopDocs;
+import org.apache.lucene.search.TopScoreDocCollector;
+
+public final class Search {
+  private Search() {}
+
+  /** One query's hits, best first: Lucene docids, scores and the "id" of each. */
+  public static final class Hits {
+    public final int[] docs;
+    public final float[] scores;
+    public final String[] ids;
+
+    Hits(int[] docs, float[] scores, String[] ids) {
+      this.docs = docs;
+      this.scores = scores;
+      this.ids = ids;
+    }
+  }
+
+  /** A bag of weighted terms: one SHOULD clause per term, its weight as the boost. */
+  public static Query weighted(String field, String[] terms, float[] weights, int from, int to) {
+    BooleanQuery.Builder builder = new BooleanQuery.Builder();
+    for (int i = from; i < to; i++) {
+      Query term = new TermQuery(new Term(field, terms[i]));
+      builder.add(weights[i] == 1f ? term : new BoostQuery(term, weights[i]), BooleanClause.Occur.SHOULD);
+    }
+    return builder.build();
+  }
+
+  /** The top k hits of a query. Hit counting stops at k, so Lucene can skip blocks that cannot compete. */
+  public static Hits top(IndexSearcher searcher, Query query, int k, String idField) throws IOException {
+    TopDocs top = searcher.search(query, TopScoreDocCollector.createSharedManager(k, null, k));
+    ScoreDoc[] hits = top.scoreDocs;
+    int[] docs = new int[hits.length];
+    float[] scores = new float[hits.length];
+    for (int i = 0; i < hits.length; i++) {
+      docs[i] = hits[i].doc;
+      scores[i] = hits[i].score;
+    }
+    return new Hits(docs, scores, ids(searcher, docs, idField));
+  }
+
+  /** Weighted-term search (an impact index): the terms of the query are terms[from..to). */
+  public static Hits impact(IndexSearcher searcher, String field, String[] terms, float[] weights, int k,
+                            String idField) throws IOException {
+    return top(searcher, weighted(field, terms, weights, 0, terms.length), k, idField);
+  }
+
+  /**
+   * Many weighted-term queries on a pool of threads: query q holds terms[starts[q]..starts[q+1]).
+   * Results are in query order.
+   */
+  public static Hits[] impactBatch(IndexSearcher searcher, String field, String[] terms, float[] weights,
+                                   int[] starts, int k, String idField, int threads) throws Exception {
+    Query[] queries = new Query[starts.length - 1];
+    for (int q = 0; q < queries.length; q++) {
+      queries[q] = weighted(field, terms, weights, starts[q], starts[q + 1]);
+    }
+    return batch(searcher, queries, k, idField, threads);
+  }
+
+  /** Many queries (built by the caller) on a pool of threads, results in query order. */
+  public static Hits[] batch(IndexSearcher searcher, Query[] queries, int k, String idField, int threads)
+      throws Exception {
+    Hits[] out = new Hits[queries.length];
+    if (threads <= 1) {
+      for (int q = 0; q < queries.length; q++) {
+        out[q] = top(searcher, queries[q], k, idField);
+      }
+      return out;
+    }
+    ExecutorService pool = Executors.newFixedThreadPool(threads);
+    try {
+      List<Future<Hits>> futures = new ArrayList<>(queries.length);
+      for (Query query : queries) {
+        futures.add(pool.submit(() -> top(searcher, query, k, idField)));
+      }
+      for (int q = 0; q < queries.length; q++) {
+        try {
+          out[q] = futures.get(q).get();
+        } catch (ExecutionException e) {
+          throw e.getCause() instanceof Exception ? (Exception) e.getCause() : e;
+        }
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+    return out;
+  }
+
+  /** Each hit's id from the id field's binary doc values, read in docid order (what doc values need). */
+  private static String[] ids(IndexSearcher searcher, int[] docs, String idField) throws IOException {
+    String[] ids = new String[docs.length];
+    if (idField == null) {
+      return ids;
+    }
+    Integer[] order = new Integer[docs.length];
+    for (int i = 0; i < order.length; i++) {
+      order[i] = i;
+    }
+    Arrays.sort(order, (a, b) -> Integer.compare(docs[a], docs[b]));
+    List<LeafReaderContext> leaves = searcher.getIndexReader().leaves();
+    LeafReaderContext leaf = null;
+    BinaryDocValues values = null;
+    for (int i : order) {
+      int doc = docs[i];
+      if (leaf == null || doc >= leaf.docBase + leaf.reader().maxDoc()) {
+        leaf = leaves.get(ReaderUtil.subIndex(doc, leaves));
+        values = leaf.reader().getBinaryDocValues(idField);
+      }
+      if (values != null && values.advanceExact(doc - leaf.docBase)) {
+        ids[i] = values.binaryValue().utf8ToString();
+      } else {  // no doc values (an index written without them): the stored field
+        ids[i] = searcher.storedFields().document(doc).get(idField);
+      }
+    }
+    return ids;
+  }
+}

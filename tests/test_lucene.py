@@ -137,10 +137,13 @@ def test_bad_vector_record_is_named_by_line(tmp_path):
     from sparc_es.errors import EngineError
 
     vectors = tmp_path / "vectors.jsonl"
-    vectors.write_text('{"id": "a", "contents": "x", "vector": {"cat": 3}}\n'
-                       '{"id": "b", "contents": "y", "vector": {"two words": 2}}\n')
-    with pytest.raises(EngineError, match="line 2"):
-        write_impact_index(vectors, tmp_path / "index")
+    good = '{"id": "a", "contents": "x", "vector": {"cat": 3}}\n'
+    for bad in ('{"id": "b", "contents": "y", "vector": {"dog": 2.5}}', '{"id": "b", "vector": [1]}',
+                '{"contents": "y", "vector": {"dog": 2}}', '{"id": "b", "vector": {"dog": 2}'):
+        vectors.write_text(good * 3 + bad + "\n" + good)
+        for threads in (1, 2):
+            with pytest.raises(EngineError, match="line 4: not an impact record"):
+                write_impact_index(vectors, tmp_path / f"index-{threads}", threads=threads)
 
 
 def test_index_metadata_records_the_quantisation(squad_index):

@@ -6,9 +6,9 @@
   lacks that module, so the JVM would not start: the option is filtered out.
 * ``pyserini.search.lucene`` builds an OpenAI client at import and fails without
   ``OPENAI_API_KEY``; sparc-es never calls it, so a placeholder is set when none is.
-* sparc-es's own Java class, ``java/sparces/lucene/Search.java`` (shipped compiled in
-  ``java/sparc-es-lucene.jar``; ``scripts/build_java.py`` rebuilds it), goes on the class path:
-  :class:`TopK` searches through it.
+* sparc-es's own Java classes, ``java/sparces/lucene/`` (shipped compiled in
+  ``java/sparc-es-lucene.jar``; ``scripts/build_java.py`` rebuilds it), go on the class path:
+  :class:`TopK` searches through ``Search``, ``_impacts.py`` indexes through ``ImpactIndexer``.
 """
 
 from __future__ import annotations

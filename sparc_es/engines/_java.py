@@ -137,8 +137,7 @@ class TopK:
 
     def weighted(self, bag: dict[str, float], k: int) -> list[tuple[int, float, str]]:
         """(docid, score, id) of the k best documents for a bag of weighted terms of ``contents``."""
-        hits = self._search.impact(self.searcher, "contents", list(bag), [float(w) for w in bag.values()], k, "id")
-        return self._unpack(hits)
+        return self.weighted_batch([bag], k)[0]
 
     def weighted_batch(self, bags: list[dict[str, float]], k: int, threads: int = 1) -> list[list[tuple[int, float, str]]]:
         """:meth:`weighted` for many bags, ``threads`` Java threads; results in input order."""

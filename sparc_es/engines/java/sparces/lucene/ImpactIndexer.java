@@ -220,7 +220,7 @@ public final class ImpactIndexer {
       for (int p = 1; p < parts; p++) {
         long at = Math.max(starts.get(starts.size() - 1), length * p / parts);
         file.seek(at);
-        if (at > 0) {
+        if (at > 0) {  // step back one byte: a range that starts right after a newline keeps its line
           file.seek(at - 1);
           int c;
           while ((c = file.read()) != -1 && c != '\n') {

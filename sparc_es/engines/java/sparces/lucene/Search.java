@@ -71,12 +71,6 @@ public final class Search {
     return new Hits(docs, scores, ids(searcher, docs, idField));
   }
 
-  /** Weighted-term search (an impact index): the terms of the query are terms[from..to). */
-  public static Hits impact(IndexSearcher searcher, String field, String[] terms, float[] weights, int k,
-                            String idField) throws IOException {
-    return top(searcher, weighted(field, terms, weights, 0, terms.length), k, idField);
-  }
-
   /**
    * Many weighted-term queries on a pool of threads: query q holds terms[starts[q]..starts[q+1]).
    * Results are in query order.

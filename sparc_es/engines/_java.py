@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import EngineError
@@ -103,6 +104,13 @@ def index_documents(index_dir: Path) -> int:
         return int(LuceneIndexReader(str(index_dir)).stats()["documents"])
     except Exception as e:  # a JavaException: unreadable or missing index
         raise EngineError(f"cannot read the Lucene index {index_dir}: {e}") from None
+
+
+def parts(items: list, size: int = 1024) -> Iterator[list]:
+    """``items`` in consecutive parts of ``size``: a batch's hits all come back from Java at once,
+    so a batch search goes part by part to keep memory bounded."""
+    for start in range(0, len(items), size):
+        yield items[start: start + size]
 
 
 class TopK:

@@ -23,7 +23,7 @@ from ..corpus import Sentence
 from ..errors import StoreError
 from ..store import FILENAME as SENTENCES, SentenceStore
 from .base import Hit
-from ._java import TopK, folder_size, index_collection, start_jvm
+from ._java import TopK, folder_size, index_collection, parts, start_jvm
 from .exact import ranked_batches
 
 LUCENE = "lucene"
@@ -84,8 +84,7 @@ class LuceneBM25:
     def batch_search(self, topics: Iterable[tuple[str, str]], k: int = 1000, threads: int = 1) -> dict[str, list[Hit]]:
         topics = list(topics)
         out: dict[str, list[Hit]] = {}
-        for start in range(0, len(topics), 1024):  # bounded: all of a part's hits come back at once
-            part = topics[start: start + 1024]
+        for part in parts(topics):
             queries = [self._generator.buildQuery(LUCENE_FIELD, self._analyzer, q) for _, q in part]
             for (qid, _), hits in zip(part, self.searcher.queries(queries, k, threads)):
                 out[qid] = [Hit(id=sentence_id, score=float(score)) for _, score, sentence_id in hits]

@@ -30,7 +30,7 @@ from ..query import QueryEncoder
 from ..store import FILENAME as SENTENCES, SentenceStore
 from .base import Hit
 from ._impacts import write_impact_index
-from ._java import TopK, folder_size, index_documents, start_jvm
+from ._java import TopK, folder_size, index_documents, parts, start_jvm
 
 LUCENE = "lucene"
 BM25 = "bm25"
@@ -122,8 +122,7 @@ class LuceneEngine:
         """Search many (qid, question) pairs; results keyed by qid."""
         topics = list(topics)
         out: dict[str, list[Hit]] = {}
-        for start in range(0, len(topics), 1024):  # bounded: all of a part's hits come back at once
-            part = topics[start: start + 1024]
+        for part in parts(topics):
             results = self.searcher.weighted_batch([self.queries.encode(q) for _, q in part], k, threads)
             out.update((qid, self._hits(hits, with_text=False)) for (qid, _), hits in zip(part, results))
         return out

@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """The performance benchmark: encoding, indexing and queries, SPARC beside BM25 on the same engine.
 
-    .venv/bin/python scripts/bench.py                      # 10k and 100k sentences (about 15 minutes)
-    .venv/bin/python scripts/bench.py --scales 10k,100k,1m # and 1M (much longer)
+    .venv/bin/python scripts/bench.py                      # 10k and 100k sentences
+    .venv/bin/python scripts/bench.py --scales 10k,100k,1m # and 1M: 24 minutes in all on the 2-core machine
     .venv/bin/python scripts/bench.py --update-docs        # also rewrite the tables in README.md and docs/benchmarks.md
 
 Writes ``bench/bench.json`` (every figure, the machine and versions) and ``bench/bench.md``.

@@ -571,15 +571,29 @@ def _eval_parser(sub) -> None:
                        "run leaves out counts as 0.")
     p.add_argument("--run", required=True, metavar="RUN")
     p.add_argument("--qrels", required=True, metavar="QRELS")
+    p.add_argument("--baseline", metavar="RUN", help="also compare with this run of the same queries: each measure's "
+                   "difference with a paired bootstrap 95%% interval and how many queries changed")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_eval)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from .eval import evaluate
+    from .eval import compare, evaluate
     from .trec import read_qrels, read_run
 
     qrels = read_qrels(args.qrels)
+    if args.baseline:
+        differences = compare(read_run(args.run), read_run(args.baseline), qrels)
+        if args.json:
+            print(json.dumps({"run": str(args.run), "baseline": str(args.baseline), "queries": len(qrels),
+                              "measures": [{**vars(d), "delta": d.delta} for d in differences]}))
+            return 0
+        print(f"{len(qrels)} judged queries; run minus baseline, paired bootstrap 95% interval")
+        print(f"{'':10} {'run':>6} {'base':>6} {'diff':>6}  {'interval':<16} changed")
+        for d in differences:
+            print(f"{d.measure:<10} {100 * d.run:6.2f} {100 * d.baseline:6.2f} {100 * d.delta:+6.2f}  "
+                  f"[{100 * d.low:+.2f}, {100 * d.high:+.2f}]  {d.changed}")
+        return 0
     scores = evaluate(read_run(args.run), qrels)
     if args.json:
         print(json.dumps({"run": str(args.run), "queries": len(qrels), **scores}))

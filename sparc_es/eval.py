@@ -11,6 +11,7 @@ Reading and writing the TREC files themselves is :mod:`sparc_es.trec`'s job.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 # name in reports -> ir_measures measure
 MEASURES = {"MRR@1000": "RR@1000", "R@1": "Success@1", "nDCG@10": "nDCG@10", "R@100": "R@100"}
@@ -47,3 +48,40 @@ def per_query(run: Run, qrels: Qrels, measure: str) -> dict[str, float]:
     for metric in ir_measures.iter_calc([m], dict(qrels), _judged(run, qrels)):
         values[metric.query_id] = metric.value
     return values
+
+
+@dataclass(frozen=True)
+class Difference:
+    """A run against a baseline on one measure, paired over the same judged queries."""
+
+    measure: str
+    run: float
+    baseline: float
+    low: float  # 95% paired bootstrap interval of run - baseline
+    high: float
+    changed: int  # queries where the two differ
+
+    @property
+    def delta(self) -> float:
+        return self.run - self.baseline
+
+
+def compare(run: Run, baseline: Run, qrels: Qrels, measures: Mapping[str, str] = MEASURES,
+            resamples: int = 2000, seed: int = 0) -> list[Difference]:
+    """Each measure of ``run`` against ``baseline`` with a paired bootstrap 95% interval of the
+    difference: the queries are resampled with replacement, both runs keep their own value on each.
+    Two runs on the same questions differ on few of them, so the paired interval is much narrower
+    than either mean's own, and tells a real difference from a reshuffle of a few queries."""
+    import numpy as np
+
+    queries = list(qrels)
+    picks = np.random.default_rng(seed).integers(len(queries), size=(resamples, len(queries)))
+    out = []
+    for name, measure in measures.items():
+        ours, theirs = per_query(run, qrels, measure), per_query(baseline, qrels, measure)
+        a = np.array([ours[q] for q in queries])
+        b = np.array([theirs[q] for q in queries])
+        low, high = np.quantile((a - b)[picks].mean(axis=1), [0.025, 0.975])
+        out.append(Difference(name, float(a.mean()), float(b.mean()), float(low), float(high),
+                              int(np.count_nonzero(np.abs(a - b) > 1e-12))))
+    return out

@@ -11,7 +11,7 @@ import pytest
 from sparc_es.cli import main
 from sparc_es.experiments.datasets import build_eval_set, data_dir
 from sparc_es.errors import SparcError
-from sparc_es.eval import evaluate, per_query
+from sparc_es.eval import compare, evaluate, per_query
 from sparc_es.trec import read_qrels, read_run
 from sparc_es.experiments.table import System
 
@@ -63,6 +63,37 @@ def test_queries_without_results_count_as_zero():
     assert scores["MRR@1000"] == pytest.approx((1 + 0.5 + 0) / 3)
     assert scores["R@1"] == pytest.approx(1 / 3)
     assert evaluate({**run, "q3": {}}, qrels) == scores
+
+
+def test_compare_pairs_the_queries():
+    qrels = {f"q{i}": {"a": 1} for i in range(20)}
+    baseline = {q: {"a": 2.0, "x": 1.0} for q in qrels}  # every question answered first
+    run = {**baseline, "q0": {"x": 2.0, "a": 1.0}, "q1": {"x": 3.0, "y": 2.0, "a": 1.0}}  # two pushed down
+    same = compare(baseline, baseline, qrels)
+    assert all(d.delta == d.low == d.high == 0 and d.changed == 0 for d in same)
+    diff = {d.measure: d for d in compare(run, baseline, qrels, resamples=500)}
+    mrr = diff["MRR@1000"]
+    assert mrr.run == pytest.approx(evaluate(run, qrels)["MRR@1000"]) and mrr.baseline == pytest.approx(1.0)
+    assert mrr.delta == pytest.approx(((0.5 - 1) + (1 / 3 - 1)) / 20)
+    assert mrr.changed == 2 and diff["R@1"].changed == 2 and diff["R@100"].changed == 0
+    assert -2 / 3 < mrr.low < mrr.delta < mrr.high <= 0  # within the worst query's loss, never a gain
+    assert compare(run, baseline, qrels, resamples=500) == list(diff.values())  # seeded: the same interval
+
+
+def test_eval_against_a_baseline(tmp_path, capsys):
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("".join(f"q{i} 0 a 1\n" for i in range(10)))
+    for name, first in (("base", "a"), ("new", "x")):
+        (tmp_path / f"{name}.trec").write_text("".join(
+            f"q{i} Q0 {first if i == 0 else 'a'} 1 2.0 t\nq{i} Q0 {'a' if first == 'x' and i == 0 else 'x'} 2 1.0 t\n"
+            for i in range(10)))
+    args = ["eval", "--run", str(tmp_path / "new.trec"), "--baseline", str(tmp_path / "base.trec"), "--qrels", str(qrels)]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "MRR@1000    95.00 100.00  -5.00" in out and "paired bootstrap" in out
+    assert main(args + ["--json"]) == 0
+    measures = {m["measure"]: m for m in json.loads(capsys.readouterr().out)["measures"]}
+    assert measures["MRR@1000"]["delta"] == pytest.approx(-0.05) and measures["R@1"]["changed"] == 1
 
 
 def test_bad_run_and_qrels_lines(tmp_path):

@@ -204,6 +204,14 @@ def bench_updates(model, sentences, workdir: Path, full_seconds: float) -> dict:
     return out
 
 
+def squad_questions(root: Path, n: int) -> list[str]:
+    """The benchmark's queries: the first ``n`` distinct SQuAD dev questions."""
+    from sparc_es.experiments.datasets import read_mrqa
+
+    return list(dict.fromkeys(qa["question"].strip() for c in read_mrqa(root / "mrqa" / "SQuAD.jsonl.gz")
+                              for qa in c["qas"]))[:n]
+
+
 # --- corpora at scale ----------------------------------------------------------------------
 
 def replicate(encoded: Path, out: Path, n: int) -> tuple[Path, int]:
@@ -309,6 +317,20 @@ def bench_scale(encoded: Path, workdir: Path, questions: list[str], label: str) 
     return out
 
 
+def growth_per_million(a: dict, b: dict) -> dict:
+    """Growth of the p50 latency per million sentences from scale ``a`` to ``b`` (two ``bench_scale``
+    results), SPARC and BM25 at k = 1000 and 10, and SPARC's ratio to BM25's at k = 1000."""
+    millions = (b["sentences"] - a["sentences"]) / 1e6
+
+    def growth(name: str, k: int) -> float:
+        return round((b["latency_ms"][f"{name}_k{k}"]["p50"] - a["latency_ms"][f"{name}_k{k}"]["p50"]) / millions, 3)
+
+    g = {"sparc_ms": growth("sparc", 1000), "bm25_ms": growth("bm25", 1000),
+         "sparc_ms_k10": growth("sparc", 10), "bm25_ms_k10": growth("bm25", 10)}
+    g["ratio"] = round(g["sparc_ms"] / g["bm25_ms"], 2) if g["bm25_ms"] > 0 else None
+    return g
+
+
 def bench_exact(encoded: Path, questions: list[str]) -> dict:
     from sparc_es.engines.exact import ExactEngine
 
@@ -376,8 +398,9 @@ def markdown(result: dict) -> str:
                      f"{qps['sparc']['median']:.0f} / {qps['bm25']['median']:.0f} |")
     g = result.get("growth_per_million")
     if g:
+        ratio = "n/a" if g["ratio"] is None else f"{g['ratio']}x"  # None: BM25 did not grow
         lines += ["", f"Latency growth per million sentences (p50, k=1000): SPARC {g['sparc_ms']} ms, BM25 "
-                  f"{g['bm25_ms']} ms, ratio {g['ratio']}x (k=10: {g['sparc_ms_k10']} / {g['bm25_ms_k10']} ms)."]
+                  f"{g['bm25_ms']} ms, ratio {ratio} (k=10: {g['sparc_ms_k10']} / {g['bm25_ms_k10']} ms)."]
     x = result.get("exact")
     if x:
         lines += ["", f"Exact SciPy scoring of all {scales[next(iter(scales))]['sentences']:,} sentences: "
@@ -422,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
     import transformers
 
     from sparc_es import __version__
-    from sparc_es.experiments.datasets import data_dir, read_mrqa, squad_dev_sentences
+    from sparc_es.experiments.datasets import data_dir, squad_dev_sentences
     from sparc_es.encoded import DEFAULT_FACTOR
     from sparc_es.model import SparcModel
 
@@ -430,8 +453,7 @@ def main(argv: list[str] | None = None) -> int:
     root = args.data or data_dir()
     args.workdir.mkdir(parents=True, exist_ok=True)
     sentences = list(squad_dev_sentences(root))[: args.limit]
-    questions = list(dict.fromkeys(qa["question"].strip() for c in read_mrqa(root / "mrqa" / "SQuAD.jsonl.gz")
-                                   for qa in c["qas"]))[: args.queries]
+    questions = squad_questions(root, args.queries)
     model = SparcModel.load("default")
     started = time.time()
     print("encoding ...", file=sys.stderr, flush=True)
@@ -451,16 +473,7 @@ def main(argv: list[str] | None = None) -> int:
         result["scales"][label] = bench_scale(folder, args.workdir, questions, label)
     labels = list(result["scales"])
     if len(labels) > 1:
-        a, b = result["scales"][labels[0]], result["scales"][labels[-1]]
-        millions = (b["sentences"] - a["sentences"]) / 1e6
-
-        def growth(name: str, k: int) -> float:
-            return round((b["latency_ms"][f"{name}_k{k}"]["p50"] - a["latency_ms"][f"{name}_k{k}"]["p50"]) / millions, 3)
-
-        g = {"sparc_ms": growth("sparc", 1000), "bm25_ms": growth("bm25", 1000),
-             "sparc_ms_k10": growth("sparc", 10), "bm25_ms_k10": growth("bm25", 10)}
-        g["ratio"] = round(g["sparc_ms"] / g["bm25_ms"], 2) if g["bm25_ms"] > 0 else None
-        result["growth_per_million"] = g
+        result["growth_per_million"] = growth_per_million(result["scales"][labels[0]], result["scales"][labels[-1]])
     print("exact scoring and Elasticsearch loading ...", file=sys.stderr, flush=True)
     result["exact"] = bench_exact(encoded, questions)
     result["elasticsearch"] = bench_es(encoded)

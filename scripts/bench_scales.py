@@ -17,13 +17,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench  # noqa: E402
 
-from sparc_es.experiments.datasets import data_dir, read_mrqa  # noqa: E402
+from sparc_es.experiments.datasets import data_dir  # noqa: E402
 
 
 def main(labels: list[str]) -> int:
     work = bench.ROOT / "bench" / "work"
-    questions = list(dict.fromkeys(qa["question"].strip() for c in read_mrqa(data_dir() / "mrqa" / "SQuAD.jsonl.gz")
-                                   for qa in c["qas"]))[:500]
+    questions = bench.squad_questions(data_dir(), 500)
     out = {"command": "python scripts/bench_scales.py " + " ".join(labels), "when": time.strftime("%Y-%m-%d %H:%M"),
            "scales": {}}
     for label in labels or ["10k", "1m"]:

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench  # noqa: E402
 
 from sparc_es.encoded import VECTORS, VECTORS_FILE, Manifest, iter_vectors  # noqa: E402
-from sparc_es.experiments.datasets import data_dir, read_mrqa  # noqa: E402
+from sparc_es.experiments.datasets import data_dir  # noqa: E402
 
 
 def cut(encoded: Path, out: Path, keep: int) -> Path:
@@ -47,8 +47,7 @@ def main(keeps: list[int]) -> int:
     for encoded in corpora.values():
         if not encoded.is_dir():
             sys.exit(f"{encoded}: missing; run scripts/bench.py --scales 10k,1m first")
-    questions = list(dict.fromkeys(qa["question"].strip() for c in read_mrqa(data_dir() / "mrqa" / "SQuAD.jsonl.gz")
-                                   for qa in c["qas"]))[:500]
+    questions = bench.squad_questions(data_dir(), 500)
     out = {"command": "python scripts/bench_top_k.py " + " ".join(map(str, keeps)),
            "when": time.strftime("%Y-%m-%d %H:%M"), "top": {}}
     for keep in keeps:
@@ -60,12 +59,8 @@ def main(keeps: list[int]) -> int:
             scales[label] = result
             print(keep, label, json.dumps(result["latency_ms"]), file=sys.stderr, flush=True)
             shutil.rmtree(folder)  # up to 3 GB; the index stays in bench/work
-        a, b = scales["10k"], scales["1m"]
-        millions = (b["sentences"] - a["sentences"]) / 1e6
-        scales["growth_per_million_ms"] = {
-            f"{name}_k{k}": round((b["latency_ms"][f"{name}_k{k}"]["p50"] - a["latency_ms"][f"{name}_k{k}"]["p50"])
-                                  / millions, 3) for name in ("sparc", "bm25") for k in (10, 1000)}
-        print(keep, json.dumps(scales["growth_per_million_ms"]), file=sys.stderr, flush=True)
+        scales["growth_per_million"] = bench.growth_per_million(scales["10k"], scales["1m"])
+        print(keep, json.dumps(scales["growth_per_million"]), file=sys.stderr, flush=True)
     (bench.ROOT / "bench" / "top_k.json").write_text(json.dumps(out, indent=2) + "\n")
     print(json.dumps(out, indent=2))
     return 0

@@ -61,7 +61,9 @@ def _model_args(p: argparse.ArgumentParser) -> None:
                    help="SPARC model folder or BERT-family checkpoint folder; 'default' is the shipped "
                         "trained model, 'all-minilm-l6-v2' and 'splade-bert-tiny' the packaged base checkpoints "
                         "(as untrained SPARTA)")
-    g.add_argument("--top-k", type=int, metavar="K", help="tokens kept per sentence (default: the model's, 500)")
+    g.add_argument("--top-k", type=int, metavar="K", help="tokens kept per sentence (default: the model's, 500); fewer "
+                   "make shorter posting lists and faster searches: 300 searched about 1.3x faster at 1M sentences "
+                   "and lost 0.5 points of R@100 on the validation articles (docs/benchmarks.md)")
     g.add_argument("--max-length", type=int, metavar="N",
                    help="max tokens of [CLS] sentence [SEP] context [SEP] (default: the model's own; "
                         "the shipped default's is 128)")

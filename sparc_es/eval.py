@@ -28,25 +28,22 @@ def _judged(run: Run, qrels: Qrels) -> dict[str, dict[str, float]]:
 
 def evaluate(run: Run, qrels: Qrels, measures: Mapping[str, str] = MEASURES) -> dict[str, float]:
     """Mean of each measure over all queries with qrels; missing or empty results score 0."""
-    import ir_measures
-
-    parsed = {name: ir_measures.parse_measure(m) for name, m in measures.items()}
-    by_measure = {m: name for name, m in parsed.items()}
-    totals = dict.fromkeys(parsed, 0.0)
-    for metric in ir_measures.iter_calc(list(parsed.values()), dict(qrels), _judged(run, qrels)):
-        totals[by_measure[metric.measure]] += metric.value
-    n = len(qrels)
-    return {name: total / n for name, total in totals.items()}
+    return {name: sum(values.values()) / len(qrels) for name, values in _per_query(run, qrels, measures).items()}
 
 
 def per_query(run: Run, qrels: Qrels, measure: str) -> dict[str, float]:
     """One measure per judged query (0 where the run has nothing for it)."""
+    return _per_query(run, qrels, {measure: measure})[measure]
+
+
+def _per_query(run: Run, qrels: Qrels, measures: Mapping[str, str]) -> dict[str, dict[str, float]]:
+    """Each measure per judged query, all in one pass over the run."""
     import ir_measures
 
-    m = ir_measures.parse_measure(measure)
-    values = dict.fromkeys(qrels, 0.0)
-    for metric in ir_measures.iter_calc([m], dict(qrels), _judged(run, qrels)):
-        values[metric.query_id] = metric.value
+    parsed = {ir_measures.parse_measure(m): name for name, m in measures.items()}
+    values = {name: dict.fromkeys(qrels, 0.0) for name in measures}
+    for metric in ir_measures.iter_calc(list(parsed), dict(qrels), _judged(run, qrels)):
+        values[parsed[metric.measure]][metric.query_id] = metric.value
     return values
 
 
@@ -76,11 +73,11 @@ def compare(run: Run, baseline: Run, qrels: Qrels, measures: Mapping[str, str] =
 
     queries = list(qrels)
     picks = np.random.default_rng(seed).integers(len(queries), size=(resamples, len(queries)))
+    ours, theirs = _per_query(run, qrels, measures), _per_query(baseline, qrels, measures)
     out = []
-    for name, measure in measures.items():
-        ours, theirs = per_query(run, qrels, measure), per_query(baseline, qrels, measure)
-        a = np.array([ours[q] for q in queries])
-        b = np.array([theirs[q] for q in queries])
+    for name in measures:
+        a = np.array([ours[name][q] for q in queries])
+        b = np.array([theirs[name][q] for q in queries])
         low, high = np.quantile((a - b)[picks].mean(axis=1), [0.025, 0.975])
         out.append(Difference(name, float(a.mean()), float(b.mean()), float(low), float(high),
                               int(np.count_nonzero(np.abs(a - b) > 1e-12))))

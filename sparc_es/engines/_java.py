@@ -95,15 +95,26 @@ def folder_size(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
+def open_reader(index_dir: Path):
+    """A Lucene ``DirectoryReader`` on ``index_dir``; :class:`EngineError` if it cannot be read."""
+    start_jvm()
+    from jnius import JavaException, autoclass
+
+    file = autoclass("java.io.File")(str(index_dir))
+    try:
+        return autoclass("org.apache.lucene.index.DirectoryReader").open(
+            autoclass("org.apache.lucene.store.FSDirectory").open(file.toPath()))
+    except JavaException as e:
+        raise EngineError(f"cannot open the Lucene index {index_dir}: {e}") from None
+
+
 def index_documents(index_dir: Path) -> int:
     """How many documents a Lucene index holds."""
-    start_jvm()
-    from pyserini.index.lucene import LuceneIndexReader
-
+    reader = open_reader(index_dir)
     try:
-        return int(LuceneIndexReader(str(index_dir)).stats()["documents"])
-    except Exception as e:  # a JavaException: unreadable or missing index
-        raise EngineError(f"cannot read the Lucene index {index_dir}: {e}") from None
+        return int(reader.numDocs())
+    finally:
+        reader.close()
 
 
 def parts(items: list, size: int = 1024) -> Iterator[list]:
@@ -132,13 +143,7 @@ class TopK:
         except JavaException:
             raise EngineError(f"sparc-es's Java class is missing from the class path ({JAR}); was the JVM "
                               "started before sparc_es configured it?") from None
-        file = autoclass("java.io.File")(str(index_dir))
-        try:
-            reader = autoclass("org.apache.lucene.index.DirectoryReader").open(
-                autoclass("org.apache.lucene.store.FSDirectory").open(file.toPath()))
-        except JavaException as e:
-            raise EngineError(f"cannot open the Lucene index {index_dir}: {e}") from None
-        self.reader = reader
+        self.reader = reader = open_reader(index_dir)
         self.searcher = autoclass("org.apache.lucene.search.IndexSearcher")(
             cast("org.apache.lucene.index.IndexReader", reader))
         self.searcher.setSimilarity(similarity)

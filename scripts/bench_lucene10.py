@@ -140,7 +140,8 @@ def main(labels: list[str]) -> int:
         print(f"{label} same top 10: {same[label]} of 500 questions")
     if len(labels) >= 2:
         cells = [results[n]["growth_per_million"]["ratio"] for n in ("9", "10")]
-        print(f"growth ratio k=1000      {cells[0]:>15}x {cells[1]:>15}x")
+        cells = [f"{c}x" if c is not None else "n/a" for c in cells]
+        print(f"growth ratio k=1000      {cells[0]:>16} {cells[1]:>16}")
     return 0
 
 

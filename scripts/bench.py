@@ -214,6 +214,11 @@ def squad_questions(root: Path, n: int) -> list[str]:
 
 # --- corpora at scale ----------------------------------------------------------------------
 
+def encoded_folder(label: str, workdir: Path = ROOT / "bench" / "work") -> Path:
+    """Where a run of this script left the encoded corpus of scale ``label`` (10k: the real sentences)."""
+    return workdir / ("encoded" if scale_of(label) <= 10_642 else f"encoded-{label}")
+
+
 def replicate(encoded: Path, out: Path, n: int) -> tuple[Path, int]:
     """An encoded folder of ``n`` sentences: the real ones, then perturbed copies (see the docstring)."""
     from sparc_es.corpus import Sentence

@@ -95,8 +95,7 @@ def child(lucene: str, labels: list[str], result: Path) -> None:
     questions = bench.squad_questions(data_dir(), 500)
     out = {"lucene": version, "scales": {}, "top10": {}}
     for label in labels:
-        encoded = bench.ROOT / "bench" / "work" / ("encoded" if bench.scale_of(label) <= 10_642 else f"encoded-{label}")
-        out["scales"][label] = bench.bench_scale(encoded, work, questions, label)
+        out["scales"][label] = bench.bench_scale(bench.encoded_folder(label), work, questions, label)
         engine = LuceneEngine(work / f"index-{label}")
         found = engine.batch_search([(str(i), q) for i, q in enumerate(questions)], k=10)
         out["top10"][label] = [[h.id for h in found[str(i)]] for i in range(len(questions))]
@@ -109,7 +108,7 @@ def child(lucene: str, labels: list[str], result: Path) -> None:
 
 def main(labels: list[str]) -> int:
     for label in labels:
-        encoded = bench.ROOT / "bench" / "work" / ("encoded" if bench.scale_of(label) <= 10_642 else f"encoded-{label}")
+        encoded = bench.encoded_folder(label)
         if not encoded.is_dir():
             sys.exit(f"{encoded}: missing; run scripts/bench.py --scales {','.join(labels)} first")
     jars, _ = lucene10_jars()

@@ -26,7 +26,7 @@ def main(labels: list[str]) -> int:
     out = {"command": "python scripts/bench_scales.py " + " ".join(labels), "when": time.strftime("%Y-%m-%d %H:%M"),
            "scales": {}}
     for label in labels or ["10k", "1m"]:
-        encoded = work / ("encoded" if bench.scale_of(label) <= 10_642 else f"encoded-{label}")
+        encoded = bench.encoded_folder(label, work)
         if not encoded.is_dir():
             sys.exit(f"{encoded}: missing; run scripts/bench.py --scales {label} first")
         out["scales"][label] = bench.bench_scale(encoded, work, questions, label)

@@ -96,7 +96,7 @@ def latency(index: Path, questions: list[str]) -> dict:
     names = ["bm25", *encoders]
     out = {"median_postings_per_question_over_sentences": postings}
     for k in (10, 1000):
-        for q in questions[:20]:  # warm the JVM and the page cache
+        for q in questions:  # one untimed pass warms the page cache and the JIT, as bench.py does
             for name in names:
                 timed(name, q, k)
         times = {name: [] for name in names}

@@ -320,6 +320,20 @@ class Trainer:
         """One optimiser step on B questions and their 3B sentences; returns the loss."""
         import torch
 
+        loss = self.backward(questions, sentences)
+        torch.nn.utils.clip_grad_norm_([p for g in self.optimizer.param_groups for p in g["params"]], 1.0)
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return loss
+
+    def backward(self, questions: list[str], sentences: list[Sentence]) -> float:
+        """The batch loss, its gradients accumulated into the parameters' ``.grad`` (no step).
+
+        Sentences are scored in chunks of ``chunk_size`` through a gradient cache, which gives the
+        gradients of one big batch with the memory of one chunk."""
+        import torch
+
         tok = self.model.tokenizer
         bags = [query_bag(tok, q) for q in questions]
         vocab = sorted({i for bag in bags for i in tok.convert_tokens_to_ids(list(bag))})
@@ -351,10 +365,6 @@ class Trainer:
                 _set_rng_state(states[n], self.device)  # the same dropout as in the first pass
                 f = self._scores(sentences[start: start + chunk], vocab_ids)
                 f.backward(F.grad[start: start + chunk])
-        torch.nn.utils.clip_grad_norm_([p for g in self.optimizer.param_groups for p in g["params"]], 1.0)
-        self.optimizer.step()
-        self.scheduler.step()
-        self.optimizer.zero_grad(set_to_none=True)
         return float(loss.detach())
 
     # --- the loop ----------------------------------------------------------------------------

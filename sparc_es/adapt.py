@@ -34,7 +34,8 @@ import numpy as np
 from .corpus import read_corpus
 from .errors import ModelError, SparcError, StoreError
 from .locks import exclusive
-from .checkpoint import KNOWN_BASES, SPARC_CONFIG, known_base_path, quiet_transformers, sha256_file, weights_file
+from .checkpoint import (KNOWN_BASES, SPARC_CONFIG, base_provenance, known_base_path, quiet_transformers, sha256_file,
+                         weights_file)
 from .model import SparcModel
 
 CHECKPOINT = "adapt-checkpoint.pt"
@@ -251,7 +252,7 @@ def _adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, 
     record = {"method": "embedding replacement (masked-language modelling, only E trained)",
               "head": "the checkpoint's MLM head" if mlm.head == "mlm" else "dot product H . E^T",
               "adapted_from": {"fingerprint": source_fingerprint, "path": str(Path(model))},
-              "base": {"path": str(base_path), "sha256": sha256_file(weights_file(base_path))},
+              "base": base_provenance(base_path, weights_file(base_path)),
               "corpus": corpus, "corpus_fingerprint": settings["corpus_fingerprint"], "sentences": len(texts),
               **dataclasses.asdict(config), "seconds": seconds, "torch_threads": torch.get_num_threads(),
               "loss_first_10": float(np.mean(losses[:10])), "loss_last_10": float(np.mean(losses[-10:]))}

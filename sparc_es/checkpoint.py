@@ -79,6 +79,19 @@ def base_name(path: Path) -> str:
     return path.name
 
 
+def base_provenance(path: Path, weights: Path) -> dict:
+    """What a model records of the checkpoint it starts from: its name, the pip package that ships it
+    (for a ``KNOWN_BASES`` checkpoint) and the sha256 of its weights, never this machine's folder
+    (``find_base`` locates a packaged base by that hash). A local folder is recorded by its path."""
+    name = base_name(path)
+    record = {"name": name}
+    if name in KNOWN_BASES:
+        record["package"] = KNOWN_BASES[name][0]
+    else:
+        record["path"] = str(path)
+    return {**record, "sha256": sha256_file(weights)}
+
+
 def sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:

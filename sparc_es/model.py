@@ -30,8 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .checkpoint import (DEFAULT_MODEL, SPARC_CONFIG, base_name, model_fingerprint, quiet_transformers,
-                         resolve_model_path, sha256_file, versions, weights_file)
+from .checkpoint import (DEFAULT_MODEL, SPARC_CONFIG, base_provenance, model_fingerprint, quiet_transformers,
+                         resolve_model_path, versions, weights_file)
 from .errors import ModelError, choice
 from .lexical import CorpusStatistics, LexicalTerm, Stems, add_lexical, bm25_weights, count_corpus, \
     sentence_token_ids, stem_weights
@@ -78,7 +78,7 @@ class SparcConfig:
     lexical_b: float = 0.4
     # ... and beta x BM25 of each word's Porter stem for the vocabulary's other words with that stem.
     stem_weight: float = 0.0
-    base_model: dict = field(default_factory=dict)  # provenance: name, path, sha256
+    base_model: dict = field(default_factory=dict)  # provenance: name, package (or local path), sha256
     adaptation: dict = field(default_factory=dict)  # embedding replacement provenance (sparc_es.adapt)
 
     def __post_init__(self) -> None:
@@ -247,7 +247,7 @@ class SparcModel:
             except (ValueError, TypeError, ModelError) as e:
                 raise ModelError(f"{sparc_file}: invalid SPARC config ({e})") from None
         else:
-            config = SparcConfig(base_model={"name": base_name(path), "path": str(path), "sha256": sha256_file(weights)})
+            config = SparcConfig(base_model=base_provenance(path, weights))
         config = dataclasses.replace(config, **overrides)
         try:
             with quiet_transformers():

@@ -363,3 +363,50 @@ def test_living_index_from_a_source_index(tmp_path, tiny_model_dir, es_url, caps
     finally:
         for index in (src, sparc, scratch):
             client.indices.delete(index=index, ignore_unavailable=True)
+
+
+@pytest.mark.slow
+def test_the_default_model_reloads_updates_and_resumes(tmp_path, es_url, capsys):
+    """The shipped default model (whose passage weight a server may return one rounding step off):
+    loading the same folder again, loading an update and resuming a cut-off load are accepted;
+    another K is refused, saying what differs."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(3):
+        (docs / f"d{i}.md").write_text(f"# Server {i}\n\nThe REST server {i} listens on port 80{i}1. "
+                                       f"It answers JSON.\n\nA second paragraph of file {i}.\n")
+    name = f"default-{os.getpid()}"
+    load = ["index", "--engine", "es", "--es-url", es_url, "--es-index", name, "--input", str(tmp_path / "enc"),
+            "--quiet"]
+    client = Connection(es_url).client()
+    try:
+        assert main(["encode", "--corpus", str(docs), "--output", str(tmp_path / "enc"), "--quiet"]) == 0
+        assert Manifest.read(tmp_path / "enc").model.passage_weight  # the float that came back changed
+        assert main(load) == 0
+        stored = client.indices.get_mapping(index=name)[name]["mappings"]["_meta"]["sparc_es"]
+        assert stored["fingerprint"] == Manifest.read(tmp_path / "enc").model.fingerprint
+        assert main(load) == 0, capsys.readouterr().err  # reload: the same weights
+
+        (docs / "d1.md").write_text("# Server 1\n\nThe REST server 1 now listens on port 9000.\n")
+        assert main(["encode", "--corpus", str(docs), "--output", str(tmp_path / "enc"), "--update", "--quiet"]) == 0
+        capsys.readouterr()
+        assert main(load) == 0, capsys.readouterr().err  # update
+        expected = Manifest.read(tmp_path / "enc").retrievable
+        client.indices.refresh(index=name)
+        assert client.count(index=name)["count"] == expected
+
+        # Resume: a load cut off after its first bulk request, then the same load again.
+        client.indices.delete(index=name)
+        with pytest.raises(EngineError, match="loading resumes"):
+            load_es(tmp_path / "enc", DyingClient(client, bulk_calls=1), name, chunk_size=2, initial_backoff=0,
+                    progress=False)
+        result = load_es(tmp_path / "enc", client, name, chunk_size=2, progress=False)
+        assert result["already_there"] == 2 and result["count"] == expected
+
+        assert main(["encode", "--corpus", str(docs), "--output", str(tmp_path / "k100"), "--top-k", "100",
+                     "--quiet"]) == 0
+        capsys.readouterr()
+        assert main([*load[:-3], "--input", str(tmp_path / "k100"), "--quiet"]) == 1
+        assert "top_k 500 there, 100 here" in capsys.readouterr().err
+    finally:
+        client.indices.delete(index=name, ignore_unavailable=True)

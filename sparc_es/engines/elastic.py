@@ -22,6 +22,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import math
 import os
 import re
 from datetime import datetime, timezone
@@ -95,8 +96,40 @@ def mapping(manifest: Manifest | None = None, field_type: FieldType | str = Fiel
 
 
 def _identity(manifest: Manifest) -> dict:
-    """What the weights in an index must share to be mixed: the model, K and factor."""
-    return {"model": dataclasses.asdict(manifest.model), "top_k": manifest.top_k, "factor": manifest.factor}
+    """What the weights in an index must share to be mixed: the model (its fingerprint, which hashes
+    the weights and every setting that changes f(v, s)), K, the quantisation factor and IDF.
+
+    Only values that survive a round trip through a cluster: the factor is written as text because
+    a server may return a float one rounding step off (noida-db does for ``passage_weight``)."""
+    return {"fingerprint": manifest.model.fingerprint, "top_k": int(manifest.top_k),
+            "factor": repr(float(manifest.factor)), "idf": bool(manifest.idf)}
+
+
+def _differs(stored: dict | None, body: dict) -> str:
+    """What differs between an index's weights and the new ones, for the refusal message."""
+    if not isinstance(stored, dict):
+        return "it was not made by sparc-es"
+    new = body["_meta"]["sparc_es"]
+    old = {"fingerprint": stored.get("fingerprint") or (stored.get("model") or {}).get("fingerprint"),
+           "top_k": stored.get("top_k"), "factor": stored.get("factor"), "idf": stored.get("idf", False)}
+    return ", ".join(f"{k} {old[k]} there, {new[k]} here" for k in new if str(old[k]) != str(new[k])) or "unreadable"
+
+
+def same_weights(stored: dict | None, identity: dict) -> bool:
+    """Whether an index's ``_meta.sparc_es`` (as the cluster returns it) names the weights of
+    ``identity``. Indexes written before identities were reduced (the whole model record, the factor
+    as a number) are recognised too."""
+    if not isinstance(stored, dict):
+        return False
+    fingerprint = stored.get("fingerprint") or (stored.get("model") or {}).get("fingerprint")
+    try:
+        factor = float(stored.get("factor"))
+        top_k = int(stored.get("top_k"))
+    except (TypeError, ValueError):
+        return False
+    return (fingerprint == identity["fingerprint"] and top_k == identity["top_k"]
+            and math.isclose(factor, float(identity["factor"]), rel_tol=1e-9)
+            and bool(stored.get("idf", False)) == identity["idf"])
 
 
 def query_body(bag: dict[str, float], size: int = 10, mode: QueryMode | str = QueryMode.RANK_FEATURE,
@@ -319,9 +352,10 @@ def build_index(encoded: str | Path, client, index_name: str, chunk_size: int = 
             # Re-running into the same index replaces documents by id; weights from another model or
             # factor would be mixed in silently, so that is refused.
             existing = client.indices.get_mapping(index=index)[index]["mappings"].get("_meta", {}).get("sparc_es")
-            if existing != body["_meta"]["sparc_es"]:
-                raise EngineError(f"index {index!r} already holds other weights (model, K or factor differ, or it "
-                                  "was not made by sparc-es); choose another index name or recreate it")
+            if not same_weights(existing, body["_meta"]["sparc_es"]):
+                raise EngineError(f"index {index!r} already holds other weights ({_differs(existing, body)}); "
+                                  "choose another index name or load with --recreate")
+            client.indices.refresh(index=index)  # a count sees only refreshed documents
             resume = client.count(index=index)["count"] > 0
             properties = client.indices.get_mapping(index=index)[index]["mappings"].get("properties", {})
             if "hash" not in properties:  # made before content hashes were stored

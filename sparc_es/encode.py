@@ -371,14 +371,16 @@ def _write_shard(f, batch: list[Sentence], model: SparcModel, factor: float, bat
             if kept:  # unchanged weights, but an older record or a new id: written again
                 old = cache.get(h)
                 vector, floats = old["vector"], old.get("weights") if keep_floats else None
+                parts = old.get("lexical")
                 counts = old["stats"][:3]
             else:
                 enc = next(encoded)
                 vector = quantize(enc.tokens, enc.weights, factor)
                 floats = dict(zip(enc.tokens, enc.weights.tolist())) if keep_floats else None
+                parts = enc.lexical and {t: list(p) for t, p in enc.lexical.items()}
                 counts = [enc.nonzero, enc.truncated_sentence, enc.truncated_context]
             counts = [*counts, len(vector), sum(vector.values())]
-            record = {**vector_record(s.id, s.text, vector, floats), "hash": h, "stats": counts}
+            record = {**vector_record(s.id, s.text, vector, floats, parts), "hash": h, "stats": counts}
             lines.append(orjson.dumps(record) + b"\n")
         if kept:
             stats.reused += 1

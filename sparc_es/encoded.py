@@ -36,7 +36,7 @@ import numpy as np
 import orjson
 
 from .errors import SparcError, StoreError
-from .lexical import FILE as LEXICAL_FILE
+from .lexical import FILE as LEXICAL_FILE, stored_weights
 from .query import TOKENIZER
 from .store import FILENAME as SENTENCES
 
@@ -71,15 +71,19 @@ def quantize(tokens: Iterable[str], weights: np.ndarray, factor: float) -> dict[
     return {t: int(q) for t, q in zip(tokens, impacts.astype(np.int64)) if q > 0}
 
 
-def vector_record(sentence_id: str, text: str, vector: dict[str, int], floats: dict[str, float] | None = None) -> dict:
+def vector_record(sentence_id: str, text: str, vector: dict[str, int], floats: dict[str, float] | None = None,
+                  lexical: dict[str, list[float]] | None = None) -> dict:
     """One Pyserini ``JsonVectorCollection`` document: ``{"id", "contents", "vector": {token: int}}``.
 
-    ``floats`` (the unquantised f(v, s), kept on request for exact scoring and re-quantising) go
-    in a ``weights`` field, which Anserini ignores.
+    ``floats`` (the unquantised weights, kept on request for exact scoring and re-quantising) go
+    in a ``weights`` field, which Anserini ignores; with a lexical term, ``lexical`` holds each
+    lexical token's [neural weight, lexical weight] (``requantize --idf`` weighs the first alone).
     """
     record = {"id": sentence_id, "contents": text, "vector": vector}
     if floats is not None:
         record["weights"] = floats
+        if lexical:
+            record["lexical"] = lexical
     return record
 
 
@@ -310,6 +314,19 @@ def copy_into(encoded: str | Path, index: str | Path) -> None:
         shutil.copy2(encoded / LEXICAL_FILE, index / LEXICAL_FILE)
 
 
+def _idf_weighted(floats: dict[str, float], parts: dict[str, list[float]], term_weights) -> dict[str, float]:
+    """A record's kept weights as ``encode --idf`` stores them: IDF on the neural part, then the
+    lexical part added (``lexical.stored_weights``), from the parts the record kept."""
+    vocab, inverse, idf = term_weights
+    neural = {t: w for t, w in floats.items() if t not in parts}
+    neural.update({t: n for t, (n, _) in parts.items() if n > 0})
+    neural = dict(sorted(neural.items(), key=lambda tw: -tw[1]))  # the top-K order encode weighs in
+    lexical = {vocab[t]: w for t, (_, w) in parts.items()}
+    ids, weights = stored_weights(np.array([vocab[t] for t in neural], dtype=np.int64),
+                                  np.array(list(neural.values()), dtype=np.float32), idf, lexical)
+    return {inverse[int(i)]: w for i, w in zip(ids, weights.tolist())}
+
+
 def requantize(encoded: str | Path, output: str | Path, factor: float | None = None, idf: bool = False) -> Manifest:
     """A copy of an encoded folder made from its float weights, no re-encoding: quantised at another
     ``factor`` and/or IDF-weighted over its own sentences (what ``encode --idf`` stores)."""
@@ -329,22 +346,22 @@ def requantize(encoded: str | Path, output: str | Path, factor: float | None = N
         from .idf import idf_vector
 
         tokenizer = AutoTokenizer.from_pretrained(encoded / TOKENIZER, local_files_only=True)
-        vocab = tokenizer.get_vocab()
         weights, idf_record = idf_vector((r["contents"] for r in iter_vectors(encoded)), tokenizer, len(tokenizer))
-        term_weights = {t: weights[i] for t, i in vocab.items() if i < len(weights)}
+        vocab = tokenizer.get_vocab()
+        term_weights = (vocab, {i: t for t, i in vocab.items()}, weights)
     (out / VECTORS).mkdir(parents=True)
     postings = impact_sum = empty = 0
     with open(out / VECTORS / VECTORS_FILE, "wb") as f:
         for record in iter_vectors(encoded):
-            floats = record["weights"]
-            if term_weights is not None:  # re-sorted, as encode does after weighting
-                weighted = ((t, w * float(term_weights[t])) for t, w in floats.items())
-                floats = dict(sorted(weighted, key=lambda tw: -tw[1]))
+            floats, parts = record["weights"], record.get("lexical")
+            if term_weights is not None:
+                floats = _idf_weighted(floats, parts or {}, term_weights)
+                parts = None  # the weights are IDF-weighted: no further requantize --idf
             vector = quantize(list(floats), list(floats.values()), factor)
             postings += len(vector)
             impact_sum += sum(vector.values())
             empty += not vector
-            f.write(orjson.dumps(vector_record(record["id"], record["contents"], vector, floats)) + b"\n")
+            f.write(orjson.dumps(vector_record(record["id"], record["contents"], vector, floats, parts)) + b"\n")
     copy_into(encoded, out)
     changes = {"idf": True, "idf_weighting": idf_record} if idf else {}
     manifest = manifest.replace(factor=factor, postings=postings, impact_sum=impact_sum, empty_vectors=empty,

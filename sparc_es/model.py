@@ -33,7 +33,7 @@ import numpy as np
 from .checkpoint import (DEFAULT_MODEL, SPARC_CONFIG, base_provenance, model_fingerprint, quiet_transformers,
                          resolve_model_path, versions, weights_file)
 from .errors import ModelError, choice
-from .lexical import CorpusStatistics, LexicalTerm, Stems, add_lexical, bm25_weights, count_corpus, \
+from .lexical import CorpusStatistics, LexicalTerm, Stems, bm25_weights, count_corpus, stored_weights, \
     sentence_token_ids, stem_weights
 from .query import QueryEncoder
 
@@ -133,6 +133,8 @@ class EncodedSentence:
     truncated_sentence: bool = False
     truncated_context: bool = False
     nonzero: int = 0  # tokens with f(v, s) > 0 before top-K
+    # With a lexical term: token -> (its neural weight before IDF, 0 outside the top K; its lexical weight)
+    lexical: dict[str, tuple[float, float]] | None = None
 
 
 HEAD_FILE = "sparc_head.safetensors"
@@ -424,20 +426,19 @@ class SparcModel:
                                   passage=self.config.passage_weight * passages if self.config.passage_weight else None)
             nonzero = (f > 0).sum(dim=1).tolist()
             values, indices = torch.topk(f, min(k, f.shape[1]), dim=1)
-            if term_weights is not None:
-                values = values * torch.as_tensor(term_weights, dtype=f.dtype, device=f.device)[indices]
-                values, order = values.sort(dim=1, descending=True)
-                indices = indices.gather(1, order)
         out = []
-        values, indices = values.cpu(), indices.cpu()
+        values, indices = values.cpu().numpy(), indices.cpu().numpy()
         lexical = self.lexical_terms(sentences, corpus)
         for i in range(len(sentences)):
-            v, ix = values[i].numpy(), indices[i].numpy()
-            if lexical is not None:
-                ix, v = add_lexical(ix, v, lexical[i].scaled(self.config.lexical_weight, self.config.stem_weight))
-            keep = v > 0
-            out.append(EncodedSentence(tokens=[self._id_to_token[j] for j in ix[keep]], weights=v[keep].astype(np.float32),
-                               truncated_sentence=s_cut[i], truncated_context=c_cut[i], nonzero=nonzero[i]))
+            extra = None if lexical is None else lexical[i].scaled(self.config.lexical_weight, self.config.stem_weight)
+            ix, v = stored_weights(indices[i], values[i], term_weights, extra)
+            parts = None
+            if extra:  # each lexical token's (neural, lexical) parts: requantize --idf needs them apart
+                neural = dict(zip(indices[i].tolist(), values[i].tolist()))
+                parts = {self._id_to_token[t]: (neural.get(t, 0.0), w) for t, w in extra.items() if w > 0}
+            out.append(EncodedSentence(tokens=[self._id_to_token[j] for j in ix], weights=v,
+                                       truncated_sentence=s_cut[i], truncated_context=c_cut[i], nonzero=nonzero[i],
+                                       lexical=parts))
         return out
 
     def lexical_terms(self, sentences: list[str], corpus) -> list[LexicalTerm] | None:

@@ -11,6 +11,7 @@ import pytest
 from sparc_es.cli import main
 from sparc_es.encoded import Manifest, iter_vectors
 from sparc_es.experiments.datasets import data_dir
+from sparc_es.model import SparcModel
 
 
 def run_cli(capsys, *argv) -> tuple[int, str, str]:
@@ -140,3 +141,26 @@ def test_idf_and_factor_without_re_encoding(tmp_path, beir, capsys):
     rc, _, err = run_cli(capsys, "requantize", "--input", tmp_path / "floats", "--output", tmp_path / "f20",
                          "--factor", 20)
     assert rc == 0 and Manifest.read(tmp_path / "f20").factor == 20, err
+
+
+@pytest.mark.slow
+def test_requantize_idf_stores_what_encode_idf_stores_with_the_lexical_term(tmp_path, squad_sample, capsys):
+    """The default model has a lexical term, which IDF leaves alone: re-weighting kept floats gives
+    exactly the impacts that encoding with IDF stores, for every sentence."""
+    sentences, _ = squad_sample
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps(s.to_json()) + "\n" for s in sentences))
+    assert SparcModel.load("default").config.lexical_weight > 0
+    assert run_cli(capsys, "encode", "--corpus", corpus, "--output", tmp_path / "floats", "--keep-floats",
+                   "--quiet")[0] == 0
+    assert run_cli(capsys, "encode", "--corpus", corpus, "--output", tmp_path / "direct", "--idf", "--quiet")[0] == 0
+    rc, _, err = run_cli(capsys, "requantize", "--input", tmp_path / "floats", "--output", tmp_path / "derived", "--idf")
+    assert rc == 0, err
+    kept = list(iter_vectors(tmp_path / "floats"))
+    assert sum("lexical" in r for r in kept) == len(kept)  # every sentence has lexical tokens
+    direct = {r["id"]: r["vector"] for r in iter_vectors(tmp_path / "direct")}
+    derived = {r["id"]: r["vector"] for r in iter_vectors(tmp_path / "derived")}
+    assert len(direct) == len(sentences)
+    assert [sid for sid in direct if direct[sid] != derived[sid]] == []
+    plain = {r["id"]: r["vector"] for r in kept}
+    assert sum(plain[sid] != direct[sid] for sid in direct) > 0.9 * len(direct)  # IDF did change them

@@ -35,8 +35,30 @@ def read_topics(path: str | Path) -> Iterator[tuple[str, str]]:
             yield qid.strip(), question.strip()
 
 
+def _ordered_micro_scores(hits: list[Hit]) -> list[int]:
+    """Scores in millionths, strictly decreasing in the hits' order (integers: no float drift)."""
+    out: list[int] = []
+    for hit in hits:
+        micro = round(hit.score * 1_000_000)
+        out.append(micro if not out or micro < out[-1] else out[-1] - 1)
+    return out
+
+
+def run_of(results: Mapping[str, list[Hit]]) -> dict[str, dict[str, float]]:
+    """The run (qid -> docid -> score) that :class:`TrecRunWriter` writes for ``results``, in memory:
+    what ``eval`` reads back from the file."""
+    return {qid: {h.id: m / 1_000_000 for h, m in zip(hits, _ordered_micro_scores(hits))}
+            for qid, hits in results.items()}
+
+
 class TrecRunWriter:
-    """Write ``qid Q0 docid rank score tag`` lines, hits ordered by (-score, engine order)."""
+    """Write ``qid Q0 docid rank score tag`` lines in the order the hits are shown.
+
+    trec_eval (and so ``eval``) re-sorts a query's lines by score and breaks ties by docid, not by
+    rank; integer impacts tie often. So, as Anserini does, the written scores encode the displayed
+    order: each is at most the one before it less 1e-6 (the printed precision), and a tie becomes
+    1e-6 steps. Every tool then reads the ranking that ``search`` and ``run`` show.
+    """
 
     def __init__(self, path: str | Path, tag: str = "sparc-es") -> None:
         self.path = Path(path)
@@ -49,8 +71,9 @@ class TrecRunWriter:
         return self
 
     def write(self, qid: str, hits: list[Hit]) -> None:
-        for rank, hit in enumerate(hits, start=1):
-            self._file.write(f"{qid} Q0 {hit.id} {rank} {hit.score:.6f} {self.tag}\n")
+        for rank, (hit, micro) in enumerate(zip(hits, _ordered_micro_scores(hits)), start=1):
+            sign, micro = ("-", -micro) if micro < 0 else ("", micro)
+            self._file.write(f"{qid} Q0 {hit.id} {rank} {sign}{micro // 1_000_000}.{micro % 1_000_000:06d} {self.tag}\n")
 
     def __exit__(self, *exc) -> None:
         self._file.close()

@@ -185,3 +185,23 @@ def test_system_specs():
     for bad in ("bm26", "sparc:k", "bm25:k=3", "sparc:colour=red", "sparc:k=many"):
         with pytest.raises(SparcError):
             System.parse(bad)
+
+
+def test_eval_counts_the_ranks_that_search_and_run_show_when_scores_tie(tmp_path):
+    """trec_eval breaks score ties by docid; the run file's scores must carry the displayed order."""
+    from sparc_es.engines.base import Hit
+    from sparc_es.trec import TrecRunWriter, run_of
+
+    shown = {"q1": [Hit("a", 3.0), Hit("b", 3.0), Hit("c", 2.0)],  # "b", the answer, is shown second
+             "q2": [Hit("z", 1.0), Hit("y", 1.0), Hit("x", 1.0)],  # "x", the answer, is shown third
+             "q3": [Hit("m", 0.0), Hit("n", -0.5), Hit("o", -0.5)]}
+    qrels = {"q1": {"b": 1}, "q2": {"x": 1}, "q3": {"o": 1}}
+    with TrecRunWriter(tmp_path / "run.trec") as writer:
+        for qid, hits in shown.items():
+            writer.write(qid, hits)
+    run = read_run(tmp_path / "run.trec")
+    assert run == run_of(shown)  # what table evaluates in memory
+    for qid, hits in shown.items():
+        assert sorted(run[qid], key=lambda d: -run[qid][d]) == [h.id for h in hits]
+        assert all(abs(run[qid][h.id] - h.score) < 1e-5 for h in hits)
+    assert per_query(run, qrels, "RR@1000") == pytest.approx({"q1": 1 / 2, "q2": 1 / 3, "q3": 1 / 3})

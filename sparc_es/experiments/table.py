@@ -41,7 +41,7 @@ from ..encoded import DEFAULT_FACTOR, Manifest
 from ..engines.base import best_per_document
 from ..errors import SparcError
 from ..eval import MEASURES, evaluate
-from ..trec import TrecRunWriter
+from ..trec import TrecRunWriter, run_of
 from .datasets import DOMAINS, EvalSet, build_eval_set
 
 KINDS = ("bm25", "bm25-paper", "sparc", "sparc-exact", "sparc-int")
@@ -214,7 +214,7 @@ def run_table(systems: list[str], domains: list[str], workdir: str | Path, data:
             with TrecRunWriter(run_path, tag=system.kind) as writer:
                 for qid, _ in evalset.topics:
                     writer.write(qid, results[qid])
-            run = {qid: {h.id: h.score for h in hits} for qid, hits in results.items()}
+            run = run_of(results)  # the run file's order: ties as shown, not by docid
             scores = evaluate(run, evalset.qrels)
             rows.append({"domain": domain, "system": system.spec, **{m: round(100 * v, 2) for m, v in scores.items()},
                          "queries": len(evalset.topics), "sentences": len(evalset.sentences), "level": evalset.level,

@@ -61,9 +61,13 @@ def _model_args(p: argparse.ArgumentParser) -> None:
                    help="SPARC model folder or BERT-family checkpoint folder; 'default' is the shipped "
                         "trained model, 'all-minilm-l6-v2' and 'splade-bert-tiny' the packaged base checkpoints "
                         "(as untrained SPARTA)")
-    g.add_argument("--top-k", type=int, metavar="K", help="tokens kept per sentence (default: the model's, 500); fewer "
-                   "make shorter posting lists and faster searches: 300 searched about 1.3x faster at 1M sentences "
-                   "and lost 0.5 points of R@100 on the validation articles (docs/benchmarks.md)")
+    g.add_argument("--top-k", type=int, metavar="K",
+                   help="tokens the model's neural scores keep per sentence (default: the model's, 500). A model "
+                        "with a lexical term (the default) then adds the sentence's own tokens and their stem "
+                        "siblings that are not among them, so a sentence stores up to K plus those (the encode "
+                        "summary and meta.json's max_postings say how many). Fewer make shorter posting lists "
+                        "and faster searches: 300 searched about 1.3x faster at 1M sentences and lost 0.5 "
+                        "points of R@100 on the validation articles (docs/benchmarks.md)")
     g.add_argument("--max-length", type=int, metavar="N",
                    help="max tokens of [CLS] sentence [SEP] context [SEP] (default: the model's own; "
                         "the shipped default's is 128)")
@@ -238,7 +242,8 @@ def cmd_encode(args: argparse.Namespace) -> int:
     reused = f", {manifest.reused} unchanged kept, {manifest.sentences - manifest.reused} encoded" \
         if args.update else ""
     print(f"encoded {manifest.sentences} sentences into {args.output} "
-          f"(K={manifest.top_k}, factor={manifest.factor:g}{', IDF-weighted' if manifest.idf else ''}, "
+          f"(K={manifest.top_k}, at most {manifest.max_postings} tokens stored per sentence, "
+          f"factor={manifest.factor:g}{', IDF-weighted' if manifest.idf else ''}, "
           f"{manifest.sentences_per_second} sentences/s{reused})")
     return 0
 

@@ -57,6 +57,7 @@ class EncodeStats:
     truncated_contexts: int = 0
     empty_vectors: int = 0
     postings: int = 0
+    max_postings: int = 0  # the most tokens one sentence stores: K plus what the lexical term adds
     impact_sum: int = 0
     seconds: float = 0.0
     reused: int = 0  # sentences whose stored weights were kept by an update
@@ -390,6 +391,7 @@ def _write_shard(f, batch: list[Sentence], model: SparcModel, factor: float, bat
         nonzero, truncated_sentence, truncated_context, postings, impact_sum = counts
         stats.sentences += 1
         stats.postings += postings
+        stats.max_postings = max(stats.max_postings, postings)
         stats.impact_sum += impact_sum
         stats.nonzero[nonzero] = stats.nonzero.get(nonzero, 0) + 1
         stats.empty_vectors += not postings

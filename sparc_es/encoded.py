@@ -137,6 +137,7 @@ class Manifest:
     sentences: int
     empty_vectors: int = 0
     postings: int = 0
+    max_postings: int = 0  # K bounds the neural part; the lexical term adds the sentence's own tokens
     impact_sum: int = 0
     truncated_sentences: int = 0
     truncated_contexts: int = 0

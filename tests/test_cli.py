@@ -84,6 +84,24 @@ def test_encode_index_search_run_explain(tmp_path, corpus, tiny_model_dir, capsy
     assert rc == 1 and "--engine lucene" in err
 
 
+def test_top_k_bounds_the_neural_part_and_the_summary_says_what_is_stored(tmp_path, corpus, capsys):
+    """With the default model's lexical term a sentence stores K neural tokens plus its own tokens
+    (and stem siblings) outside them: the manifest and the summary give the most stored."""
+    rc, out, err = run_cli(capsys, "encode", "--corpus", corpus, "--output", tmp_path / "enc", "--top-k", 8,
+                           "--keep-floats", "--quiet")
+    assert rc == 0, err
+    records = [json.loads(line) for line in open(tmp_path / "enc" / "vectors" / "vectors.jsonl")]
+    most = max(len(r["weights"]) for r in records)
+    meta = json.loads((tmp_path / "enc" / "meta.json").read_text())
+    assert meta["max_postings"] == max(len(r["vector"]) for r in records) and most > 8
+    assert f"at most {meta['max_postings']} tokens stored per sentence" in out
+    for r in records:  # beyond the lexical tokens, at most K
+        assert len(set(r["weights"]) - set(r["lexical"])) <= 8
+    with pytest.raises(SystemExit):
+        main(["encode", "--help"])
+    assert "stores up to K plus" in " ".join(capsys.readouterr().out.split())
+
+
 def test_idf_and_adapt_from_the_cli(tmp_path, corpus, capsys):
     rc, out, err = run_cli(capsys, "adapt", "--model", "splade-bert-tiny", "--corpus", corpus, "--output",
                            tmp_path / "adapted", "--steps", 2, "--batch-size", 4, "--quiet")

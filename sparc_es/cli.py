@@ -7,7 +7,8 @@
     sparc-es run     --index INDEX --topics T --output RUN   topics TSV -> TREC run file
     sparc-es explain "sentence"                         the (token, weight) pairs a sentence gets
     sparc-es eval    --run RUN --qrels QRELS            MRR@1000, R@1, nDCG@10, R@100
-    sparc-es evalset --domain squad --output DIR        corpus, topics, qrels (or --mrqa FILE, --beir DIR)
+    sparc-es evalset --domain squad --output DIR        corpus, topics, qrels (or --mrqa FILE, --beir DIR,
+                                                        --docs DIR --questions Q --answers A)
     sparc-es table   --systems bm25,sparc --domains squad,newsqa   systems x domains table
     sparc-es train   --output MODEL                     train SPARC on the SQuAD train slice
     sparc-es adapt   --corpus DOCS --output MODEL       embedding replacement on your own corpus (CPU)
@@ -198,8 +199,8 @@ def _encode_parser(sub) -> None:
 
     p = sub.add_parser("encode", help="encode a corpus into top-K integer token weights",
                        description="Encode every sentence of a corpus (JSONL records {id, text, context?}, or "
-                       ".txt/.md documents split into sentences) into its top-K tokens, quantised to integers. "
-                       "Resumes an interrupted run when given the same output folder.")
+                       ".txt/.md/.rst/.html documents split into sentences) into its top-K tokens, quantised to "
+                       "integers. Resumes an interrupted run when given the same output folder.")
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--corpus", nargs="+", metavar="PATH", help="files or folders")
     source.add_argument("--from-es", metavar="SOURCE_INDEX", help="read the documents of an Elasticsearch index "
@@ -227,12 +228,22 @@ def _encode_parser(sub) -> None:
     g.add_argument("--id-field", help="take document ids from this field (default: _id)")
     g.add_argument("--title-field", help="a title field put before each paragraph in the context")
     g.add_argument("--es-query", metavar="JSON", help="query DSL selecting the documents (default: all)")
+    g.add_argument("--format", choices=["text", "markdown", "rst", "html"], default="text",
+                   help="how the text field is written: split as plain text, or read as Markdown, "
+                        "reStructuredText or HTML (section titles go into the context) (default: %(default)s)")
     p.set_defaults(func=cmd_encode)
 
 
 def cmd_encode(args: argparse.Namespace) -> int:
     from .encode import encode_corpus
 
+    if args.corpus:  # say at once which files of the folders will not be read
+        from .corpus import CorpusStats, corpus_files
+
+        listed = CorpusStats()
+        corpus_files(args.corpus, listed)
+        if listed.skipped_files:
+            _warn(listed.skipped_notice())
     corpus = args.corpus or _es_source(args)
     model = _load_model(args)
     manifest = encode_corpus(corpus, args.output, model, factor=args.factor, batch_size=args.batch_size,
@@ -258,7 +269,7 @@ def _es_source(args: argparse.Namespace):
     except ValueError as e:
         raise SparcError(f"--es-query is not valid JSON: {e}") from None
     return ElasticSource(_connection(args).client(), check_index_name(args.from_es), args.text_field,
-                         id_field=args.id_field, title_field=args.title_field, query=query)
+                         id_field=args.id_field, title_field=args.title_field, query=query, format=args.format)
 
 
 def _requantize_parser(sub) -> None:
@@ -623,6 +634,13 @@ def _evalset_parser(sub) -> None:
     source.add_argument("--domain", choices=list(DOMAINS), help="one of the project's sets, from ../shared/data")
     source.add_argument("--mrqa", metavar="FILE", help="any MRQA .jsonl.gz file")
     source.add_argument("--beir", metavar="DIR", help="a BEIR folder: corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv")
+    source.add_argument("--docs", metavar="DIR", help="your own documents (what encode --corpus reads), with "
+                        "--questions and --answers: sentences whose text matches a question's answer pattern "
+                        "are its relevant ones")
+    p.add_argument("--questions", metavar="FILE", help="with --docs: qid<TAB>question per line")
+    p.add_argument("--answers", metavar="FILE", help="with --docs: qid<TAB>pattern[<TAB>file] per line, a "
+                   "case-insensitive regular expression matching the answer in its sentence, optionally only "
+                   "in that file (relative to DIR); several lines per question allowed")
     p.add_argument("--candidates", metavar="FILE", help="with --mrqa: its MultiReQA candidates .json.gz, for the "
                    "MultiReQA sentence boundaries (default: the project's sentence splitter)")
     p.add_argument("--split", default="test", help="with --beir: the qrels split (default: %(default)s)")
@@ -633,11 +651,18 @@ def _evalset_parser(sub) -> None:
 
 
 def cmd_evalset(args: argparse.Namespace) -> int:
-    from .experiments.datasets import beir_eval_set, build_eval_set, mrqa_eval_set
+    from .experiments.datasets import beir_eval_set, build_eval_set, docs_eval_set, mrqa_eval_set
 
     if args.candidates and not args.mrqa:
         raise SparcError("--candidates goes with --mrqa")
-    if args.domain:
+    if (args.docs, args.questions, args.answers).count(None) not in (0, 3):
+        raise SparcError("--docs, --questions and --answers go together")
+    if args.docs:
+        evalset, unanswered = docs_eval_set(args.docs, args.questions, args.answers, args.name)
+        if unanswered:
+            print(f"sparc-es: {len(unanswered)} question(s) left out, no sentence matches their answer pattern: "
+                  f"{', '.join(unanswered[:10])}{' ...' if len(unanswered) > 10 else ''}", file=sys.stderr)
+    elif args.domain:
         evalset = build_eval_set(args.domain, args.data)
     elif args.mrqa:
         evalset = mrqa_eval_set(args.mrqa, args.candidates, args.name)

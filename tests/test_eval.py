@@ -205,3 +205,30 @@ def test_eval_counts_the_ranks_that_search_and_run_show_when_scores_tie(tmp_path
         assert sorted(run[qid], key=lambda d: -run[qid][d]) == [h.id for h in hits]
         assert all(abs(run[qid][h.id] - h.score) < 1e-5 for h in hits)
     assert per_query(run, qrels, "RR@1000") == pytest.approx({"q1": 1 / 2, "q2": 1 / 3, "q3": 1 / 3})
+
+
+def test_evalset_from_your_own_docs_judges_by_answer_pattern(tmp_path, capsys):
+    docs = tmp_path / "docs"
+    (docs / "sub").mkdir(parents=True)
+    (docs / "sub" / "server.md").write_text("# REST server\n\nThe server listens on port 8081.\n\n"
+                                            "The port can be changed with `--port`.\n")
+    (docs / "other.md").write_text("# Proxy\n\nThe proxy listens on port 8081 too.\n")
+    (docs / "install.txt").write_text("Install with pip. It needs Python 3.11 or newer.\n")
+    (tmp_path / "q.tsv").write_text("q1\tWhat port does the REST server use?\nq2\tWhich Python do I need?\n"
+                                    "q3\tSomething the docs do not say?\n")
+    (tmp_path / "a.tsv").write_text("# qid, pattern, file\nq1\tport 8081\tsub/server.md\nq2\tpython 3\\.11\n"
+                                    "q2\tpython 3\\.12\nq3\tnowhere-to-be-found\n")
+    argv = ["evalset", "--docs", str(docs), "--questions", str(tmp_path / "q.tsv"), "--answers",
+            str(tmp_path / "a.tsv"), "--output", str(tmp_path / "set")]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "1 question(s) left out" in err and "q3" in err
+    qrels = read_qrels(tmp_path / "set" / "qrels.txt")
+    assert qrels == {"q1": {"sub/server.md#0": 1}, "q2": {"install.txt#1": 1}}  # not other.md
+    assert (tmp_path / "set" / "topics.tsv").read_text().count("\n") == 2
+
+    (tmp_path / "bad.tsv").write_text("q1\tport (8081\n")
+    assert main([*argv[:5], "--answers", str(tmp_path / "bad.tsv"), "--output", str(tmp_path / "x")]) == 1
+    assert "bad regular expression" in capsys.readouterr().err
+    assert main(["evalset", "--docs", str(docs), "--output", str(tmp_path / "y")]) == 1
+    assert "go together" in capsys.readouterr().err

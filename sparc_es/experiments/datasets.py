@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -272,6 +273,58 @@ def beir_eval_set(folder: str | Path, split: str = "test", name: str | None = No
                 topics.append((qid, text))
     return EvalSet(name or folder.name, list(read_corpus([folder / "corpus.jsonl"])), topics,
                    {qid: qrels[qid] for qid, _ in topics}, level="document")
+
+
+def read_answer_patterns(path: str | Path) -> dict[str, list[tuple[re.Pattern, str | None]]]:
+    """An answers file: ``qid<TAB>pattern[<TAB>file]`` per line, a case-insensitive Python regular
+    expression that matches the answer in the answering sentence's text, optionally only in that
+    file (a path relative to the documents folder). Several lines per question: any one matches.
+    Blank lines and lines starting with ``#`` are skipped."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, "answers file not found")
+    out: dict[str, list[tuple[re.Pattern, str | None]]] = {}
+    with open(path, encoding="utf-8-sig") as f:
+        for lineno, line in enumerate(f, start=1):
+            line = line.rstrip("\r\n")
+            if not line.strip() or line.startswith("#"):
+                continue
+            fields = line.split("\t")
+            if len(fields) not in (2, 3) or not fields[0].strip() or not fields[1]:
+                raise InputError(path, "expected 'qid<TAB>pattern' or 'qid<TAB>pattern<TAB>file'", lineno)
+            try:
+                pattern = re.compile(fields[1], re.IGNORECASE)
+            except re.error as e:
+                raise InputError(path, f"bad regular expression {fields[1]!r}: {e}", lineno) from None
+            where = fields[2].strip() if len(fields) == 3 and fields[2].strip() else None
+            out.setdefault(fields[0].strip(), []).append((pattern, where))
+    return out
+
+
+def docs_eval_set(docs: str | Path, questions: str | Path, answers: str | Path, name: str | None = None
+                  ) -> tuple[EvalSet, list[str]]:
+    """Your own documents as an evaluation set, judged by answer patterns (so judgements survive a
+    change of reader or sentence splitter): the candidate pool is every sentence ``encode --corpus
+    DOCS`` reads, a question's relevant sentences are those whose text matches one of its patterns
+    (in the named file, when one is given). Returns the set and the ids of questions no sentence
+    answers (left out: their pattern or the reader needs a look)."""
+    from ..corpus import read_corpus
+    from ..trec import read_topics
+
+    patterns = read_answer_patterns(answers)
+    topics = list(read_topics(questions))
+    unknown = sorted(set(patterns) - {qid for qid, _ in topics})
+    if unknown:
+        raise InputError(answers, f"answers for questions not in {questions}: {', '.join(unknown[:5])}")
+    sentences = list(read_corpus([docs]))
+    qrels: dict[str, set[str]] = {}
+    for qid, _ in topics:
+        rules = patterns.get(qid, [])
+        qrels[qid] = {s.id for s in sentences for pattern, where in rules
+                      if (where is None or s.doc == where) and pattern.search(s.text)}
+    unanswered = [qid for qid, _ in topics if not qrels[qid]]
+    kept = [(qid, q) for qid, q in topics if qrels[qid]]
+    return EvalSet(name or Path(docs).name, sentences, kept, _judged({q: qrels[q] for q, _ in kept})), unanswered
 
 
 DOMAINS = {"squad": ("SQuAD.jsonl.gz", "squad-dev"), "newsqa": ("NewsQA.jsonl.gz", "newsqa-dev"),

@@ -121,6 +121,8 @@ def model_fingerprint(encoder, config: SparcConfig, head=None) -> str:
         settings["lexical"] = [config.lexical_weight, config.lexical_k1, config.lexical_b]
     if config.stem_weight:
         settings["stems"] = [config.stem_weight, "porter", config.lexical_k1, config.lexical_b]
+    if config.word_weight:
+        settings["words"] = [config.word_weight, config.lexical_k1, config.lexical_b]
     h.update(json.dumps(settings, sort_keys=True).encode())
     return h.hexdigest()[:16]
 

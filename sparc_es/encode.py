@@ -269,7 +269,7 @@ def _encode(source: Source, out: Path, model: SparcModel, settings: dict, total:
     if model.config.lexical:
         corpus.write(out)
         extra_meta["lexical"] = {**corpus.summary(), "weight": model.config.lexical_weight,
-                                 "stem_weight": model.config.stem_weight,
+                                 "stem_weight": model.config.stem_weight, "word_weight": model.config.word_weight,
                                  "k1": model.config.lexical_k1, "b": model.config.lexical_b}
     else:
         corpus = None  # counted for IDF weighting only

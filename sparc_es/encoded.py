@@ -36,7 +36,7 @@ import numpy as np
 import orjson
 
 from .errors import SparcError, StoreError
-from .lexical import FILE as LEXICAL_FILE, stored_weights
+from .lexical import FILE as LEXICAL_FILE, add_words, stored_weights
 from .query import TOKENIZER
 from .store import FILENAME as SENTENCES
 
@@ -100,6 +100,7 @@ class ModelInfo:
     passage_weight: float = 0.0
     lexical_weight: float = 0.0
     stem_weight: float = 0.0
+    word_weight: float = 0.0
     base_model: dict = field(default_factory=dict)
     adaptation: dict = field(default_factory=dict)
 
@@ -110,6 +111,7 @@ class ModelInfo:
         return cls(fingerprint=model.fingerprint, w=float(model.w.detach()), max_over=c.max_over.value,
                    max_length=c.max_length, head=c.head.value, token_weights=c.token_weights,
                    passage_weight=c.passage_weight, lexical_weight=c.lexical_weight, stem_weight=c.stem_weight,
+                   word_weight=c.word_weight,
                    base_model=c.base_model, adaptation=c.adaptation)
 
 
@@ -322,10 +324,12 @@ def _idf_weighted(floats: dict[str, float], parts: dict[str, list[float]], term_
     neural = {t: w for t, w in floats.items() if t not in parts}
     neural.update({t: n for t, (n, _) in parts.items() if n > 0})
     neural = dict(sorted(neural.items(), key=lambda tw: -tw[1]))  # the top-K order encode weighs in
-    lexical = {vocab[t]: w for t, (_, w) in parts.items()}
+    lexical = {vocab[t]: w for t, (_, w) in parts.items() if t in vocab}
     ids, weights = stored_weights(np.array([vocab[t] for t in neural], dtype=np.int64),
                                   np.array(list(neural.values()), dtype=np.float32), idf, lexical)
-    return {inverse[int(i)]: w for i, w in zip(ids, weights.tolist())}
+    words = {t: w for t, (_, w) in parts.items() if t not in vocab}  # whole-word features
+    tokens, weights = add_words([inverse[int(i)] for i in ids], weights, words)
+    return dict(zip(tokens, weights.tolist()))
 
 
 def requantize(encoded: str | Path, output: str | Path, factor: float | None = None, idf: bool = False) -> Manifest:

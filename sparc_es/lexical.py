@@ -51,6 +51,8 @@ class CorpusStatistics:
     # Only when counted with a Stems (stem_weight > 0): summed lengths in words, each stem's df.
     words: int = 0
     stem_df: dict[str, int] | None = None
+    # Only when counted with a Words (word_weight > 0): each whole word's df (see :class:`Words`).
+    word_df: dict[str, int] | None = None
 
     @property
     def avgdl(self) -> float:
@@ -60,8 +62,10 @@ class CorpusStatistics:
     def avg_words(self) -> float:
         return self.words / self.sentences if self.sentences else 1.0
 
-    def add(self, token_ids: Iterable[Iterable[int]], stems: Iterable[list[str]] | None = None) -> None:
-        """Count sentences given as lists of token ids (and, for the stem term, as lists of stems)."""
+    def add(self, token_ids: Iterable[Iterable[int]], stems: Iterable[list[str]] | None = None,
+            words: Iterable[list[str]] | None = None) -> None:
+        """Count sentences given as lists of token ids (and, for the stem term, as lists of stems;
+        for the whole-word term, as lists of whole words)."""
         for ids in token_ids:
             ids = list(ids)
             self.sentences += 1
@@ -74,6 +78,11 @@ class CorpusStatistics:
                 self.words += len(words)
                 for w in set(words):
                     self.stem_df[w] = self.stem_df.get(w, 0) + 1
+        if words is not None:
+            self.word_df = {} if self.word_df is None else self.word_df
+            for whole in words:
+                for w in set(whole):
+                    self.word_df[w] = self.word_df.get(w, 0) + 1
 
     def idf(self, token: int) -> float:
         return _idf(self.sentences, self.df.get(token, 0))
@@ -81,11 +90,16 @@ class CorpusStatistics:
     def stem_idf(self, stem: str) -> float:
         return _idf(self.sentences, self.stem_df.get(stem, 0) if self.stem_df else 0)
 
+    def word_idf(self, word: str) -> float:
+        return _idf(self.sentences, self.word_df.get(word, 0) if self.word_df else 0)
+
     def write(self, folder: str | Path) -> None:
         df = {str(k): v for k, v in sorted(self.df.items())}
         data = {"sentences": self.sentences, "tokens": self.tokens, "df": df}
         if self.stem_df is not None:
             data["stems"] = {"words": self.words, "df": dict(sorted(self.stem_df.items()))}
+        if self.word_df is not None:
+            data["whole_words"] = {"df": dict(sorted(self.word_df.items()))}
         (Path(folder) / FILE).write_text(json.dumps(data, separators=(",", ":")) + "\n")
 
     @classmethod
@@ -94,9 +108,10 @@ class CorpusStatistics:
         if not path.is_file():
             return None
         d = json.loads(path.read_text())
-        stems = d.get("stems")
+        stems, whole = d.get("stems"), d.get("whole_words")
         return cls(int(d["sentences"]), int(d["tokens"]), {int(k): int(v) for k, v in d["df"].items()},
-                   int(stems["words"]) if stems else 0, stems["df"] if stems else None)
+                   int(stems["words"]) if stems else 0, stems["df"] if stems else None,
+                   whole["df"] if whole else None)
 
     def summary(self) -> dict:
         """What the manifest records about them."""
@@ -105,6 +120,8 @@ class CorpusStatistics:
         if self.stem_df is not None:
             out["stems_seen"] = len(self.stem_df)
             out["avg_words"] = round(self.avg_words, 3)
+        if self.word_df is not None:
+            out["whole_words_seen"] = len(self.word_df)
         return out
 
 
@@ -139,6 +156,78 @@ class Stems:
         return [self.stem(w) for w, _ in self._split.pre_tokenize_str(text) if w.isalpha()]
 
 
+WORD_PREFIX = "w|"  # whole-word features: no WordPiece vocabulary token starts with it
+_CONNECTORS = frozenset("_.-:/")
+
+
+class Words:
+    """The whole words of a text that WordPiece splits, as Lucene's analyzer would see one rare word.
+
+    A flag, identifier, version or port number (``storeDocvectors``, ``8081``) becomes several common
+    WordPieces (store ##doc ##ve ##ctors), which neither the neural scores nor a WordPiece BM25
+    weigh as the one rare word it is. A whole word here is a word of the tokenizer's own
+    pre-tokenisation (lower-cased, split at punctuation) that the vocabulary does not hold as one
+    token, or an identifier joined by single ``_ . - : /`` between such words with no space
+    (``store_docvectors``, ``v1.2.3``, ``localhost:8081``). Sentences store them as
+    ``w|word`` features beside the WordPiece ones; questions add their own (``QueryEncoder``).
+    """
+
+    def __init__(self, tokenizer) -> None:
+        backend = tokenizer.backend_tokenizer
+        self._normalize, self._split, model = backend.normalizer, backend.pre_tokenizer, backend.model
+        self._vocab = tokenizer.get_vocab()
+        # A corpus repeats its words: a bounded cache of "is this word split by WordPiece?".
+        self._split_by_wordpiece = functools.lru_cache(maxsize=1 << 20)(
+            lambda word: word not in self._vocab and len(model.tokenize(word)) > 1)
+
+    def of(self, text: str) -> list[str]:
+        """The text's whole words, in order (a word counts as often as it occurs)."""
+        text = self._normalize.normalize_str(text) if self._normalize is not None else text.lower()
+        out: list[str] = []
+        run: list[str] = []  # pre-tokens with no space between them
+        end = -1
+        for piece, (a, b) in self._split.pre_tokenize_str(text):
+            if a != end:
+                self._whole(run, out)
+                run = []
+            run.append(piece)
+            end = b
+        self._whole(run, out)
+        return out
+
+    def _whole(self, run: list[str], out: list[str]) -> None:
+        joined: list[str] = []
+        for i, piece in enumerate(run):
+            if piece.isalnum():
+                if self._split_by_wordpiece(piece):
+                    out.append(piece)
+                if joined and len(joined[-1]) == 1 and joined[-1] in _CONNECTORS and len(joined) >= 2:
+                    joined.append(piece)
+                else:
+                    if len(joined) >= 3:
+                        out.append("".join(joined))
+                    joined = [piece]
+            elif piece in _CONNECTORS and joined and joined[-1].isalnum():
+                joined.append(piece)
+            else:
+                if len(joined) >= 3:
+                    out.append("".join(joined if joined[-1].isalnum() else joined[:-1]))
+                joined = []
+        if joined and not joined[-1].isalnum():
+            joined = joined[:-1]
+        if len(joined) >= 3:
+            out.append("".join(joined))
+
+
+def word_weights(words: list[str], length: int, stats: CorpusStatistics, k1: float, b: float) -> dict[str, float]:
+    """``w|word`` -> BM25 of the whole word in one sentence of ``length`` WordPiece tokens."""
+    counts: dict[str, int] = {}
+    for w in words:
+        counts[w] = counts.get(w, 0) + 1
+    norm = k1 * (1 - b + b * length / stats.avgdl)
+    return {WORD_PREFIX + w: stats.word_idf(w) * tf * (k1 + 1) / (tf + norm) for w, tf in counts.items()}
+
+
 def sentence_token_ids(tokenizer, texts: list[str], scorable=None) -> list[list[int]]:
     """Each text's WordPiece ids without special tokens (and, given ``scorable``, only scorable ones)."""
     from .checkpoint import quiet_transformers
@@ -151,12 +240,14 @@ def sentence_token_ids(tokenizer, texts: list[str], scorable=None) -> list[list[
 
 
 def count_corpus(texts: Iterable[str], tokenizer, scorable=None, batch: int = 1024,
-                 stems: Stems | None = None) -> CorpusStatistics:
-    """:class:`CorpusStatistics` over a stream of sentence texts (and their stems, given ``stems``)."""
-    stats = CorpusStatistics(stem_df=None if stems is None else {})
+                 stems: Stems | None = None, words: Words | None = None) -> CorpusStatistics:
+    """:class:`CorpusStatistics` over a stream of sentence texts (and their stems, given ``stems``;
+    their whole words, given ``words``)."""
+    stats = CorpusStatistics(stem_df=None if stems is None else {}, word_df=None if words is None else {})
     texts = iter(texts)
     while chunk := list(islice(texts, batch)):
-        stats.add(sentence_token_ids(tokenizer, chunk, scorable), None if stems is None else map(stems.of, chunk))
+        stats.add(sentence_token_ids(tokenizer, chunk, scorable), None if stems is None else map(stems.of, chunk),
+                  None if words is None else map(words.of, chunk))
     return stats
 
 
@@ -194,6 +285,7 @@ class LexicalTerm:
 
     own: dict[int, float]
     siblings: dict[int, float]
+    words: dict[str, float] = field(default_factory=dict)  # ``w|word`` -> BM25 (empty without a word weight)
 
     def scaled(self, alpha: float, beta: float) -> dict[int, float]:
         out = {t: alpha * w for t, w in self.own.items()}
@@ -220,6 +312,19 @@ def stored_weights(tokens: np.ndarray, neural: np.ndarray, term_weights: np.ndar
     weights = weights.astype(np.float32)
     keep = weights > 0
     return tokens[keep], weights[keep]
+
+
+def add_words(tokens: list[str], weights: np.ndarray, words: dict[str, float] | None
+              ) -> tuple[list[str], np.ndarray]:
+    """A stored map (token names, float32 weights) with the whole-word features (already scaled)
+    joined, sorted by weight, descending. Not IDF-weighted: BM25 holds an IDF already."""
+    extra = {t: w for t, w in (words or {}).items() if w > 0}
+    if not extra:
+        return tokens, weights
+    tokens = tokens + list(extra)
+    weights = np.concatenate([weights, np.array(list(extra.values()), dtype=np.float32)])
+    order = np.argsort(-weights, kind="stable")
+    return [tokens[i] for i in order], weights[order]
 
 
 def add_lexical(tokens: np.ndarray, weights: np.ndarray, lexical: dict[int, float]

@@ -33,8 +33,8 @@ import numpy as np
 from .checkpoint import (DEFAULT_MODEL, SPARC_CONFIG, base_provenance, model_fingerprint, quiet_transformers,
                          resolve_model_path, versions, weights_file)
 from .errors import ModelError, choice
-from .lexical import CorpusStatistics, LexicalTerm, Stems, bm25_weights, count_corpus, stored_weights, \
-    sentence_token_ids, stem_weights
+from .lexical import CorpusStatistics, LexicalTerm, Stems, Words, add_words, bm25_weights, count_corpus, \
+    sentence_token_ids, stem_weights, stored_weights, word_weights
 from .query import QueryEncoder
 
 FORMAT = "sparc-es-model/1"
@@ -78,6 +78,9 @@ class SparcConfig:
     lexical_b: float = 0.4
     # ... and beta x BM25 of each word's Porter stem for the vocabulary's other words with that stem.
     stem_weight: float = 0.0
+    # ... and gamma x BM25 of each whole word WordPiece splits (identifiers, flags, numbers), stored
+    # as a ``w|word`` feature that questions containing the word also ask for (sparc_es.lexical.Words).
+    word_weight: float = 0.0
     base_model: dict = field(default_factory=dict)  # provenance: name, package (or local path), sha256
     adaptation: dict = field(default_factory=dict)  # embedding replacement provenance (sparc_es.adapt)
 
@@ -89,13 +92,14 @@ class SparcConfig:
             raise ModelError(f"top-K must be at least 1 (got {self.top_k})")
         if self.max_length < 8:
             raise ModelError(f"the max length must be at least 8 tokens (got {self.max_length})")
-        if self.lexical_weight < 0 or self.stem_weight < 0 or self.lexical_k1 < 0 or not 0 <= self.lexical_b <= 1:
-            raise ModelError("the lexical and stem weights and k1 must be >= 0 and b within [0, 1]")
+        if (min(self.lexical_weight, self.stem_weight, self.word_weight, self.lexical_k1) < 0
+                or not 0 <= self.lexical_b <= 1):
+            raise ModelError("the lexical, stem and word weights and k1 must be >= 0 and b within [0, 1]")
 
     @property
     def lexical(self) -> bool:
         """Whether encoding needs the corpus statistics of sparc_es.lexical."""
-        return bool(self.lexical_weight or self.stem_weight)
+        return bool(self.lexical_weight or self.stem_weight or self.word_weight)
 
     def to_json(self) -> dict:
         d = dataclasses.asdict(self)
@@ -108,7 +112,7 @@ class SparcConfig:
         """The config of a ``sparc_config.json``; a field of the wrong type is a :class:`ModelError`."""
         kinds = {"w": float, "top_k": int, "max_length": int, "max_over": str, "head": str, "token_weights": bool,
                  "passage_weight": float, "passage_encoder": str, "passage_max_length": int, "lexical_weight": float,
-                 "lexical_k1": float, "lexical_b": float, "stem_weight": float, "base_model": dict,
+                 "lexical_k1": float, "lexical_b": float, "stem_weight": float, "word_weight": float, "base_model": dict,
                  "adaptation": dict}
         kwargs = {}
         for name, kind in kinds.items():
@@ -226,6 +230,7 @@ class SparcModel:
         self.scorable = scorable
         self._id_to_token = tokenizer.convert_ids_to_tokens(list(range(vocab)))
         self._stems = None
+        self._words = None
         self._uses_token_types = "token_type_ids" in tokenizer.model_input_names and \
             getattr(encoder.config, "type_vocab_size", 0) > 1
 
@@ -432,11 +437,14 @@ class SparcModel:
         for i in range(len(sentences)):
             extra = None if lexical is None else lexical[i].scaled(self.config.lexical_weight, self.config.stem_weight)
             ix, v = stored_weights(indices[i], values[i], term_weights, extra)
+            words = None if lexical is None else {t: self.config.word_weight * w for t, w in lexical[i].words.items()}
+            tokens, v = add_words([self._id_to_token[j] for j in ix], v, words)
             parts = None
-            if extra:  # each lexical token's (neural, lexical) parts: requantize --idf needs them apart
+            if extra or words:  # each lexical token's (neural, lexical) parts: requantize --idf needs them apart
                 neural = dict(zip(indices[i].tolist(), values[i].tolist()))
                 parts = {self._id_to_token[t]: (neural.get(t, 0.0), w) for t, w in extra.items() if w > 0}
-            out.append(EncodedSentence(tokens=[self._id_to_token[j] for j in ix], weights=v,
+                parts.update({t: (0.0, w) for t, w in (words or {}).items() if w > 0})
+            out.append(EncodedSentence(tokens=tokens, weights=v,
                                        truncated_sentence=s_cut[i], truncated_context=c_cut[i], nonzero=nonzero[i],
                                        lexical=parts))
         return out
@@ -448,14 +456,26 @@ class SparcModel:
             return None
         c = self.config
         ids = sentence_token_ids(self.tokenizer, sentences, self.scorable.cpu().numpy())
-        if not c.stem_weight:
-            return [LexicalTerm(bm25_weights(x, corpus, c.lexical_k1, c.lexical_b), {}) for x in ids]
-        if corpus.stem_df is None:
+        if c.stem_weight and corpus.stem_df is None:
             raise ModelError("the model has a stem weight but the corpus statistics were counted without stems")
-        stems = self.stems
+        if c.word_weight and corpus.word_df is None:
+            raise ModelError("the model has a word weight but the corpus statistics were counted without whole words")
+        stems, words = self.stems, self.words
         return [LexicalTerm(bm25_weights(x, corpus, c.lexical_k1, c.lexical_b),
-                            stem_weights(stems.of(t), x, corpus, stems, c.lexical_k1, c.lexical_b))
+                            {} if stems is None else stem_weights(stems.of(t), x, corpus, stems, c.lexical_k1,
+                                                                  c.lexical_b),
+                            {} if words is None else word_weights(words.of(t), len(x), corpus, c.lexical_k1,
+                                                                  c.lexical_b))
                 for t, x in zip(sentences, ids)]
+
+    @property
+    def words(self) -> Words | None:
+        """The whole-word splitter of the word term (None without a word weight)."""
+        if not self.config.word_weight:
+            return None
+        if self._words is None:
+            self._words = Words(self.tokenizer)
+        return self._words
 
     @property
     def stems(self) -> Stems | None:
@@ -468,7 +488,7 @@ class SparcModel:
 
     def count_corpus(self, texts: Iterable[str]) -> CorpusStatistics:
         """The statistics of :mod:`sparc_es.lexical` over a stream of sentence texts, as this model needs them."""
-        return count_corpus(texts, self.tokenizer, self.scorable.cpu().numpy(), stems=self.stems)
+        return count_corpus(texts, self.tokenizer, self.scorable.cpu().numpy(), stems=self.stems, words=self.words)
 
     def encode(self, pairs: Iterable[tuple[str, str]], batch_size: int = 32, window: int = 8,
                top_k: int | None = None, term_weights=None,

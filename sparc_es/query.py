@@ -41,13 +41,34 @@ def tokenizer_folder(folder: str | Path) -> Path:
     return path / TOKENIZER if (path / TOKENIZER).is_dir() else path
 
 
+def stores_words(folder: str | Path) -> bool:
+    """Whether the sentences of an encoded folder or index (its ``meta.json``), or of a model folder's
+    encodes (its ``sparc_config.json``), store whole-word features (:class:`~sparc_es.lexical.Words`)."""
+    import json
+
+    from .checkpoint import SPARC_CONFIG, resolve_model_path
+
+    path = resolve_model_path(folder) if str(folder) == "default" else Path(folder)
+    for name, key in (("meta.json", ("model", "word_weight")), (SPARC_CONFIG, ("word_weight",))):
+        if (path / name).is_file():
+            value = json.loads((path / name).read_text(encoding="utf-8"))
+            for k in key:
+                value = value.get(k, 0) if isinstance(value, dict) else 0
+            return bool(value)
+    return False
+
+
 class QueryEncoder:
     """Question -> ``{token: count x weight}``: what every sparc-es engine scores."""
 
-    def __init__(self, tokenizer, weights: Mapping[str, float] | None = None) -> None:
-        """``weights``: an optional multiplier per token (tokens not in it keep 1)."""
+    def __init__(self, tokenizer, weights: Mapping[str, float] | None = None, words: bool = False) -> None:
+        """``weights``: an optional multiplier per token (tokens not in it keep 1). ``words``: the
+        question also asks for its whole words (``w|word``), for an index whose sentences store them."""
+        from .lexical import Words
+
         self.tokenizer = tokenizer
         self.weights = dict(weights) if weights else None
+        self.words = Words(tokenizer) if words else None
         # A fast tokenizer call mutates the tokenizer's truncation and padding state: engines search
         # from several threads (run --threads, a server), so calls are serialised.
         self._lock = threading.Lock()
@@ -66,12 +87,18 @@ class QueryEncoder:
                 tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
         except (OSError, ValueError) as e:
             raise StoreError(f"{path}: cannot load the question tokenizer ({e})") from None
-        return cls(tokenizer, weights)
+        return cls(tokenizer, weights, words=stores_words(folder))
 
     def bag(self, question: str) -> dict[str, float]:
-        """The question's tokens with their counts, each times its weight."""
+        """The question's tokens with their counts (and its whole words, when the index stores
+        them), each times its weight."""
+        from .lexical import WORD_PREFIX
+
         with self._lock:
             counts = query_bag(self.tokenizer, question)
+            if self.words is not None:
+                for w in self.words.of(question):
+                    counts[WORD_PREFIX + w] = counts.get(WORD_PREFIX + w, 0) + 1
         if self.weights is None:
             return counts
         return {t: c * self.weights.get(t, 1.0) for t, c in counts.items()}

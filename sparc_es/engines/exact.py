@@ -53,7 +53,8 @@ class ExactEngine:
         self.floats = floats
         requantize = factor is not None and not floats
         self.queries = QueryEncoder.load(self.path)
-        self.vocab = self.queries.tokenizer.get_vocab()
+        # Columns: the vocabulary, then features outside it (whole words) as they are met.
+        self.vocab = dict(self.queries.tokenizer.get_vocab())
         self.ids: list[str] = []
         rows, cols, vals = [], [], []
         for i, record in enumerate(iter_vectors(self.path)):
@@ -65,7 +66,7 @@ class ExactEngine:
             self.ids.append(record["id"])
             for token, w in weights.items():
                 rows.append(i)
-                cols.append(self.vocab[token])
+                cols.append(self.vocab.setdefault(token, len(self.vocab)))
                 vals.append(w if floats else w / self.factor)
         self.docs = sparse.csr_matrix((vals, (rows, cols)), shape=(len(self.ids), len(self.vocab)), dtype=np.float64)
 

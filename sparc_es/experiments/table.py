@@ -14,6 +14,7 @@ Systems (``--systems``, comma-separated; options after a colon)::
           expansion with the model itself as passage encoder, for a model trained without it),
           lexical_weight=ALPHA (the lexical term, sparc_es.lexical, with this alpha),
           stem_weight=BETA (its stem term, sparc_es.lexical, with this beta),
+          word_weight=GAMMA (its whole-word term, sparc_es.lexical.Words, with this gamma),
           idf=1 (IDF-weighted encoding), hybrid=rrf|sum (fused with the Lucene BM25 run, top 1,000
           of each), hybrid_weight=A (BM25's share of the sum; default: the engines')
           e.g. sparc:top_k=500,factor=100,bm25-paper   sparc-exact:model=models/sparc,max_over=all
@@ -46,7 +47,7 @@ from .datasets import DOMAINS, EvalSet, build_eval_set
 
 KINDS = ("bm25", "bm25-paper", "sparc", "sparc-exact", "sparc-int")
 SPARC_OPTIONS = {"model": str, "top_k": int, "factor": float, "max_over": str, "max_length": int, "head": str,
-                 "passage_weight": float, "lexical_weight": float, "stem_weight": float,
+                 "passage_weight": float, "lexical_weight": float, "stem_weight": float, "word_weight": float,
                  "idf": int, "hybrid": str, "hybrid_weight": float}
 
 
@@ -99,7 +100,8 @@ def _sparc_encoded(system: System, evalset: EvalSet, corpus: Path, folder: Path)
                                    ("head", Head(o["head"]) if "head" in o else None),
                                    ("passage_weight", o.get("passage_weight")),
                                    ("lexical_weight", o.get("lexical_weight")),
-                                   ("stem_weight", o.get("stem_weight"))) if v is not None}
+                                   ("stem_weight", o.get("stem_weight")),
+                                   ("word_weight", o.get("word_weight"))) if v is not None}
     model = SparcModel.load(o.get("model", "default").replace("{domain}", folder.name), **overrides)
     factor = o.get("factor", DEFAULT_FACTOR)
     idf = bool(o.get("idf"))

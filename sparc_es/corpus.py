@@ -1,4 +1,4 @@
-"""Corpus input: sentence records from JSONL, plain text and Markdown, streamed.
+"""Corpus input: sentence records from JSONL and from documents (text, Markdown, reST, HTML), streamed.
 
 Two kinds of input give the same record, :class:`Sentence`:
 
@@ -7,19 +7,26 @@ Two kinds of input give the same record, :class:`Sentence`:
 * JSONL documents in the BEIR layout, ``{"_id": ..., "title"?: ..., "text": ...}``: each is split
   into sentences as a text document is (ids ``<_id>#<n>``, ``doc`` = ``_id``), and each sentence's
   context is the document's title followed by its paragraph.
-* Plain text (``.txt``) and Markdown (``.md``) documents, split offline into paragraphs and
-  sentences (Bling Fire's sentence breaker). A sentence's context is its paragraph, its id is
-  ``<document id>#<sentence number>`` and ``start``/``end`` are character offsets into the file.
+* Documents: plain text (``.txt``), Markdown (``.md``), reStructuredText (``.rst``) and HTML
+  (``.html``). :mod:`sparc_es.readers` parses each into blocks (paragraphs, list items, table rows
+  with their section titles and lead-ins); Bling Fire splits each block into sentences. A
+  sentence's context is its block with the section titles and lead-in before it
+  (:func:`context_of`), its id is ``<document id>#<sentence number>`` and ``start``/``end`` are
+  character offsets into the file that hold the sentence's words.
 
-Everything is a generator: a corpus is never held in memory. Files may start with a UTF-8
-byte-order mark and end lines with CRLF; control characters (NUL, BEL, ESC, ...) are removed from
-texts (they would reach a terminal when hits are printed) and counted in :class:`CorpusStats`.
+A folder is read recursively; its files that are neither JSONL nor a document are counted by
+suffix (:attr:`CorpusStats.skipped_files`) for the user to hear about. Everything is a generator: a
+corpus is never held in memory. Files may start with a UTF-8 byte-order mark and end lines with
+CRLF; control characters (NUL, BEL, ESC, ...) are removed from texts (they would reach a terminal
+when hits are printed) and counted in :class:`CorpusStats`.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Protocol
 from dataclasses import asdict, dataclass, field
@@ -28,9 +35,12 @@ from pathlib import Path
 import orjson
 
 from .errors import InputError
+from .readers import CODE, HEADING, ROW, SUFFIXES, Block, format_of, locate, read_blocks
 
 JSONL_SUFFIXES = (".jsonl", ".json")
-TEXT_SUFFIXES = (".txt", ".md", ".markdown")
+TEXT_SUFFIXES = tuple(SUFFIXES)  # documents: .txt, .md/.markdown, .rst/.rest, .html/.htm
+READ_SUFFIXES = JSONL_SUFFIXES + TEXT_SUFFIXES
+_READABLE = ".jsonl, .txt, .md, .rst or .html"
 BOM = "\ufeff"
 # C0 controls but tab, newline and carriage return; DEL; C1 controls.
 _WHITESPACE = re.compile(r"\s")
@@ -44,6 +54,14 @@ class CorpusStats:
     control_characters: int = 0  # removed from texts and contexts
     sentences_cleaned: int = 0  # records that had any
     examples: list[str] = field(default_factory=list)  # the first few sentence ids concerned
+    skipped_files: dict[str, int] = field(default_factory=dict)  # files in folders not read, by suffix
+    hidden_files: int = 0  # hidden files and folders (.git, .DS_Store) passed over
+
+    def skipped_notice(self) -> str:
+        """One line for the user about the folder files not read ("" when none were skipped)."""
+        if not self.skipped_files:
+            return ""
+        return f"{_skipped_text(self.skipped_files)} (only {_READABLE} files are read)"
 
 
 @dataclass(frozen=True)
@@ -117,16 +135,18 @@ def _beir_document(obj: dict, path: Path, lineno: int, stats: CorpusStats) -> It
 
 
 def document_sentences(text: str, doc_id: str, stats: CorpusStats | None = None, title: str = "",
-                       markdown: bool = False) -> Iterator[Sentence]:
-    """The sentences of one document (a BEIR record, a document from a search index): control
-    characters become spaces (counted in ``stats``), each sentence's context is its paragraph,
-    after the document's ``title`` when there is one."""
+                       format: str = "text", keep_code: bool = False, where: str | None = None
+                       ) -> Iterator[Sentence]:
+    """The sentences of one document (a file, a BEIR record, a document from a search index):
+    control characters become spaces (counted in ``stats``; offsets do not move), ``format`` says
+    how the text is written (see :func:`split_document`), and each sentence's context starts with
+    the document's ``title`` when there is one."""
     text, removed = CONTROL.subn(" ", text)
     title, removed_title = CONTROL.subn(" ", title)
     if (removed or removed_title) and stats is not None:
         _count(stats, doc_id, removed + removed_title)
     title = _SPACES.sub(" ", title).strip()
-    for s in split_document(text, doc_id, markdown=markdown):
+    for s in split_document(text, doc_id, format, keep_code, where):
         context = f"{title}. {s.context}" if title else s.context
         yield Sentence(id=s.id, text=s.text, context=context, doc=s.doc, start=s.start, end=s.end)
 
@@ -161,85 +181,77 @@ def _record(obj: object, path: Path, lineno: int, stats: CorpusStats, contexts: 
                     doc=None if doc is None else str(doc), start=start, end=end)
 
 
-# --- plain text and Markdown ---------------------------------------------------------------
+# --- documents: plain text, Markdown, reStructuredText, HTML -----------------------------------
 
-_FENCE = re.compile(r"^\s*(```|~~~)")
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+")
-_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+")
-_QUOTE = re.compile(r"^\s*>\s?")
-_INLINE = re.compile(r"\*\*|__|`|!?\[|\]\([^)]*\)")
 _SPACES = re.compile(r"\s+")
 
 
-def _blank(text: str, start: int, end: int) -> str:
-    return text[:start] + " " * (end - start) + text[end:]
+def context_of(block: Block) -> str:
+    """A block's context: its section titles joined by " > ", its lead-in, then its own text.
+
+    ``Block("Port: 8081", ("Serving", "REST server"), "Options:")`` gives
+    ``"Serving > REST server. Options: Port: 8081"``: each part ends as a sentence (a lead-in as
+    a clause, with ":"), so the model reads the titles and the lead-in as text before the block's.
+    """
+    parts = []
+    if block.headings:
+        path = " > ".join(block.headings)
+        parts.append(path if path[-1] in ".!?:;" else path + ".")
+    if block.lead:
+        parts.append(block.lead if block.lead[-1] in ".!?:;" else block.lead + ":")
+    parts.append(block.text)
+    return " ".join(parts)
 
 
-def _markdown_blocks(text: str) -> Iterator[tuple[int, str]]:
-    """Yield (offset, block) pairs; line markers (#, -, >) are blanked so offsets still index `text`."""
-    block: list[str] = []
-    block_start = 0
-    in_fence = False
-    pos = 0
-    for line in text.splitlines(keepends=True):
-        line_start, pos = pos, pos + len(line)
-        if _FENCE.match(line):
-            in_fence = not in_fence
-            masked = None
-        elif in_fence or not line.strip():
-            masked = None
-        else:
-            masked = line
-            for pattern in (_HEADING, _ITEM, _QUOTE):
-                m = pattern.match(masked)
-                if m:
-                    masked = _blank(masked, 0, m.end())
-        new_unit = masked is not None and (_HEADING.match(line) or _ITEM.match(line))
-        if block and (masked is None or new_unit):
-            yield block_start, "".join(block)
-            block = []
-        if masked is not None:
-            if not block:
-                block_start = line_start
-            block.append(masked)
-            if _HEADING.match(line):  # a heading is a paragraph of its own
-                yield block_start, "".join(block)
-                block = []
-    if block:
-        yield block_start, "".join(block)
-
-
-def _clean(text: str) -> str:
-    """Text for people and for the model: inline Markdown markup removed, whitespace collapsed."""
-    return _SPACES.sub(" ", _INLINE.sub("", text)).strip()
-
-
-def _text_blocks(text: str) -> Iterator[tuple[int, str]]:
-    for m in re.finditer(r"\S(?:.|\n(?!\s*\n))*", text):
-        yield m.start(), m.group()
-
-
-def split_document(text: str, doc_id: str, markdown: bool = False) -> Iterator[Sentence]:
-    """Split a document into sentences; each sentence's context is its paragraph."""
+def _block_sentences(block: Block, source: str, format: str) -> Iterator[tuple[str, int, int]]:
+    """(text, start, end) of each sentence of a block; offsets index ``source``."""
     import blingfire  # small native dependency; imported here so reading JSONL never needs it
 
-    blocks = _markdown_blocks(text) if markdown else _text_blocks(text)
-    clean = _clean if markdown else (lambda t: _SPACES.sub(" ", t).strip())
+    if format == "text":  # the block is the source itself: Bling Fire's offsets are the file's
+        raw = source[block.start:block.end]
+        _, spans = blingfire.text_to_sentences_and_offsets(raw)
+        for a, b in spans:
+            while b > a and raw[b - 1].isspace():
+                b -= 1
+            sentence = _SPACES.sub(" ", raw[a:b]).strip()
+            if sentence:
+                yield sentence, block.start + a, block.start + b
+        return
+    if block.kind in (ROW, CODE):  # one unit: a row is its header's pairs, code is not prose
+        raw = source[block.start:block.end]
+        a, b = len(raw) - len(raw.lstrip()), len(raw.rstrip())
+        yield block.text, block.start + a, block.start + max(a, b)
+        return
+    _, spans = blingfire.text_to_sentences_and_offsets(block.text)
+    pos = block.start
+    for a, b in spans:
+        sentence = block.text[a:b].strip()
+        if sentence:
+            start, end = locate(source, sentence, pos, block.end)
+            if end > start and (start, end) != (pos, block.end):
+                pos = end
+            yield sentence, start, end
+
+
+def split_document(text: str, doc_id: str, format: str = "text", keep_code: bool = False,
+                   where: str | None = None) -> Iterator[Sentence]:
+    """Split a document into sentences (Bling Fire, inside each block the reader finds).
+
+    ``format``: "text", "markdown", "rst" or "html" (:mod:`sparc_es.readers`). A sentence's
+    context is :func:`context_of` its block (for plain text: its paragraph); ``start``/``end``
+    index ``text``. Headings give no sentence of their own: they are in the context of every
+    sentence of their section. ``keep_code`` makes each code block one sentence; ``where``
+    names the document in errors (default: ``doc_id``).
+    """
     id_prefix = re.sub(r"\s", "_", doc_id)  # ids go into space-separated TREC run files
     n = 0
-    for offset, block in blocks:
-        context = clean(block)
-        if not context:
+    for block in read_blocks(text, format, keep_code, name=where or doc_id):
+        if block.kind == HEADING:
             continue
-        _, spans = blingfire.text_to_sentences_and_offsets(block)
-        for a, b in spans:
-            while b > a and block[b - 1].isspace():
-                b -= 1
-            sentence = clean(block[a:b])
-            if not sentence:
-                continue
+        context = context_of(block)
+        for sentence, start, end in _block_sentences(block, text, format):
             yield Sentence(id=f"{id_prefix}#{n}", text=sentence, context=context, doc=doc_id,
-                           start=offset + a, end=offset + b)
+                           start=start, end=end)
             n += 1
 
 
@@ -250,31 +262,70 @@ def _count(stats: CorpusStats, sid: str, n: int) -> None:
         stats.examples.append(sid)
 
 
-def read_document(path: str | Path, doc_id: str | None = None, stats: CorpusStats | None = None
-                  ) -> Iterator[Sentence]:
-    """Yield the sentences of one text or Markdown file (offsets index the file's text)."""
+def read_document(path: str | Path, doc_id: str | None = None, stats: CorpusStats | None = None,
+                  keep_code: bool = False) -> Iterator[Sentence]:
+    """Yield the sentences of one document file, read as its suffix says (offsets index its text)."""
     path = Path(path)
-    markdown = path.suffix.lower() in (".md", ".markdown")
-    yield from document_sentences(_decode(path.read_bytes(), path), doc_id or path.name, stats, markdown=markdown)
+    format = format_of(path) or "text"
+    yield from document_sentences(_decode(path.read_bytes(), path), doc_id or path.name, stats, format=format,
+                                  keep_code=keep_code, where=str(path))
 
 
-def corpus_files(paths: Iterable[str | Path]) -> list[tuple[Path, str]]:
-    """Resolve files and folders to (file, document id) pairs, in a stable order."""
+def _suffix(path: Path) -> str:
+    return path.suffix.lower() or "(no suffix)"
+
+
+def corpus_files(paths: Iterable[str | Path], stats: CorpusStats | None = None) -> list[tuple[Path, str]]:
+    """Resolve files and folders to (file, document id) pairs, in a stable order.
+
+    A folder is read recursively; its files that are neither JSONL nor a document are counted by
+    suffix in ``stats.skipped_files``, hidden files and folders (``.git``, ``.DS_Store``, not
+    descended into) in ``stats.hidden_files``.
+    """
     files: list[tuple[Path, str]] = []
+    skipped: Counter[str] = Counter()
+    hidden = 0
     for p in map(Path, paths):
         if p.is_dir():
-            found = sorted(f for f in p.rglob("*")
-                           if f.is_file() and f.suffix.lower() in JSONL_SUFFIXES + TEXT_SUFFIXES)
+            found: list[Path] = []
+            here: Counter[str] = Counter()
+            for root, dirs, names in os.walk(p):
+                hidden += sum(d.startswith(".") for d in dirs) + sum(n.startswith(".") for n in names)
+                dirs[:] = [d for d in dirs if not d.startswith(".")]
+                for name in names:
+                    f = Path(root, name)
+                    if name.startswith("."):
+                        continue
+                    if f.suffix.lower() in READ_SUFFIXES and f.is_file():
+                        found.append(f)
+                    else:
+                        here[_suffix(f)] += 1
+            skipped += here
             if not found:
-                raise InputError(p, "no .jsonl, .txt or .md files in this folder")
-            files += [(f, f.relative_to(p).as_posix()) for f in found]
+                detail = f" ({_skipped_text(here)})" if here else ""
+                raise InputError(p, f"no {_READABLE} files in this folder{detail}")
+            files += [(f, f.relative_to(p).as_posix()) for f in sorted(found)]
         elif p.is_file():
-            if p.suffix.lower() not in JSONL_SUFFIXES + TEXT_SUFFIXES:
-                raise InputError(p, "unknown corpus format: use .jsonl records or .txt / .md documents")
+            if p.suffix.lower() not in READ_SUFFIXES:
+                raise InputError(p, "unknown corpus format: use .jsonl records or .txt / .md / .rst / .html "
+                                    "documents")
             files.append((p, p.name))
         else:
             raise InputError(p, "no such file or folder")
+    if stats is not None:  # set, not added to: a corpus is listed again each time it is read
+        stats.skipped_files = dict(sorted(skipped.items(), key=lambda kv: (-kv[1], kv[0])))
+        stats.hidden_files = hidden
     return files
+
+
+def _skipped_text(skipped: Counter[str] | dict[str, int], most: int = 6) -> str:
+    """``skipped 12 files: 7 .png, 3 .py, 2 .yml``, the most frequent suffixes first."""
+    ranked = sorted(skipped.items(), key=lambda kv: (-kv[1], kv[0]))
+    parts = [f"{n} {suffix}" for suffix, n in ranked[:most]]
+    if len(ranked) > most:
+        parts.append(f"{sum(n for _, n in ranked[most:])} other")
+    total = sum(skipped.values())
+    return f"skipped {total} file{'s' if total != 1 else ''}: {', '.join(parts)}"
 
 
 def read_corpus(paths: Iterable[str | Path], stats: CorpusStats | None = None) -> Iterator[Sentence]:
@@ -282,8 +333,8 @@ def read_corpus(paths: Iterable[str | Path], stats: CorpusStats | None = None) -
 
     ``stats``, when given, counts what was cleaned on the way (see :class:`CorpusStats`).
     """
-    files = corpus_files(paths)
     stats = stats if stats is not None else CorpusStats()
+    files = corpus_files(paths, stats)
     seen: dict[str, tuple[int, int | None]] = {}  # id -> (file number, line) of its first record
     count = 0
     for number, (path, doc_id) in enumerate(files):

@@ -62,7 +62,8 @@ def test_empty_corpus(tmp_path):
         list(read_corpus([f]))
     (tmp_path / "pdfs").mkdir()
     write(tmp_path / "pdfs" / "x.pdf", "")
-    with pytest.raises(InputError, match="pdfs: no .jsonl, .txt or .md files"):
+    with pytest.raises(InputError, match=r"pdfs: no .jsonl, .txt, .md, .rst or .html files in this folder "
+                                         r"\(skipped 1 file: 1 .pdf\)"):
         list(read_corpus([tmp_path / "pdfs"]))
 
 
@@ -92,16 +93,20 @@ def test_markdown_sentences_keep_offsets_and_paragraph_context(tmp_path):
     f = write(tmp_path / "guide notes.md", MARKDOWN)
     got = list(read_corpus([f]))
     texts = [s.text for s in got]
-    assert texts == ["Title here", "First sentence of the first paragraph.",
-                     "Second sentence, with code.", "It continues on a new line.", "A list item.",
-                     "With two sentences.", "Another item", "Quoted text here."]
+    # The heading is no sentence of its own: it heads the context of every sentence under it.
+    assert texts == ["First sentence of the first paragraph.", "Second sentence, with code.",
+                     "It continues on a new line.", "A list item.", "With two sentences.", "Another item",
+                     "Quoted text here."]
     assert [s.id for s in got][:2] == ["guide_notes.md#0", "guide_notes.md#1"]
     assert all(s.doc == "guide notes.md" for s in got)
     for s in got:  # offsets point at the sentence in the original file
         raw = MARKDOWN[s.start:s.end]
         assert " ".join(raw.replace("**", "").replace("`", "").split()) == s.text
-    assert got[1].context == got[2].context == ("First sentence of the first paragraph. Second sentence, "
-                                                "with code. It continues on a new line.")
+    paragraph = "First sentence of the first paragraph. Second sentence, with code. It continues on a new line."
+    assert got[0].context == got[1].context == f"Title here. {paragraph}"
+    # A list item's context: the section title, the paragraph that introduces the list, the item.
+    assert got[3].context == f"Title here. {paragraph} A list item. With two sentences."
+    assert got[6].context == "Title here. Quoted text here."
 
 
 def test_plain_text_paragraphs():

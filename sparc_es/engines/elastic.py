@@ -444,10 +444,13 @@ class ElasticSource:
     title_field: str | None = None
     query: dict | None = None
     page: int = 500
+    format: str = "text"  # how the text field is written: text, markdown, rst or html (corpus.split_document)
 
     def describe(self) -> list[str]:
         query = json.dumps(self.query, sort_keys=True) if self.query else ""
-        return [f"elasticsearch:{self.index}:{self.text_field}:{self.id_field or '_id'}:{self.title_field or ''}:{query}"]
+        read_as = "" if self.format == "text" else f":{self.format}"  # a resume must read the same way
+        return [f"elasticsearch:{self.index}:{self.text_field}:{self.id_field or '_id'}:{self.title_field or ''}:{query}"
+                f"{read_as}"]
 
     def documents(self) -> Iterator[tuple[str, dict]]:
         """(document id, source) of every selected document, in index order."""
@@ -473,7 +476,8 @@ class ElasticSource:
             if not isinstance(text, str):
                 raise InputError(where, f"field {self.text_field!r} is not text")
             title = src.get(self.title_field) if self.title_field else ""
-            for sentence in document_sentences(text, doc_id, stats, title if isinstance(title, str) else ""):
+            for sentence in document_sentences(text, doc_id, stats, title if isinstance(title, str) else "",
+                                               format=self.format, where=where):
                 count += 1
                 yield sentence
         if count == 0:

@@ -1,0 +1,553 @@
+"""Structure-aware document readers (Markdown, reStructuredText, HTML) on real documents.
+
+The real documents: this repository's README.md, docs/*.md and sparc_es/demo/*.md; two pages of
+Click's documentation (tests/data/docs, BSD-3-Clause), the HTML docutils' html5 writer makes from
+them, and the Sphinx build of one of them.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from sparc_es import cli
+from sparc_es.corpus import CorpusStats, corpus_files, read_corpus, split_document
+from sparc_es.errors import InputError, SparcError
+from sparc_es.readers import CODE, HEADING, ITEM, ROW, format_of, locate, read_blocks, rst_doctree
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(__file__).resolve().parent / "data" / "docs"
+MARKDOWN_DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
+                 *sorted((ROOT / "sparc_es" / "demo").glob("*.md"))]
+RST_DOCS = sorted(DATA.glob("*.rst"))
+SPHINX_PAGE = DATA / "parameters.html"
+
+
+def rst_html(text: str) -> str:
+    """HTML from docutils' html5 writer, over the tree sparc-es parses (Sphinx roles resolved)."""
+    from docutils.core import publish_from_doctree
+    from docutils.writers.html5_polyglot import Writer
+
+    return publish_from_doctree(rst_doctree(text), writer=Writer(),
+                                settings_overrides={"_disable_config": True, "report_level": 5}).decode("utf-8")
+
+
+def real_documents() -> list[tuple[str, str, str]]:
+    """(name, text, format) of every real document the tests read."""
+    docs = [(p.relative_to(ROOT).as_posix(), p.read_text(encoding="utf-8"), format_of(p))
+            for p in MARKDOWN_DOCS + RST_DOCS + [SPHINX_PAGE]]
+    docs += [(f"{p.name} (html5)", rst_html(p.read_text(encoding="utf-8")), "html") for p in RST_DOCS]
+    return docs
+
+
+DOCUMENTS = real_documents()
+IDS = [name for name, _, _ in DOCUMENTS]
+
+# Markup a reader must never leave in a sentence or a context.
+_TAGS = ("a|abbr|b|blockquote|br|code|details|div|em|h[1-6]|hr|i|img|kbd|li|ol|p|pre|section|span|strong|"
+         "sub|summary|sup|table|td|th|tr|ul|script|style|!--")
+DEBRIS = {
+    "a Markdown link": re.compile(r"\]\("),
+    "an HTML tag": re.compile(rf"</?(?:{_TAGS})(?:[\s/>]|$)", re.I),
+    "an HTML comment end": re.compile(r"-->"),
+    "a literal-block marker": re.compile(r"::"),
+    "a backtick": re.compile(r"`"),
+    "strong emphasis": re.compile(r"\*\*"),
+    "an explicit markup start": re.compile(r"(^|\s)\.\. "),
+    "a Sphinx role": re.compile(r":[\w.+-]+:`?|:ref:"),
+    "a rule line": re.compile(r"^[-=*_~^#+\s]{3,}$"),
+    "a header link": re.compile(r"¶"),
+}
+
+
+def debris(text: str) -> list[str]:
+    found = [name for name, pattern in DEBRIS.items() if pattern.search(text)]
+    if text.count("[") != text.count("]"):
+        found.append("an unbalanced bracket")
+    return found
+
+
+def words(text: str) -> list[str]:
+    return re.findall(r"[^\W_]+", text)
+
+
+def in_order(needles: list[str], haystack: str) -> bool:
+    pos = 0
+    for w in needles:
+        pos = haystack.find(w, pos)
+        if pos < 0:
+            return False
+        pos += len(w)
+    return True
+
+
+def sentences_by_block(text: str, format: str, keep_code: bool = False):
+    """(block, its sentences) pairs, so a check can tell a table row from prose."""
+    from sparc_es.corpus import _block_sentences
+
+    for block in read_blocks(text, format, keep_code):
+        if block.kind != HEADING:
+            yield block, list(_block_sentences(block, text, format))
+
+
+# --- every real document --------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, text, format", DOCUMENTS, ids=IDS)
+def test_no_markup_debris_in_any_sentence_or_context(name, text, format):
+    got = list(split_document(text, name, format))
+    assert len(got) >= 5, name
+    bad = [(s.id, what, d) for s in got for what, t in (("text", s.text), ("context", s.context))
+           for d in debris(t)]
+    assert not bad, bad[:5]
+    assert all(s.text.strip() and s.context for s in got)
+
+
+@pytest.mark.parametrize("name, text, format", DOCUMENTS, ids=IDS)
+def test_offsets_hold_the_sentence_words_in_order(name, text, format):
+    checked = 0
+    for block, sentences in sentences_by_block(text, format, keep_code=True):
+        for sentence, start, end in sentences:
+            assert block.start <= start <= end <= block.end <= len(text)
+            source = text[start:end]
+            if block.kind == ROW:
+                # A row's header names come from the header row; its cells sit in the row, in order.
+                cells = [part.split(": ", 1)[-1] for part in sentence.split("; ")]
+                assert in_order(words(" ".join(cells)), source), (sentence, source)
+            else:
+                assert in_order(words(sentence), source), (sentence, source)
+            checked += 1
+    assert checked
+
+
+@pytest.mark.parametrize("name, text, format", DOCUMENTS, ids=IDS)
+def test_code_is_left_out_unless_kept(name, text, format):
+    plain = list(read_blocks(text, format))
+    kept = list(read_blocks(text, format, keep_code=True))
+    assert not any(b.kind == CODE for b in plain)
+    code = [b for b in kept if b.kind == CODE]
+    assert [b for b in kept if b.kind != CODE] == plain
+    if name.endswith((".rst", "(html5)", ".html")) or "README" in name:
+        assert code, "these documents all show code"
+
+
+def test_reading_is_fast_next_to_encoding():
+    import time
+
+    total = sum(len(t) for _, t, _ in DOCUMENTS)
+    start = time.perf_counter()
+    n = sum(1 for name, text, format in DOCUMENTS for _ in split_document(text, name, format))
+    seconds = time.perf_counter() - start
+    # Encoding runs at ~55 sentences/s; reading must be a rounding error beside it (~3,000/s on a
+    # busy 2-core machine, docutils the slowest).
+    assert n / seconds > 300, f"{n} sentences from {total} characters in {seconds:.2f} s"
+
+
+# --- Markdown ----------------------------------------------------------------------------------
+
+def test_readme_structure():
+    readme = ROOT / "README.md"
+    got = list(split_document(readme.read_text(encoding="utf-8"), "README.md", "markdown"))
+    # A list item under "Failure behaviour" carries the section path in its context.
+    item = next(s for s in got if s.text.startswith("Errors are one line"))
+    assert item.context.startswith("sparc-es > Using it > Failure behaviour. Errors are one line")
+    # The README's results table: one sentence per row, header names with each cell.
+    row = next(s for s in got if s.text.startswith("Lucene BM25; SQuAD dev: "))
+    assert "NewsQA dev: " in row.text and row.context.startswith("sparc-es > Using it > The model. ")
+    assert not any(s.text in ("sparc-es", "Two commands") for s in got)  # headings are in contexts only
+
+
+SERVER = """\
+---
+title: Serving
+tags: [rest]
+---
+# REST server
+
+Options:
+
+- Port: 8081
+- Host: `localhost`
+  - Bind to all interfaces with `0.0.0.0`.
+
+Install with `pip install sparc-es[es]`, then read `hits[0]`; see [the guide](https://example.org/guide "Guide")
+and ![the architecture diagram](docs/arch.png).
+
+[![Build](https://example.org/badge.svg)](https://example.org/ci) ![PyPI](https://example.org/pypi.svg)
+
+---
+
+<details>
+<summary>Advanced settings</summary>
+
+<!-- hidden note: not for the index -->
+<img src="shot.png" alt="screenshot">
+
+Set **timeouts** and *retries* here.
+
+</details>
+
+| Engine | Index | Notes |
+|--------|:-----:|-------|
+| lucene | impact | in-process |
+| es     | rank_features | needs a cluster |
+
+```python
+print("never a sentence")
+```
+
+    indented code, never a sentence either
+"""
+
+
+def test_markdown_list_items_know_their_section_and_lead_in():
+    got = {s.text: s for s in split_document(SERVER, "server.md", "markdown")}
+    assert got["Port: 8081"].context == "REST server. Options: Port: 8081"
+    assert got["Host: localhost"].context == "REST server. Options: Host: localhost"
+    # A nested list's lead-in is its parent item, after the parent's own lead-in.
+    assert got["Bind to all interfaces with 0.0.0.0."].context == (
+        "REST server. Options: Host: localhost: Bind to all interfaces with 0.0.0.0.")
+
+
+def test_markdown_inline_markup_leaves_clean_text():
+    got = [s.text for s in split_document(SERVER, "server.md", "markdown")]
+    assert ("Install with pip install sparc-es[es], then read hits[0]; see the guide and "
+            "the architecture diagram.") in got  # code verbatim, link text kept, URL and title dropped
+    assert not any("Build" in t or "PyPI" in t for t in got)  # a row of badges says nothing
+    assert not any("title:" in t or "tags" in t for t in got)  # front matter
+    assert "Advanced settings" in got and "Set timeouts and retries here." in got
+    assert not any("hidden note" in t or "screenshot" in t or "never a sentence" in t for t in got)
+
+
+def test_markdown_table_rows_are_sentences_with_their_header():
+    got = [s for s in split_document(SERVER, "server.md", "markdown") if "Engine:" in s.text]
+    assert [s.text for s in got] == ["Engine: lucene; Index: impact; Notes: in-process",
+                                     "Engine: es; Index: rank_features; Notes: needs a cluster"]
+    assert got[0].context == ("REST server. Engine; Index; Notes: Engine: lucene; Index: impact; "
+                              "Notes: in-process")
+    assert SERVER[got[1].start:got[1].end] == "| es     | rank_features | needs a cluster |"
+
+
+def test_markdown_code_blocks_kept_on_request():
+    code = [b for b in read_blocks(SERVER, "markdown", keep_code=True) if b.kind == CODE]
+    assert [b.text for b in code] == ['print("never a sentence")', "indented code, never a sentence either"]
+    kept = [s.text for s in split_document(SERVER, "s.md", "markdown", keep_code=True)]
+    assert 'print("never a sentence")' in kept
+
+
+def test_markdown_headings_and_html_headings_make_the_path():
+    text = "<h1 align=\"center\">Project</h1>\n\nIntro text here.\n\n## Usage\n\nRun it.\n\n# Other\n\nDone.\n"
+    blocks = [b for b in read_blocks(text, "markdown")]
+    assert [(b.kind, b.headings, b.text) for b in blocks] == [
+        (HEADING, (), "Project"), ("paragraph", ("Project",), "Intro text here."),
+        (HEADING, ("Project",), "Usage"), ("paragraph", ("Project", "Usage"), "Run it."),
+        (HEADING, (), "Other"), ("paragraph", ("Other",), "Done.")]
+
+
+def test_markdown_spans_follow_crlf_and_front_matter():
+    text = "---\r\na: 1\r\n---\r\n# T\r\n\r\nOne two.\r\n\r\n* three four\r\n"
+    got = list(split_document(text, "c.md", "markdown"))
+    assert [(s.text, text[s.start:s.end]) for s in got] == [("One two.", "One two."),
+                                                           ("three four", "three four")]
+
+
+# --- reStructuredText ------------------------------------------------------------------------
+
+def test_click_parameters_rst_structure():
+    text = (DATA / "parameters.rst").read_text(encoding="utf-8")
+    got = {s.text: s for s in split_document(text, "parameters.rst", "rst")}
+    item = got["automatic prompting for missing input"]
+    assert item.context == ("Parameters > Differences. Arguments can do less than options. The following "
+                            "features are only available for options: automatic prompting for missing input")
+    # roles give their text: :ref:`this is intentional <documenting-arguments>` -> "this is intentional"
+    assert any("arguments are not (this is intentional as arguments might be too specific" in t for t in got)
+    # a definition's term is its lead-in
+    assert got["A parameter that only accepts integers."].context == (
+        "Parameters > Parameter Types. int / click.INT: A parameter that only accepts integers.")
+    assert any(t.startswith("Override the convert method") for t in got)  # :meth:`~ParamType.convert`
+    assert not any("autoclass" in t or "noindex" in t or "currentmodule" in t for t in got)
+    assert not any("BasedIntParamType" in t for t in got)  # the .. code-block::
+
+
+def test_click_utils_rst_notes_and_literal_blocks():
+    text = (DATA / "utils.rst").read_text(encoding="utf-8")
+    got = list(split_document(text, "utils.rst", "rst"))
+    note = next(s for s in got if s.text.startswith("If you find that you have requirements"))
+    assert note.context.startswith("Utilities > Showing Progress Bars. Note: If you find")
+    assert not any("click.echo('Hello World!')" in s.text for s in got)  # literal blocks (::)
+    assert any(s.text == "Example:" for s in got)  # "Example::" keeps its text, without the marker
+    kept = list(split_document(text, "utils.rst", "rst", keep_code=True))
+    assert any("click.echo('Hello World!')" in s.text for s in kept)
+    assert any("click.secho('Hello World!', fg='green')" in s.text for s in kept)  # .. click:example::
+
+
+SPHINX_RST = """\
+Guide
+=====
+
+.. toctree::
+   :maxdepth: 2
+
+   install
+   usage
+
+.. currentmodule:: mypkg
+
+Call :func:`mypkg.run` or :py:meth:`~mypkg.Runner.start`; see :ref:`Getting started <start>`,
+:doc:`install` and :kbd:`Ctrl+C`.
+
+.. autofunction:: mypkg.run
+
+.. versionchanged:: 2.0
+   The timeout is in seconds.
+
+.. tabs::
+
+   .. tab:: Linux
+
+      Install the package first.
+
+.. code-block:: python
+   :emphasize-lines: 1
+   :caption: example.py
+
+   run(fast=True)
+
+.. unknowndirective:: with an argument
+   :someoption: x
+
+   Content of an unknown directive, read as text.
+
+.. note:: A one-line note.
+
++--------+----------------+
+| Option | Meaning        |
++========+================+
+| -v     | verbose output |
++--------+----------------+
+| -q     | quiet          |
++--------+----------------+
+
+.. raw:: html
+
+   <b>raw html is never read</b>
+
+.. include:: /etc/passwd
+"""
+
+
+def test_sphinx_directives_and_roles_do_not_crash_or_leave_debris():
+    got = list(split_document(SPHINX_RST, "guide.rst", "rst"))
+    texts = [s.text for s in got]
+    assert texts[0] == ("Call mypkg.run or start; see Getting started, install and Ctrl+C.")
+    by_text = {s.text: s for s in got}
+    assert by_text["The timeout is in seconds."].context == (
+        "Guide. Changed in version 2.0: The timeout is in seconds.")
+    assert by_text["Install the package first."].context == "Guide. Linux: Install the package first."
+    assert by_text["A one-line note."].context == "Guide. Note: A one-line note."
+    assert by_text["Content of an unknown directive, read as text."].context == (
+        "Guide. with an argument: Content of an unknown directive, read as text.")
+    assert by_text["Option: -v; Meaning: verbose output"].context == (
+        "Guide. Option; Meaning: Option: -v; Meaning: verbose output")
+    joined = " ".join(texts)
+    for absent in ("install usage", "maxdepth", "autofunction", "run(fast=True)", "raw html", "root:"):
+        assert absent not in joined
+    for s in got:
+        assert not debris(s.text) and not debris(s.context), s
+        assert in_order(words(s.text.split("; ")[0].split(": ")[-1]), SPHINX_RST[s.start:s.end])
+    code = [b.text for b in read_blocks(SPHINX_RST, "rst", keep_code=True) if b.kind == CODE]
+    assert code == ["run(fast=True)"]
+
+
+def test_rst_parsing_leaves_docutils_as_it_was():
+    from docutils.core import publish_doctree
+    from docutils.parsers.rst import directives
+
+    before = directives._directives
+    rst_doctree(SPHINX_RST)
+    assert directives._directives is before
+    tree = publish_doctree(".. toctree::\n\n   a\n", settings_overrides={"report_level": 5,
+                                                                       "_disable_config": True})
+    assert "Unknown directive type" in tree.astext()  # plain docutils is still plain docutils
+
+
+# --- HTML --------------------------------------------------------------------------------------
+
+def test_sphinx_page_leaves_out_the_page_furniture():
+    text = SPHINX_PAGE.read_text(encoding="utf-8")
+    blocks = list(read_blocks(text, "html"))
+    joined = " ".join(b.text + " " + b.lead for b in blocks)
+    for furniture in ("Quick search", "Navigation", "Powered by", "Sphinx", "Related Topics", "©",
+                      "Click 8.1.7 documentation", "¶"):
+        assert furniture not in joined, furniture
+    headings = [b.text for b in blocks if b.kind == HEADING]
+    assert headings == ["Parameters", "Differences", "Parameter Types", "Parameter Names",
+                        "Implementing Custom Types"]
+    items = {b.text: b for b in blocks if b.kind == ITEM}
+    assert items["automatic prompting for missing input"].lead.endswith("only available for options:")
+    assert items["A parameter that only accepts integers."].lead == "int / click.INT:"
+    # autodoc: a class's description has its signature as lead-in; its parameters their field name
+    choice = next(b for b in blocks if b.text.startswith("The choice type allows a value"))
+    assert choice.lead.startswith("class click.Choice(choices")
+    assert choice.headings == ("Parameters", "Parameter Types")
+    param = next(b for b in blocks if b.text.startswith("case_sensitive"))
+    assert param.lead == "Parameters:"
+    assert not any("BasedIntParamType" in b.text for b in blocks)
+    assert any("BasedIntParamType" in b.text for b in read_blocks(text, "html", keep_code=True))
+
+
+def test_html_from_docutils_matches_the_rst_it_came_from():
+    for path in RST_DOCS:
+        text = path.read_text(encoding="utf-8")
+        from_rst = [(b.kind, b.headings, b.text) for b in read_blocks(text, "rst") if b.kind != HEADING]
+        from_html = [(b.kind, b.headings, b.text) for b in read_blocks(rst_html(text), "html")
+                     if b.kind != HEADING]
+        assert from_html == from_rst, path.name
+
+
+def test_html_tables_lists_and_skipped_parts():
+    page = """<html><head><title>T</title><style>p {color: red}</style></head><body>
+    <nav><a href="/">Home</a></nav>
+    <header><p>Site banner</p></header>
+    <main><h1>Guide<a class="headerlink" href="#guide">¶</a></h1>
+    <p>Options:
+    <ul><li>Port: 8081<li>Host &amp; name</ul>
+    <table><thead><tr><th>Engine<th>Index</thead>
+    <tbody><tr><td>lucene<td>impact<tr><td>es<td>rank_features</tbody></table>
+    <pre>print("code")</pre>
+    <p>Text with <code>hits[0]</code> and <img src="x.png" alt="a diagram"> inline.</p>
+    <p><img src="badge.svg" alt="Build passing"></p>
+    <script>var never = "a sentence";</script>
+    </main><footer><p>Copyright</p></footer></body></html>"""
+    got = {s.text: s for s in split_document(page, "p.html", "html")}
+    assert list(got) == ["Options:", "Port: 8081", "Host & name", "Engine: lucene; Index: impact",
+                         "Engine: es; Index: rank_features", "Text with hits[0] and a diagram inline."]
+    assert got["Port: 8081"].context == "Guide. Options: Port: 8081"
+    assert page[got["Engine: es; Index: rank_features"].start:].startswith("<tr><td>es")
+    assert page[got["Host & name"].start:got["Host & name"].end] == "Host &amp; name"
+
+
+# --- any input --------------------------------------------------------------------------------
+
+_PIECES = ["word", "Two words.", " ", "\n", "\n\n", "\r\n", "\t", "-", "* ", "1. ", "#", "> ", "|", "`", "``",
+           "**", "_", "[", "]", "(", ")", "<", ">", "/", "!", ":", "::", ".. ", "=====", "----", "\\", "&amp;",
+           "&#x1F600;", "é", "<p>", "</p>", "<div class=\"related\">", "</div>", "<!--", "-->", "```", "    ",
+           ":ref:`x <y>`", ".. note::", ".. code-block:: python", "<table><tr><th>", "<td>",
+           "| a | b |\n|---|---|\n| c | d |\n", "<script>", "</script>", "---\n"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(_PIECES), max_size=40), st.sampled_from(["markdown", "rst", "html", "text"]))
+def test_any_markup_is_read_with_offsets_inside_the_text(pieces, format):
+    text = "".join(pieces)
+    n = 0
+    for s in split_document(text, "d", format, keep_code=True):
+        assert s.text == s.text.strip() != "" and s.id == f"d#{n}"
+        assert 0 <= s.start <= s.end <= len(text)
+        n += 1
+
+
+# --- locating text --------------------------------------------------------------------------
+
+def test_locate_finds_words_through_markup():
+    source = "Intro. Use `pip install x[y]` and **bold** words_here, then `z`.\nNext."
+    start, end = locate(source, "Use pip install x[y] and bold words_here, then z.", 0, len(source))
+    assert source[start:end] == "Use `pip install x[y]` and **bold** words_here, then `z`."
+    assert locate(source, "nothing matches", 3, 9) == (3, 9)
+
+
+# --- corpus folders: every file read or reported ----------------------------------------------
+
+def make_folder(root: Path) -> Path:
+    docs = root / "docs"
+    (docs / "img").mkdir(parents=True)
+    (docs / ".git" / "objects").mkdir(parents=True)
+    (docs / "guide.md").write_text("# Guide\n\nRead me first.\n")
+    (docs / "api.rst").write_text("API\n===\n\nCall :func:`run`.\n")
+    (docs / "page.html").write_text("<h1>Page</h1><p>Hello there.</p>")
+    (docs / "notes.txt").write_text("Plain notes.\n")
+    for name in ("a.png", "b.png", "img/c.png", "conf.py", "setup.py", "mkdocs.yml", "Makefile"):
+        (docs / name).write_bytes(b"\x89PNG" if name.endswith(".png") else b"x = 1\n")
+    (docs / ".git" / "objects" / "ab").write_bytes(b"\x00\x01")
+    (docs / ".DS_Store").write_bytes(b"\x00")
+    return docs
+
+
+def test_folder_files_are_read_or_counted(tmp_path):
+    docs = make_folder(tmp_path)
+    stats = CorpusStats()
+    files = corpus_files([docs], stats)
+    assert [doc for _, doc in files] == ["api.rst", "guide.md", "notes.txt", "page.html"]
+    assert stats.skipped_files == {".png": 3, ".py": 2, "(no suffix)": 1, ".yml": 1}
+    assert stats.hidden_files == 2  # .git (not descended into) and .DS_Store
+    assert stats.skipped_notice() == ("skipped 7 files: 3 .png, 2 .py, 1 (no suffix), 1 .yml "
+                                      "(only .jsonl, .txt, .md, .rst or .html files are read)")
+    got = {s.text: s.context for s in read_corpus([docs], stats)}
+    assert got == {"Call run.": "API. Call run.", "Read me first.": "Guide. Read me first.",
+                   "Plain notes.": "Plain notes.", "Hello there.": "Page. Hello there."}
+    assert stats.skipped_files[".png"] == 3  # listed again, not counted twice
+
+
+def test_encode_prints_the_skipped_files_notice(tmp_path, monkeypatch, capsys):
+    docs = make_folder(tmp_path)
+
+    def no_model(args):  # the notice comes before the model is loaded: stop there
+        raise SparcError("model not loaded in this test")
+
+    monkeypatch.setattr(cli, "_load_model", no_model)
+    assert cli.main(["encode", "--corpus", str(docs), "--output", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["sparc-es: warning: skipped 7 files: 3 .png, 2 .py, 1 (no suffix), 1 .yml "
+                   "(only .jsonl, .txt, .md, .rst or .html files are read)",
+                   "sparc-es: error: model not loaded in this test"]
+
+
+def test_bad_format_and_broken_rst_are_located():
+    with pytest.raises(InputError, match="unknown document format 'pdf'"):
+        list(split_document("x", "d", "pdf"))
+    # Malformed markup is read as well as it can be, never raised on.
+    assert [s.text for s in split_document("Title\n===\n\n*unclosed emphasis and `tick\n", "d", "rst")]
+
+
+# --- documents from Elasticsearch ------------------------------------------------------------
+
+class _Cluster:
+    """Just enough of a client for ElasticSource: one page of documents, then none."""
+
+    def __init__(self, docs: list[dict]) -> None:
+        self.pages = [[{"_id": str(n), "_source": d, "sort": [n]} for n, d in enumerate(docs)], []]
+
+    def open_point_in_time(self, **_):
+        return {"id": "pit"}
+
+    def search(self, **_):
+        return {"hits": {"hits": self.pages.pop(0)}}
+
+    def close_point_in_time(self, **_):
+        pass
+
+
+def test_es_documents_read_in_their_format():
+    from sparc_es.engines.elastic import ElasticSource
+
+    doc = {"title": "Manual", "body": "# Install\n\nSteps:\n\n- Run `pip install sparc-es[es]`.\n"}
+    got = list(ElasticSource(_Cluster([doc]), "docs", "body", title_field="title", format="markdown").read())
+    assert [(s.id, s.text, s.context) for s in got] == [
+        ("0#0", "Steps:", "Manual. Install. Steps:"),
+        ("0#1", "Run pip install sparc-es[es].", "Manual. Install. Steps: Run pip install sparc-es[es].")]
+    assert doc["body"][got[1].start:got[1].end] == "Run `pip install sparc-es[es]`."
+    plain = list(ElasticSource(_Cluster([doc]), "docs", "body").read())
+    assert plain[0].text == "# Install" and plain[0].context == "# Install"  # text: as it always was
+    assert ElasticSource(None, "docs", "body").describe() == ["elasticsearch:docs:body:_id::"]
+    assert ElasticSource(None, "docs", "body", format="html").describe() == ["elasticsearch:docs:body:_id:::html"]
+
+
+def test_encode_from_es_takes_a_format():
+    args = cli.build_parser().parse_args(["encode", "--from-es", "docs", "--text-field", "body", "--output", "o",
+                                          "--format", "rst"])
+    assert args.format == "rst"
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["encode", "--from-es", "d", "--text-field", "b", "--output", "o",
+                                       "--format", "pdf"])

@@ -214,6 +214,9 @@ def _front_matter_lines(text: str, lines: list[int]) -> int:
     return 0
 
 
+_MYST_ROLE = re.compile(r"\{[a-zA-Z][\w:+-]*\}$")
+
+
 def _inline(token) -> str:
     """The clean text of a markdown-it inline token: text, code spans, link text, image alts.
 
@@ -221,9 +224,14 @@ def _inline(token) -> str:
     parts, has_text = [], False
     for child in token.children or ():
         kind = child.type
+        content = child.content
+        if kind == "code_inline" and parts and _MYST_ROLE.search(parts[-1]):
+            # A MyST role, {ref}`Title <target>`: the role's name is markup, its title (or target) the text.
+            parts[-1] = _MYST_ROLE.sub("", parts[-1])
+            content = _role_text("", content)
         if kind in ("text", "code_inline"):
-            parts.append(child.content)
-            has_text = has_text or bool(child.content.strip())
+            parts.append(content)
+            has_text = has_text or bool(content.strip())
         elif kind in ("softbreak", "hardbreak"):
             parts.append(" ")
         elif kind == "image":

@@ -551,3 +551,11 @@ def test_encode_from_es_takes_a_format():
     with pytest.raises(SystemExit):
         cli.build_parser().parse_args(["encode", "--from-es", "d", "--text-field", "b", "--output", "o",
                                        "--format", "pdf"])
+
+
+def test_myst_roles_leave_their_text():
+    from sparc_es.readers import read_blocks
+
+    [block] = read_blocks("Introduced in {pep}`518`; see {ref}`pip install <pip-install>` and `hits[0]`.",
+                          "markdown")
+    assert block.text == "Introduced in 518; see pip install and hits[0]."

@@ -122,7 +122,7 @@ def model_fingerprint(encoder, config: SparcConfig, head=None) -> str:
     if config.stem_weight:
         settings["stems"] = [config.stem_weight, "porter", config.lexical_k1, config.lexical_b]
     if config.word_weight:
-        settings["words"] = [config.word_weight, config.lexical_k1, config.lexical_b]
+        settings["words"] = [config.word_weight, "technical", config.lexical_k1, config.lexical_b]
     h.update(json.dumps(settings, sort_keys=True).encode())
     return h.hexdigest()[:16]
 

@@ -161,30 +161,34 @@ _CONNECTORS = frozenset("_.-:/")
 
 
 class Words:
-    """The whole words of a text that WordPiece splits, as Lucene's analyzer would see one rare word.
+    """The technical whole words of a text, which WordPiece splits into common pieces.
 
     A flag, identifier, version or port number (``storeDocvectors``, ``8081``) becomes several common
     WordPieces (store ##doc ##ve ##ctors), which neither the neural scores nor a WordPiece BM25
-    weigh as the one rare word it is. A whole word here is a word of the tokenizer's own
-    pre-tokenisation (lower-cased, split at punctuation) that the vocabulary does not hold as one
-    token, or an identifier joined by single ``_ . - : /`` between such words with no space
-    (``store_docvectors``, ``v1.2.3``, ``localhost:8081``). Sentences store them as
-    ``w|word`` features beside the WordPiece ones; questions add their own (``QueryEncoder``).
+    weigh as the one rare word it is. A whole word here is, in the tokenizer's own pre-tokenisation
+    (split at punctuation; features are lower-cased as the tokenizer does), a word that the
+    vocabulary does not hold as one token and that has a digit or an inner capital (``8081``,
+    ``storeDocvectors``, ``HTTPServer``), or an identifier joined by single ``_ . - : /`` with no
+    space (``store_docvectors``, ``v1.2.3``, ``localhost:8081``). Plain words that WordPiece splits
+    (``listens``) are left to the lexical term: counting them too lost on the validation domains.
+    Sentences store them as ``w|word`` features beside the WordPiece ones; questions add their own
+    (``QueryEncoder``).
     """
 
     def __init__(self, tokenizer) -> None:
         backend = tokenizer.backend_tokenizer
         self._normalize, self._split, model = backend.normalizer, backend.pre_tokenizer, backend.model
-        self._vocab = tokenizer.get_vocab()
-        # A corpus repeats its words: a bounded cache of "is this word split by WordPiece?".
+        vocab = tokenizer.get_vocab()
+        # A corpus repeats its words: bounded caches.
+        self._norm = functools.lru_cache(maxsize=1 << 20)(
+            lambda w: self._normalize.normalize_str(w) if self._normalize is not None else w.lower())
         self._split_by_wordpiece = functools.lru_cache(maxsize=1 << 20)(
-            lambda word: word not in self._vocab and len(model.tokenize(word)) > 1)
+            lambda word: word not in vocab and len(model.tokenize(word)) > 1)
 
     def of(self, text: str) -> list[str]:
         """The text's whole words, in order (a word counts as often as it occurs)."""
-        text = self._normalize.normalize_str(text) if self._normalize is not None else text.lower()
         out: list[str] = []
-        run: list[str] = []  # pre-tokens with no space between them
+        run: list[str] = []  # pre-tokens with no space between them, as written
         end = -1
         for piece, (a, b) in self._split.pre_tokenize_str(text):
             if a != end:
@@ -195,28 +199,33 @@ class Words:
         self._whole(run, out)
         return out
 
+    def _technical(self, word: str) -> bool:
+        return (any(c.isdigit() for c in word) or any(c.isupper() for c in word[1:])) \
+            and self._split_by_wordpiece(self._norm(word))
+
     def _whole(self, run: list[str], out: list[str]) -> None:
         joined: list[str] = []
-        for i, piece in enumerate(run):
+
+        def close() -> None:
+            parts = joined if not joined or joined[-1].isalnum() else joined[:-1]
+            if len(parts) >= 3:
+                out.append(self._norm("".join(parts)))
+
+        for piece in run:
             if piece.isalnum():
-                if self._split_by_wordpiece(piece):
-                    out.append(piece)
-                if joined and len(joined[-1]) == 1 and joined[-1] in _CONNECTORS and len(joined) >= 2:
+                if self._technical(piece):
+                    out.append(self._norm(piece))
+                if len(joined) >= 2 and joined[-1] in _CONNECTORS:
                     joined.append(piece)
                 else:
-                    if len(joined) >= 3:
-                        out.append("".join(joined))
+                    close()
                     joined = [piece]
             elif piece in _CONNECTORS and joined and joined[-1].isalnum():
                 joined.append(piece)
             else:
-                if len(joined) >= 3:
-                    out.append("".join(joined if joined[-1].isalnum() else joined[:-1]))
+                close()
                 joined = []
-        if joined and not joined[-1].isalnum():
-            joined = joined[:-1]
-        if len(joined) >= 3:
-            out.append("".join(joined))
+        close()
 
 
 def word_weights(words: list[str], length: int, stats: CorpusStatistics, k1: float, b: float) -> dict[str, float]:

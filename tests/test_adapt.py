@@ -21,6 +21,7 @@ from sparc_es.encode import encode_corpus
 from sparc_es.encoded import Manifest, iter_vectors
 from sparc_es.checkpoint import known_base_path
 from sparc_es.model import SparcModel
+from tolerance import assert_same_top_k, close
 
 DEMO = Path(__file__).resolve().parents[1] / "sparc_es" / "demo"
 E_NAME = "embeddings.word_embeddings.weight"
@@ -111,19 +112,28 @@ def test_idf_weights_match_brute_force(tmp_path):
     stored = {r["id"]: r["weights"] for r in iter_vectors(tmp_path / "idf")}
     for sid, weights in plain.items():
         expected = {t: w * (math.log(n / df[t]) if t in df else 1.0) for t, w in weights.items()}
-        expected = {t: w for t, w in expected.items() if w > 0}
-        assert stored[sid].keys() == expected.keys()
-        for t, w in expected.items():
-            assert stored[sid][t] == pytest.approx(w, rel=1e-5)
+        ranked = sorted(((t, w) for t, w in expected.items() if w > 0), key=lambda tw: -tw[1])
+        # encode_corpus batches the sentences sorted by length, encode_batch in input order: the
+        # same weights within float noise, a token whose f(v, s) is within noise of 0 either way
+        assert_same_top_k(list(stored[sid]), list(stored[sid].values()), [t for t, _ in ranked],
+                          [w for _, w in ranked], k=model.config.top_k, what=sid)
     # "capital" is in 2 of 4 sentences, "paris" in 1: the rarer token is boosted more
-    assert stored["s0"]["paris"] / plain["s0"]["paris"] == pytest.approx(math.log(4))
-    assert stored["s0"]["capital"] / plain["s0"]["capital"] == pytest.approx(math.log(2))
+    assert stored["s0"]["paris"] / plain["s0"]["paris"] == pytest.approx(math.log(4), rel=1e-5)
+    assert stored["s0"]["capital"] / plain["s0"]["capital"] == pytest.approx(math.log(2), rel=1e-5)
 
     small = SparcModel.load("splade-bert-tiny", top_k=10)
     encode_corpus([corpus], tmp_path / "idf10", small, keep_floats=True, idf=True, progress=False)
     for r in iter_vectors(tmp_path / "idf10"):
-        top10 = sorted(plain[r["id"]].items(), key=lambda kv: -kv[1])[:10]  # the model's choice
-        expected = {t: w * (math.log(n / df[t]) if t in df else 1.0) for t, w in top10}
-        assert r["weights"] == pytest.approx({t: w for t, w in expected.items() if w > 0}, rel=1e-5)
-        assert list(r["weights"].values()) == sorted(r["weights"].values(), reverse=True)
+        neural = plain[r["id"]]
+        ranked = sorted(neural.items(), key=lambda kv: -kv[1])
+        cut = ranked[9][1]  # the model's choice: its top 10 before the IDF weighting
+        expected = {t: w * (math.log(n / df[t]) if t in df else 1.0) for t, w in ranked[:10]}
+        expected = {t: w for t, w in expected.items() if w > 0}
+        got = r["weights"]
+        for t in got.keys() | expected.keys():
+            if t in got and t in expected:
+                assert close(got[t], expected[t]), (r["id"], t, got[t], expected[t])
+            else:  # only a near-tie at the 10th place may be decided the other way
+                assert close(neural.get(t, 0.0), cut), (r["id"], t, neural.get(t), cut)
+        assert list(got.values()) == sorted(got.values(), reverse=True)
     assert Manifest.read(tmp_path / "idf10").top_k == 10

@@ -10,14 +10,16 @@ import pytest
 import torch
 
 from sparc_es.model import MaxOver, SparcModel
+from tolerance import assert_same_top_k
 
 SENTENCES = ["The capital of France is Paris.", "Water boils at 100 degrees Celsius at sea level, we are told."]
 CONTEXTS = ["France is a country in Europe. The capital of France is Paris. It has many museums.",
             "A longer paragraph about water, physics and cooking. " * 3]
 
 
-def brute_force_scores(model: SparcModel, sentence: str, context: str, max_over: MaxOver) -> np.ndarray:
-    """f(v, s) straight from the definition: one unpadded input, float64, every vocabulary row."""
+def brute_force_max(model: SparcModel, sentence: str, context: str, max_over: MaxOver) -> np.ndarray:
+    """max_i H(s)_i . e_v straight from the definition: one unpadded input, float64, every vocabulary
+    row; NaN for the tokens that are never scored."""
     enc = model.tokenizer(sentence, context, truncation="only_second", max_length=model.config.max_length,
                           return_tensors="pt")
     with torch.no_grad():
@@ -25,13 +27,18 @@ def brute_force_scores(model: SparcModel, sentence: str, context: str, max_over:
     if max_over is MaxOver.SENTENCE:
         H = H[enc["token_type_ids"][0].numpy() == 0]
     E = model.embeddings.detach().double().numpy()
-    w = float(model.w.detach())
-    f = np.log1p(np.maximum((H @ E.T).max(axis=0), 0) * np.exp(w))
+    m = (H @ E.T).max(axis=0)
     vocab = model.tokenizer.convert_ids_to_tokens(list(range(E.shape[0])))
     excluded = [t in {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"} or re.fullmatch(r"\[unused\d+\]", t) is not None
                 for t in vocab]
-    f[np.array(excluded)] = 0.0
-    return f
+    m[np.array(excluded)] = np.nan
+    return m
+
+
+def brute_force_scores(model: SparcModel, sentence: str, context: str, max_over: MaxOver) -> np.ndarray:
+    """f(v, s) = log(1 + ReLU(max) exp(w)) from :func:`brute_force_max`; 0 for unscored tokens."""
+    m = brute_force_max(model, sentence, context, max_over)
+    return np.nan_to_num(np.log1p(np.maximum(m, 0) * np.exp(float(model.w.detach()))), nan=0.0)
 
 
 @pytest.mark.parametrize("max_over", list(MaxOver))
@@ -47,10 +54,15 @@ def test_token_scores_and_top_k_match_brute_force(tiny_model, max_over):
     for i, (s, c) in enumerate(zip(SENTENCES, CONTEXTS)):
         expected = brute_force_scores(model, s, c, max_over)
         np.testing.assert_allclose(f[i], expected, rtol=1e-4, atol=1e-5)
+        # float32 in a padded batch against float64 unpadded: the same top 50, except that two
+        # tokens whose weights agree within float noise may swap places (at the cut too)
         top = np.argsort(-expected, kind="stable")[:50]
-        assert encoded[i].tokens == model.tokenizer.convert_ids_to_tokens(top.tolist())
-        np.testing.assert_allclose(encoded[i].weights, expected[top], rtol=1e-4, atol=1e-5)
-        assert encoded[i].nonzero == int((expected > 0).sum())
+        assert_same_top_k(encoded[i].tokens, encoded[i].weights, model.tokenizer.convert_ids_to_tokens(top.tolist()),
+                          expected[top], k=50, what=(max_over, i))
+        # f > 0 exactly where the max is positive; a max within float noise of 0 may count either way
+        m = brute_force_max(model, s, c, max_over)
+        assert int(np.sum(m > 1e-5)) <= encoded[i].nonzero <= int(np.sum(m > -1e-5))
+        assert int(np.sum(m > -1e-5)) - int(np.sum(m > 1e-5)) <= 5  # the allowance is a handful of tokens
 
 
 def test_special_and_unused_tokens_never_scored(tiny_model):
@@ -83,9 +95,10 @@ def test_encode_stream_keeps_input_order(tiny_model):
     pairs = [(f"Sentence {'long ' * (i % 7)}number {i}.", "") for i in range(40)]
     streamed = list(tiny_model.encode(pairs, batch_size=4, window=3))
     direct = [tiny_model.encode_batch([s], [c])[0] for s, c in pairs]
-    for a, b in zip(streamed, direct):
-        assert a.tokens[:10] == b.tokens[:10]
-        np.testing.assert_allclose(a.weights, b.weights, rtol=1e-4, atol=1e-5)
+    # batches of 4 sorted by length against one at a time: other padding, so float noise; the
+    # same sentence's top K up to near-ties, which a sentence out of place could not match
+    for i, (a, b) in enumerate(zip(streamed, direct)):
+        assert_same_top_k(a.tokens, a.weights, b.tokens, b.weights, k=tiny_model.config.top_k, what=i)
 
 
 def test_model_folder_round_trip(tiny_model, tmp_path):
@@ -158,9 +171,9 @@ def test_mlm_head_scores_follow_the_formula_and_survive_save_and_load(tiny_mlm_d
     expected = _brute_mlm_scores(model, sentence, context)
     e = model.encode_batch([sentence], [context])[0]
     top = expected.topk(40)
-    assert e.tokens == [t for t, v in zip(model.tokenizer.convert_ids_to_tokens(top.indices.tolist()),
-                                          top.values.tolist()) if v > 0]
-    np.testing.assert_allclose(e.weights, top.values[top.values > 0].numpy(), rtol=1e-5)
+    kept = top.values > 0
+    assert_same_top_k(e.tokens, e.weights, model.tokenizer.convert_ids_to_tokens(top.indices[kept].tolist()),
+                      top.values[kept].numpy(), k=40, rtol=1e-5, atol=1e-6)
 
     model.save(tmp_path / "m")
     again = SparcModel.load(tmp_path / "m")
@@ -197,16 +210,18 @@ def test_passage_expansion_adds_the_passage_scores_before_the_cut(tiny_model_dir
             f = model.token_scores(*model.hidden_states(ids, seg))[0]
             expected.append(f + 1.5 * model.passage_scores([c or s])[0])  # no token weights here
     streamed = list(model.encode(pairs, batch_size=2, window=1))  # passages shared across batches of a window
-    for e, f in zip(streamed, expected):
+    for i, (e, f) in enumerate(zip(streamed, expected)):  # batched against one at a time: float noise only
         top = f.topk(model.config.top_k)
-        assert e.tokens == model.tokenizer.convert_ids_to_tokens(top.indices[top.values > 0].tolist())
-        np.testing.assert_allclose(e.weights, top.values[top.values > 0].numpy(), rtol=1e-5)
+        kept = top.values > 0
+        assert_same_top_k(e.tokens, e.weights, model.tokenizer.convert_ids_to_tokens(top.indices[kept].tolist()),
+                          top.values[kept].numpy(), k=model.config.top_k, what=i)
 
     model.save(tmp_path / "pm")
     assert (tmp_path / "pm" / "passage" / "sparc_config.json").is_file()
     again = SparcModel.load(tmp_path / "pm")
     assert again.passage_model is not None and again.fingerprint != SparcModel.load(tiny_model_dir).fingerprint
-    assert [e.tokens for e in again.encode(pairs)] == [e.tokens for e in streamed]
+    for i, (a, b) in enumerate(zip(again.encode(pairs), streamed, strict=True)):  # one batch against batches of 2
+        assert_same_top_k(a.tokens, a.weights, b.tokens, b.weights, k=again.config.top_k, what=i)
 
 
 def test_query_encoder_counts_weights_and_rounds_for_lucene(tiny_model):

@@ -128,10 +128,15 @@ def test_idf_and_factor_without_re_encoding(tmp_path, beir, capsys):
     direct = {r["id"]: r["vector"] for r in iter_vectors(tmp_path / "direct")}
     derived = {r["id"]: r["vector"] for r in iter_vectors(tmp_path / "derived")}
     assert direct.keys() == derived.keys()
+    differ = postings = 0
     for sid, vector in direct.items():  # the same impacts, give or take a rounding at .5
         assert vector.keys() ^ derived[sid].keys() <= {t for t, v in vector.items() if v <= 1} | \
             {t for t, v in derived[sid].items() if v <= 1}
         assert all(abs(vector[t] - derived[sid][t]) <= 1 for t in vector.keys() & derived[sid].keys())
+        differ += sum(vector.get(t, 0) != derived[sid].get(t, 0) for t in vector.keys() | derived[sid].keys())
+        postings += len(vector)
+    # float32 noise reaches a .5 boundary rarely: a systematic difference (another rounding, another IDF) would not
+    assert postings > 100 and differ <= max(2, 0.01 * postings), (differ, postings)
     assert Manifest.read(tmp_path / "derived").idf_weighting["documents"] == \
         Manifest.read(tmp_path / "direct").idf_weighting["documents"]
     rc, _, err = run_cli(capsys, "requantize", "--input", tmp_path / "derived", "--output", tmp_path / "twice", "--idf")

@@ -291,7 +291,10 @@ class Trainer:
                 passage = self._passage_term(sentences) if self.passages is not None else None
                 full = self.model.token_scores(hidden.detach(), mask, passage=passage)
                 kth = full.topk(min(self.model.config.top_k, full.shape[1]), dim=1).values[:, -1:]
-            f = f * (f >= kth).to(f.dtype)
+                # Membership from the same full product the K-th came from: f, a product over fewer
+                # columns, sums in another order and may put the K-th token itself a bit below it.
+                kept = full.index_select(1, vocab_ids) >= kth
+            f = f * kept.to(f.dtype)
         if self.log_alpha is not None:
             own, siblings = self._lexical_term(sentences, vocab_ids)
             f = f + self.log_alpha.exp() * own + self.model.config.stem_weight * siblings

@@ -111,15 +111,16 @@ def _engine_args(p: argparse.ArgumentParser, kinds: list[str], query: bool = Tru
     if not query:
         return
     _es_query_args(g)
-    g = p.add_argument_group("hybrid with BM25 (Lucene engine; uses the BM25 index built beside the impact index)")
-    g.add_argument("--hybrid", choices=["rrf", "sum"],
-                   help="fuse with BM25: reciprocal-rank fusion, or a weighted sum of min-max-normalised "
-                        "scores (default: SPARC alone)")
-    from .engines.hybrid import BM25_WEIGHT
+    from .engines.hybrid import BM25_WEIGHT, DEFAULT_METHOD
 
-    g.add_argument("--hybrid-weight", type=float, default=BM25_WEIGHT, metavar="A",
-                   help="BM25's share of the --hybrid sum, 0 to 1 (default: %(default)s, chosen on the "
-                        "validation split for the shipped model)")
+    g = p.add_argument_group("hybrid with BM25 (Lucene engine; uses the BM25 index built beside the impact index)")
+    g.add_argument("--hybrid", choices=["sum", "rrf", "none"],
+                   help="fuse with BM25: a weighted sum of min-max-normalised scores, reciprocal-rank fusion, or "
+                        f"none (SPARC alone). Default: {DEFAULT_METHOD.value} on the Lucene engine when the index "
+                        "has its BM25 index (chosen on the validation domains, docs/evaluation.md), else none")
+    g.add_argument("--hybrid-weight", type=float, metavar="A",
+                   help=f"BM25's share of the --hybrid sum, 0 to 1 (default: {BM25_WEIGHT}, chosen with the "
+                        "default on the validation domains)")
 
 
 def _es_connection_args(p: argparse.ArgumentParser, title: str):
@@ -156,8 +157,29 @@ def _open_engine(args: argparse.Namespace):
     if args.engine == "es":
         return open_engine("es", args.index, connection=_connection(args), es_index=_es_index(args),
                            tokenizer=args.tokenizer, query_mode=args.query_mode, bm25_weight=args.bm25_weight,
-                           hybrid=args.hybrid)
-    return open_engine(args.engine, args.index, hybrid=args.hybrid, hybrid_weight=args.hybrid_weight)
+                           hybrid=_hybrid(args))
+    hybrid = _hybrid(args)
+    return open_engine(args.engine, args.index, hybrid=hybrid, hybrid_weight=args.hybrid_weight)
+
+
+def _hybrid(args: argparse.Namespace) -> str | None:
+    """``--hybrid`` as given, else the default: the sum on the Lucene engine where the index has its BM25
+    index (a notice where it has none). ``--hybrid-weight`` applies to a sum only."""
+    from .engines.bm25 import LuceneBM25
+    from .engines.hybrid import DEFAULT_METHOD
+
+    hybrid = args.hybrid
+    if hybrid is None and args.engine == "lucene" and args.index:
+        if LuceneBM25.exists_beside(args.index):
+            hybrid = DEFAULT_METHOD.value
+        elif args.hybrid_weight is None:
+            _warn(f"{args.index} has no BM25 index beside it (built with --no-bm25): searching with SPARC alone, "
+                  "not the default hybrid")
+    hybrid = None if hybrid == "none" else hybrid
+    if args.hybrid_weight is not None and hybrid != "sum":
+        raise SparcError("--hybrid-weight is BM25's share of a hybrid sum: it needs --hybrid sum (or the default "
+                         "hybrid, on a Lucene index with its BM25 index)")
+    return hybrid
 
 
 def _printable(text: str) -> str:
@@ -214,9 +236,12 @@ def _encode_parser(sub) -> None:
     p.add_argument("--batch-size", type=_k, default=32, help="sentences per forward pass (default: %(default)s)")
     p.add_argument("--shard-size", type=_k, default=10_000,
                    help="sentences per shard, the unit of resuming (default: %(default)s)")
-    p.add_argument("--idf", action="store_true",
-                   help="multiply each kept weight (after the top-K cut) by log(N / N_v) over this corpus "
-                        "(paper 004; recorded in meta.json)")
+    from .encode import IDF_DEFAULT
+
+    p.add_argument("--idf", action=argparse.BooleanOptionalAction, default=IDF_DEFAULT,
+                   help="multiply each kept neural weight (after the top-K cut) by log(N / N_v) over this corpus "
+                        "(paper 004; recorded in meta.json, kept by --update). On by default: it gained on every "
+                        "validation domain, most on documentation (docs/evaluation.md)")
     p.add_argument("--keep-floats", action="store_true",
                    help="also store the unquantised weights, so `sparc-es requantize` can derive IDF-weighted or "
                         "re-quantised folders later without encoding again (about 2x the vectors file)")
@@ -744,8 +769,9 @@ def _demo_parser(sub) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from .encode import encode_corpus
+    from .encode import IDF_DEFAULT, encode_corpus
     from .engines import open_engine
+    from .engines.hybrid import DEFAULT_METHOD
     from .engines.lucene import build_index
     from .trec import read_topics
 
@@ -757,12 +783,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
         model = _load_model(args)
         print(f"model: {args.model} (base {model.config.base_model.get('name', '?')}, fingerprint "
               f"{model.fingerprint}, exp(w)={float(model.w.detach().exp()):.2f}, K={model.config.top_k})")
-        manifest = encode_corpus([demo_dir], work / "encoded", model, progress=not args.quiet)
+        manifest = encode_corpus([demo_dir], work / "encoded", model, progress=not args.quiet, idf=IDF_DEFAULT)
         _report_encode(manifest)
         index = build_index(work / "encoded", work / "index").index
         print(f"indexed {manifest.sentences} sentences of {demo_dir.name}/ in {index.build_seconds:.1f} s "
               f"({manifest.sentences_per_second} sentences/s encoded)\n")
-        engine = open_engine("lucene", work / "index")
+        engine = open_engine("lucene", work / "index", hybrid=DEFAULT_METHOD)  # what search does
         for _, question in read_topics(demo_dir / "questions.tsv"):
             print(f"Q: {question}")
             _print_hits(engine.search(question, args.k))

@@ -4,7 +4,9 @@ The folder's layout and manifest belong to :mod:`sparc_es.encoded`.
 
 With ``idf`` every kept weight (after the top-K cut) is multiplied by log(N / N_v) over the
 corpus being encoded (paper 004, eq. 6-7): N sentences, N_v of them with token v in their text,
-and a factor of 1 for tokens that occur in none. The counts are recorded in ``meta.json``.
+and a factor of 1 for tokens that occur in none. The counts are recorded in ``meta.json`` and kept
+(``lexical.json``) by ``update``, as the lexical term's are: unchanged sentences keep their weights,
+new ones are weighted by the statistics of the first encode (``--overwrite`` counts afresh).
 
 The corpus is validated in a first cheap pass (so a bad line fails in seconds, not after hours of
 encoding, and before the output folder is touched; an update, which builds its folder beside the
@@ -101,6 +103,12 @@ def _settings(model: SparcModel, factor: float, corpus: list[str], keep_floats: 
     """What an interrupted encode must match to be resumed (the manifest's first fields)."""
     return {"model": dataclasses.asdict(ModelInfo.of(model)), "top_k": model.config.top_k, "factor": factor,
             "corpus": corpus, "floats": keep_floats, "idf": idf}
+
+
+# What `sparc-es encode` does unless told otherwise: IDF weighting on. Chosen by the worst validation
+# domain's gain over BM25 (docs/evaluation.md, "Defaults"): with the hybrid below it gained on
+# every domain, most on documentation. The library call leaves it to the caller (idf=False).
+IDF_DEFAULT = True
 
 
 def encode_corpus(corpus: Source | Iterable[str | Path], output: str | Path, model: SparcModel,
@@ -224,17 +232,20 @@ def _update(source: Source, out: Path, model: SparcModel, settings: dict, total:
     import shutil
 
     old = Manifest.read(out)
-    if idf or old.idf:
-        raise StoreError(f"{out}: IDF weights change with every sentence of the corpus; an IDF-weighted folder "
-                         "cannot be updated in place (pass --overwrite to encode again)")
+    if idf != old.idf:
+        raise StoreError(f"{out}: was encoded {'with' if old.idf else 'without'} IDF weighting; update it the same "
+                         f"way ({'--idf' if old.idf else '--no-idf'}) or pass --overwrite to encode again")
     same = (old.model.fingerprint == settings["model"]["fingerprint"] and old.top_k == settings["top_k"]
             and old.factor == settings["factor"] and (old.floats or not keep_floats))
     if not same:
         raise StoreError(f"{out}: was encoded with another model, K or factor (or without float weights); "
                          "pass --overwrite to encode again")
-    corpus = CorpusStatistics.read(out) if model.config.lexical else None
-    if model.config.lexical and corpus is None:
-        raise StoreError(f"{out}: has no {LEXICAL_FILE} for the model's lexical term; pass --overwrite to encode again")
+    # The corpus statistics of the first encode are kept (the lexical term's and IDF's), so unchanged
+    # sentences keep their weights and only new and changed ones are encoded.
+    corpus = CorpusStatistics.read(out) if model.config.lexical or idf else None
+    if (model.config.lexical or idf) and corpus is None:
+        raise StoreError(f"{out}: has no {LEXICAL_FILE} (the corpus statistics of its lexical term or IDF); "
+                         "pass --overwrite to encode again")
     work = out.parent / f".{out.name}.update"
     cache = _Cache(out, verbatim=old.floats == keep_floats)
     passages = PassageCache(out / PASSAGES, write=False) if model.config.passage_weight else None
@@ -266,8 +277,9 @@ def _encode(source: Source, out: Path, model: SparcModel, settings: dict, total:
         # the vocabulary may be longer than the tokenizer (padded vocabularies)
         term_weights, record = idf_from_statistics(corpus, model.embeddings.shape[0])
         extra_meta["idf_weighting"] = record
+    if model.config.lexical or idf:
+        corpus.write(out)  # kept by --update
     if model.config.lexical:
-        corpus.write(out)
         extra_meta["lexical"] = {**corpus.summary(), "weight": model.config.lexical_weight,
                                  "stem_weight": model.config.stem_weight, "word_weight": model.config.word_weight,
                                  "k1": model.config.lexical_k1, "b": model.config.lexical_b}

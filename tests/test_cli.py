@@ -217,3 +217,55 @@ def test_bad_numbers_are_refused_by_the_library(tmp_path, corpus, tiny_model_dir
     rc, _, err = run_cli(capsys, "encode", "--corpus", corpus, "--output", tmp_path / "enc", "--model",
                          tiny_model_dir, flag, value, "--quiet")
     assert rc == 1 and expected in err and err.count("\n") == 1, err
+
+
+def test_search_defaults_to_the_hybrid_and_says_when_it_cannot(tmp_path, corpus, tiny_model_dir, capsys):
+    enc = tmp_path / "enc"
+    assert run_cli(capsys, "encode", "--corpus", corpus, "--output", enc, "--model", tiny_model_dir, "--quiet")[0] == 0
+    assert run_cli(capsys, "index", "--input", enc, "--index", tmp_path / "idx")[0] == 0
+    question = "integer impacts in lucene"
+
+    def hits(*flags, index=tmp_path / "idx"):
+        rc, out, err = run_cli(capsys, "search", "--index", index, "--json", "-k", 6, *flags, question)
+        assert rc == 0, err
+        return [(h["id"], round(h["score"], 9)) for h in json.loads(out)], err
+
+    from sparc_es.engines.hybrid import BM25_WEIGHT
+
+    default, _ = hits()
+    assert default == hits("--hybrid", "sum", "--hybrid-weight", BM25_WEIGHT)[0]
+    alone, _ = hits("--hybrid", "none")
+    assert alone != default and all(s > 1 for _, s in alone)  # SPARC's own scores, not fused ones in [0, 1]
+    assert all(0 <= s <= 1 for _, s in default)
+
+    assert run_cli(capsys, "index", "--input", enc, "--index", tmp_path / "nobm25", "--no-bm25")[0] == 0
+    got, err = hits(index=tmp_path / "nobm25")
+    assert got == alone and "no BM25 index" in err  # said, not silent
+
+    for flags in (("--hybrid", "none", "--hybrid-weight", 0.5), ("--hybrid", "rrf", "--hybrid-weight", 0.5)):
+        rc, _, err = run_cli(capsys, "search", "--index", tmp_path / "idx", *flags, question)
+        assert rc == 1 and "--hybrid-weight" in err
+
+
+def test_encode_weighs_by_idf_by_default_and_an_update_keeps_its_statistics(tmp_path, tiny_model_dir, capsys):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text("Lucene stores integer impacts. Questions are bags of tokens.\n")
+    (docs / "b.txt").write_text("Elasticsearch keeps nine significant bits.\n")
+    enc, model = tmp_path / "enc", ("--model", tiny_model_dir, "--quiet")
+    assert run_cli(capsys, "encode", "--corpus", docs, "--output", enc, *model)[0] == 0
+    meta = json.loads((enc / "meta.json").read_text())
+    assert meta["idf"] is True and meta["idf_weighting"]["documents"] == 3
+    before = {json.loads(line)["id"]: line for line in open(enc / "vectors" / "vectors.jsonl")}
+
+    (docs / "c.txt").write_text("A new file about tokens.\n")
+    assert run_cli(capsys, "encode", "--corpus", docs, "--output", enc, "--update", *model)[0] == 0
+    after = {json.loads(line)["id"]: line for line in open(enc / "vectors" / "vectors.jsonl")}
+    assert after.keys() == before.keys() | {"c.txt#0"}
+    assert all(after[i] == line for i, line in before.items())  # the first encode's statistics, kept
+    assert json.loads((enc / "meta.json").read_text())["idf_weighting"]["documents"] == 3
+
+    rc, _, err = run_cli(capsys, "encode", "--corpus", docs, "--output", enc, "--update", "--no-idf", *model)
+    assert rc == 1 and "with IDF weighting" in err
+    assert run_cli(capsys, "encode", "--corpus", docs, "--output", tmp_path / "plain", "--no-idf", *model)[0] == 0
+    assert json.loads((tmp_path / "plain" / "meta.json").read_text())["idf"] is False

@@ -65,10 +65,15 @@ class LuceneBM25:
         self.store = None
         self.store_path = folder.parent / SENTENCES  # the sparc-es index it sits in, if any
 
+    @staticmethod
+    def exists_beside(index: str | Path) -> bool:
+        """Whether ``sparc-es index`` built a BM25 index inside the sparc-es index ``index``."""
+        return (Path(index) / "bm25" / LUCENE).is_dir()
+
     @classmethod
     def beside(cls, index: str | Path) -> LuceneBM25:
         """The BM25 index that ``sparc-es index`` built inside the sparc-es index ``index``."""
-        if not (Path(index) / "bm25" / LUCENE).is_dir():
+        if not cls.exists_beside(index):
             raise StoreError(f"{index}: has no BM25 index beside the impact index; rebuild it with "
                              "sparc-es index (without --no-bm25)")
         engine = cls(Path(index) / "bm25")

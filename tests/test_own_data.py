@@ -120,7 +120,8 @@ def test_a_beir_folder_end_to_end_with_documents(tmp_path, beir, tiny_model_dir,
 def test_idf_and_factor_without_re_encoding(tmp_path, beir, capsys):
     model = ["--model", "splade-bert-tiny", "--quiet"]
     corpus = beir / "corpus.jsonl"
-    assert run_cli(capsys, "encode", "--corpus", corpus, "--output", tmp_path / "floats", "--keep-floats", *model)[0] == 0
+    assert run_cli(capsys, "encode", "--corpus", corpus, "--output", tmp_path / "floats", "--keep-floats", "--no-idf",
+                   *model)[0] == 0
     assert run_cli(capsys, "encode", "--corpus", corpus, "--output", tmp_path / "direct", "--idf", *model)[0] == 0
     rc, out, err = run_cli(capsys, "requantize", "--input", tmp_path / "floats", "--output", tmp_path / "derived",
                            "--idf")
@@ -157,7 +158,7 @@ def test_requantize_idf_stores_what_encode_idf_stores_with_the_lexical_term(tmp_
     corpus.write_text("".join(json.dumps(s.to_json()) + "\n" for s in sentences))
     assert SparcModel.load("default").config.lexical_weight > 0
     assert run_cli(capsys, "encode", "--corpus", corpus, "--output", tmp_path / "floats", "--keep-floats",
-                   "--quiet")[0] == 0
+                   "--no-idf", "--quiet")[0] == 0
     assert run_cli(capsys, "encode", "--corpus", corpus, "--output", tmp_path / "direct", "--idf", "--quiet")[0] == 0
     rc, _, err = run_cli(capsys, "requantize", "--input", tmp_path / "floats", "--output", tmp_path / "derived", "--idf")
     assert rc == 0, err

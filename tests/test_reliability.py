@@ -128,8 +128,9 @@ def test_encode_killed_before_its_first_shard_resumes(tmp_path, tiny_model_dir, 
 
 def test_update_copies_kept_records_and_reads_older_folders(tmp_path, tiny_model_dir, capsys):
     """An update keeps unchanged records byte for byte, re-encodes the edited ones, and gives what a
-    fresh encode gives, also from a folder written by an earlier version (spaced JSON, three stats)."""
-    args = ["--model", tiny_model_dir, "--quiet"]
+    fresh encode gives, also from a folder written by an earlier version (spaced JSON, three stats).
+    Without IDF: with it, an update weighs by the first encode's statistics (test_cli)."""
+    args = ["--model", tiny_model_dir, "--quiet", "--no-idf"]
     write_corpus(tmp_path / "old.jsonl", n=8)
     edited = write_corpus(tmp_path / "new.jsonl", n=9, text=lambda i: (SENTENCES[i % len(SENTENCES)] + f" Number {i}."
                                                                        + (" Edited." if i == 3 else "")))
@@ -200,7 +201,7 @@ def test_an_update_reuses_the_passage_of_an_edited_sentence(tmp_path, tiny_model
 def test_an_update_stopped_by_a_bad_line_keeps_the_old_folder(tmp_path, tiny_model_dir, capsys):
     """An update reads the corpus once (no validation pass): a bad line stops it with a one-line
     error naming the line, the old folder stands as it was, and the fixed corpus then updates it."""
-    args = ["--model", tiny_model_dir, "--quiet", "--batch-size", 2, "--shard-size", 2]
+    args = ["--model", tiny_model_dir, "--quiet", "--batch-size", 2, "--shard-size", 2, "--no-idf"]
     enc = tmp_path / "enc"
     corpus = write_corpus(tmp_path / "c.jsonl", n=8)
     assert run_cli(capsys, "encode", "--corpus", corpus, "--output", enc, *args)[0] == 0

@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
                         source.passage_model.embeddings.copy_(source.embeddings)
             out = folder.parent / f"{folder.name}@{variant}"
             source.save(out)
-            print(f"{out}: fingerprint {source.fingerprint}")
+            print(f"{out}: fingerprint {SparcModel.load(out).fingerprint}")
     return 0
 
 

@@ -587,6 +587,9 @@ def _adapt_parser(sub) -> None:
     p.add_argument("--max-length", type=_k, default=d.max_length, help="tokens per sentence (default: %(default)s)")
     p.add_argument("--seed", type=int, default=d.seed, help="(default: %(default)s)")
     p.add_argument("--checkpoint-every", type=_k, default=d.checkpoint_every, help="steps (default: %(default)s)")
+    p.add_argument("--strength", type=float, default=d.strength,
+                   help="how far E moves towards the one trained on your corpus, in (0, 1]; 1 is the paper's full "
+                        "replacement (default: %(default)s, chosen on the validation domains: docs/adaptation.md)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
     p.add_argument("--threads", type=_k, default=None, help="torch CPU threads")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -599,7 +602,7 @@ def cmd_adapt(args: argparse.Namespace) -> int:
     _set_threads(args.threads)
     config = AdaptConfig(steps=args.steps, batch_size=args.batch_size, lr=args.lr,
                          mask_probability=args.mask_probability, max_length=args.max_length, seed=args.seed,
-                         checkpoint_every=args.checkpoint_every)
+                         checkpoint_every=args.checkpoint_every, strength=args.strength)
     record = adapt(args.model, args.corpus, args.output, config, base=args.base, overwrite=args.overwrite,
                    progress=not args.quiet)
     print(f"adapted E on {record['sentences']} sentences in {record['seconds']:.0f} s ({record['steps']} steps, "

@@ -7,12 +7,14 @@ what is recorded, that a run resumes exactly, and that the adapted folder is a w
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from sparc_es import adapt as adapt_module
 from sparc_es.adapt import AdaptConfig, adapt, find_base
@@ -20,6 +22,7 @@ from sparc_es.corpus import Sentence, read_corpus
 from sparc_es.encode import encode_corpus
 from sparc_es.encoded import Manifest, iter_vectors
 from sparc_es.checkpoint import known_base_path
+from sparc_es.errors import SparcError
 from sparc_es.model import SparcModel
 from tolerance import assert_same_top_k, close
 
@@ -46,6 +49,18 @@ def test_only_the_embedding_matrix_changes(tmp_path, base, head):
     assert config["adaptation"]["steps"] == 3 and config["adaptation"]["sentences"] == sum(1 for _ in read_corpus([DEMO]))
     assert config["adaptation"]["corpus_fingerprint"] == record["corpus_fingerprint"]
     assert config["adaptation"]["adapted_from"]["fingerprint"] == SparcModel.load(base).fingerprint
+
+
+def test_strength_moves_e_that_share_of_the_way(tmp_path):
+    """strength t: E + t x (E' - E), the same training either way (E' is what strength 1 stores)."""
+    config = AdaptConfig(steps=2, batch_size=8, lr=1e-3)
+    adapt("splade-bert-tiny", [DEMO], tmp_path / "full", dataclasses.replace(config, strength=1.0), progress=False)
+    adapt("splade-bert-tiny", [DEMO], tmp_path / "half", dataclasses.replace(config, strength=0.5), progress=False)
+    e0, e1, half = (_state(f)[E_NAME] for f in ("splade-bert-tiny", tmp_path / "full", tmp_path / "half"))
+    assert not torch.equal(e0, e1)
+    torch.testing.assert_close(half, e0 + 0.5 * (e1 - e0), rtol=0, atol=1e-6)
+    with pytest.raises(SparcError, match="strength"):
+        AdaptConfig(strength=0)
 
 
 def test_adapted_folder_loads_and_encodes(tmp_path):

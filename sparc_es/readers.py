@@ -154,15 +154,18 @@ def locate(source: str, text: str, start: int, end: int, max_gap: int = 2000) ->
     first = last = -1
     pos = start
     for word in text.split():
-        # the word whole, then without the punctuation around it (a code span may close before it)
+        # the word whole, or without the punctuation around it (a code span may close before it),
+        # whichever comes first: "s)," must not skip past "s)`," to the "s)," of a later "docs),"
+        best = None
         for token in (word, word.strip(".,;:!?\"'()")):
             i = _find(source, token, pos, min(end, pos + max_gap + len(token))) if token else -1
-            if i >= 0:
-                break
-        if i >= 0:
+            if i >= 0 and (best is None or i < best[0]):
+                best = (i, token)
+        if best is not None:
+            i, token = best
             found = [(i, i + len(token))]
         else:
-            found, p = [], pos
+            token, found, p = word, [], pos
             for m in _WORD.finditer(token):
                 j = _find(source, m.group(), p, min(end, p + max_gap + len(m.group())))
                 if j >= 0:

@@ -559,3 +559,14 @@ def test_myst_roles_leave_their_text():
     [block] = read_blocks("Introduced in {pep}`518`; see {ref}`pip install <pip-install>` and `hits[0]`.",
                           "markdown")
     assert block.text == "Introduced in 518; see pip install and hits[0]."
+
+
+def test_a_word_before_a_closing_code_span_is_located_where_it_is():
+    """"s)," of `f(word, s)`, must not be matched in the "docs)," of a later sentence."""
+    from sparc_es.corpus import split_document
+
+    text = "* One with `f(word, s)`, and more, in both engines. Two lost on the docs), so it is off.\n"
+    got = list(split_document(text, "t.md", format="markdown"))
+    assert [s.text for s in got] == ["One with f(word, s), and more, in both engines.", "Two lost on the docs), so it is off."]
+    assert text[got[0].start:got[0].end] == "One with `f(word, s)`, and more, in both engines."
+    assert text[got[1].start:got[1].end] == "Two lost on the docs), so it is off."

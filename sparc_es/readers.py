@@ -684,13 +684,16 @@ def _rst_classes():
         def __bool__(self):  # docutils looks for options only when a directive has some
             return True
 
-    class Prose(Directive):
-        """Content read as text, led in by the argument (or by a version note's label)."""
+    class Tolerant(Directive):
+        """Any argument, content and options: what an unknown Sphinx directive may carry."""
 
         optional_arguments = 1
         final_argument_whitespace = True
         has_content = True
         option_spec = AnyOption()
+
+    class Prose(Tolerant):
+        """Content read as text, led in by the argument (or by a version note's label)."""
 
         def run(self):
             node = nodes.container()
@@ -712,24 +715,14 @@ def _rst_classes():
             self.state.nested_parse(self.content, self.content_offset, node)
             return [node]
 
-    class Code(Directive):
-        optional_arguments = 1
-        final_argument_whitespace = True
-        has_content = True
-        option_spec = AnyOption()
-
+    class Code(Tolerant):
         def run(self):
             text = "\n".join(self.content)
             node = nodes.literal_block(text, text)
             node.line = self.content_offset + 1
             return [node]
 
-    class Drop(Directive):
-        optional_arguments = 1
-        final_argument_whitespace = True
-        has_content = True
-        option_spec = AnyOption()
-
+    class Drop(Tolerant):
         def run(self):
             return []
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import sys
 import time
 from collections.abc import Iterable
@@ -31,11 +32,12 @@ from pathlib import Path
 
 import numpy as np
 
+from . import folders
 from .corpus import read_corpus
 from .errors import ModelError, SparcError, StoreError
 from .locks import exclusive
-from .checkpoint import (KNOWN_BASES, SPARC_CONFIG, base_provenance, known_base_path, quiet_transformers, sha256_file,
-                         weights_file)
+from .checkpoint import (KNOWN_BASES, SPARC_CONFIG, base_provenance, known_base_path, quiet_transformers, read_state,
+                         sha256_file, weights_file)
 from .model import SparcModel
 
 CHECKPOINT = "adapt-checkpoint.pt"
@@ -116,8 +118,9 @@ class _MaskedLM:
             archs = AutoConfig.from_pretrained(path, local_files_only=True).architectures or []
             self.head = "mlm" if any(a.endswith("ForMaskedLM") for a in archs) else "dot"
             cls = AutoModelForMaskedLM if self.head == "mlm" else AutoModel
+            # weights-only (transformers' default, said here): a base's pytorch_model.bin never runs code
             self.model, info = cls.from_pretrained(path, local_files_only=True, output_loading_info=True,
-                                                   dtype=torch.float32)
+                                                   dtype=torch.float32, weights_only=True)
         missing = [k for k in info.get("missing_keys", ()) if "pooler" not in k]
         if missing:
             raise ModelError(f"{path}: base checkpoint lacks {len(missing)} tensors, e.g. {missing[:3]}")
@@ -188,8 +191,6 @@ def adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, c
 
 def _adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, config: AdaptConfig,
            base: str | Path | None, overwrite: bool, progress: bool) -> dict:
-    import shutil
-
     import torch
     from tqdm import tqdm
 
@@ -204,8 +205,8 @@ def _adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, 
     settings = {"model": sparc.fingerprint, "base": str(base_path), "corpus": corpus,
                 "corpus_fingerprint": corpus_fingerprint(texts), **dataclasses.asdict(config)}
 
-    if out.exists() and overwrite:
-        shutil.rmtree(out)
+    if overwrite:
+        folders.remove(out)  # only a folder sparc-es made
     checkpoint = out / CHECKPOINT
     if (out / SPARC_CONFIG).exists():
         raise StoreError(f"{out}: already holds a model; pass --overwrite to replace it")
@@ -219,14 +220,22 @@ def _adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, 
     optimizer = torch.optim.AdamW([mlm.E], lr=config.lr, weight_decay=0.0)  # no decay on embeddings
     step, elapsed, losses = 0, 0.0, []
     if checkpoint.is_file():
-        state = torch.load(checkpoint, map_location="cpu", weights_only=False)
+        restart = "pass --overwrite to start again"
+        # weights-only: the output folder is not trusted, and a planted pickle must not run
+        state = read_state(checkpoint, ("settings", "step", "elapsed", "losses", "E", "optimizer"), restart)
         if state["settings"] != settings:
             raise StoreError(f"{checkpoint}: an unfinished adaptation with other settings; pass --overwrite")
-        with torch.no_grad():
-            mlm.E.copy_(state["E"])
-        optimizer.load_state_dict(state["optimizer"])
-        step, elapsed, losses = state["step"], state["elapsed"], state["losses"]
-    out.mkdir(parents=True, exist_ok=True)
+        step, elapsed, losses, E = state["step"], state["elapsed"], state["losses"], state["E"]
+        if not (isinstance(step, int) and 0 < step <= config.steps and isinstance(elapsed, (int, float))
+                and isinstance(losses, list) and len(losses) == step
+                and isinstance(E, torch.Tensor) and E.shape == mlm.E.shape):
+            raise StoreError(f"{checkpoint}: an inconsistent adaptation state; {restart}")
+        try:
+            with torch.no_grad():
+                mlm.E.copy_(E)
+            optimizer.load_state_dict(state["optimizer"])
+        except (ValueError, KeyError, TypeError, RuntimeError) as e:
+            raise StoreError(f"{checkpoint}: an inconsistent optimiser state ({type(e).__name__}); {restart}") from None
 
     bar = tqdm(total=config.steps, initial=step, unit="step", desc="adapt", disable=not progress,
                file=sys.stderr, dynamic_ncols=True)
@@ -241,9 +250,12 @@ def _adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, 
         optimizer.step()
         step += 1
         losses.append(round(loss.item(), 4))
+        if not math.isfinite(losses[-1]):  # E is NaN from here on: stop rather than save (and record) it
+            raise SparcError(f"the adaptation diverged at step {step} (loss {losses[-1]}); lower --lr")
         bar.set_postfix(loss=f"{losses[-1]:.3f}")
         bar.update(1)
         if step % config.checkpoint_every == 0 and step < config.steps:
+            folders.claim(out, "adapt")  # made at the first checkpoint: an early Ctrl-C leaves no empty folder
             tmp = out / (CHECKPOINT + ".tmp")  # replaced atomically: a kill never leaves half a file
             torch.save({"settings": settings, "step": step, "elapsed": time.perf_counter() - started,
                         "losses": losses, "E": mlm.E.detach().clone(), "optimizer": optimizer.state_dict()}, tmp)
@@ -264,7 +276,8 @@ def _adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, 
               **dataclasses.asdict(config), "seconds": seconds, "torch_threads": torch.get_num_threads(),
               "loss_first_10": float(np.mean(losses[:10])), "loss_last_10": float(np.mean(losses[-10:]))}
     sparc.config = dataclasses.replace(sparc.config, adaptation=record)
+    folders.claim(out, "adapt")
     sparc.save(out)
     checkpoint.unlink(missing_ok=True)
-    (out / "adaptation.json").write_text(json.dumps({**record, "losses": losses}, indent=2) + "\n")
+    (out / "adaptation.json").write_text(json.dumps({**record, "losses": losses}, indent=2, allow_nan=False) + "\n")
     return record

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import ModelError
+from .errors import ModelError, StoreError
 
 if TYPE_CHECKING:
     from .model import SparcConfig
@@ -132,6 +132,31 @@ def weights_file(folder: Path) -> Path:
         if (folder / name).is_file():
             return folder / name
     raise ModelError(f"{folder}: no model.safetensors (or pytorch_model.bin) in this folder")
+
+
+def read_state(path: Path, keys: tuple[str, ...], restart: str) -> dict:
+    """A resume state that ``torch.save`` wrote (``adapt``, ``train``), read weights-only.
+
+    The weights-only unpickler builds tensors and plain values and nothing else, so a file planted
+    in an output folder cannot run code. A file it refuses (an older sparc-es, or not sparc-es at
+    all), cannot read, or that lacks one of ``keys`` is a one-line :class:`StoreError` ending in
+    ``restart``, what to do to start again.
+    """
+    import pickle
+
+    import torch
+
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:  # its message is a page long: say what it means instead
+        raise StoreError(f"{path}: cannot be read safely (it holds more than tensors and plain values): it was "
+                         f"written by an older sparc-es, or not by sparc-es; {restart}") from None
+    except Exception as e:  # truncated, not a torch file, unreadable: RuntimeError, EOFError, OSError, ...
+        raise StoreError(f"{path}: unreadable checkpoint ({type(e).__name__}); {restart}") from None
+    lacking = [k for k in keys if not isinstance(state, dict) or k not in state]
+    if lacking:
+        raise StoreError(f"{path}: not a sparc-es checkpoint (no {lacking[0]!r}); {restart}")
+    return state
 
 
 def versions() -> dict:

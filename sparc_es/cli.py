@@ -4,6 +4,7 @@
     sparc-es requantize --input ENCODED --output NEW --idf   IDF / another factor, no re-encoding
     sparc-es index   --input ENCODED --index INDEX      impacts -> Lucene impact index (or --engine es)
     sparc-es search  --index INDEX "question"           top sentences with text, document, score
+    sparc-es serve   --index INDEX [--port 8000]        HTTP JSON API and search page, one engine start
     sparc-es run     --index INDEX --topics T --output RUN   topics TSV -> TREC run file
     sparc-es explain "sentence"                         the (token, weight) pairs a sentence gets
     sparc-es eval    --run RUN --qrels QRELS            MRR@1000, R@1, nDCG@10, R@100
@@ -24,13 +25,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
 import time
 from importlib import resources
 from pathlib import Path
 
-from . import __version__
+from . import __version__, folders
 from .errors import SparcError
 
 PROG = "sparc-es"
@@ -375,15 +375,21 @@ def _search_parser(sub) -> None:
                        description="Print the top sentences for each question with score, text and "
                        "document position. The question is a bag of WordPiece tokens: no model runs.")
     p.add_argument("--index", metavar="DIR", help="Lucene index folder")
-    p.add_argument("question", nargs="+")
+    p.add_argument("question", nargs="+", help="one or more questions; '-' alone reads one question per line "
+                   "from standard input (one engine start for all)")
     p.add_argument("-k", type=_k, default=10, help="hits per question (default: %(default)s)")
     p.add_argument("--json", action="store_true", help="print hits as one JSON document: the list of hits of "
-                   "one question, or a list of {question, hits} for several")
+                   "one question, or a list of {question, hits} for several; with '-', one {question, hits} "
+                   "object per line")
     _engine_args(p, ["lucene", "es", "bm25"])
     p.set_defaults(func=cmd_search)
 
 
 def cmd_search(args: argparse.Namespace) -> int:
+    if "-" in args.question:
+        if len(args.question) > 1:
+            raise SparcError("'-' (questions from standard input) goes alone, without other questions")
+        return _search_stdin(args)
     if any(not q.strip() for q in args.question):
         raise SparcError("empty question")
     engine = _open_engine(args)
@@ -400,6 +406,77 @@ def cmd_search(args: argparse.Namespace) -> int:
         engine.close()
     if args.json:  # one JSON document: the hits of one question, or a list of {question, hits}
         print(json.dumps(answers[0]["hits"] if len(answers) == 1 else answers, ensure_ascii=False, indent=2))
+    return 0
+
+
+def _search_stdin(args: argparse.Namespace) -> int:
+    """``search -``: one question per line of standard input (blank lines skipped), answered as it
+    comes; with ``--json`` one ``{question, hits}`` object per line."""
+    engine = _open_engine(args)
+    try:
+        for line in sys.stdin:
+            question = line.strip()
+            if not question:
+                continue
+            hits = engine.search(question, args.k)
+            if args.json:
+                print(json.dumps({"question": question, "hits": [h.to_json() for h in hits]}, ensure_ascii=False))
+            else:
+                print(f"Q: {_printable(question)}")
+                _print_hits(hits)
+            sys.stdout.flush()  # a reader of a pipe gets each answer as it comes
+    finally:
+        engine.close()
+    return 0
+
+
+def _serve_parser(sub) -> None:
+    p = sub.add_parser("serve", help="answer questions over HTTP: a JSON API and a search page",
+                       description="Open the index once (the engine `search` opens, with the same defaults) and "
+                       "serve it over HTTP until interrupted: GET /health, GET|POST /search, POST /batch, "
+                       "GET /sentences/{id}, and a search page at /. Needs the serve extra "
+                       "(pip install 'sparc-es[serve]').")
+    p.add_argument("--index", metavar="DIR", help="Lucene index folder")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on; the default is this machine only, "
+                   "0.0.0.0 every interface (the API has no authentication) (default: %(default)s)")
+    p.add_argument("--port", type=_port, default=8000, help="0 takes a free one (default: %(default)s)")
+    p.add_argument("--log-level", choices=["critical", "error", "warning", "info", "debug"], default="info",
+                   help="uvicorn's log level; info logs every request (default: %(default)s)")
+    _engine_args(p, ["lucene", "es", "bm25"])
+    p.set_defaults(func=cmd_serve)
+
+
+def _port(value: str) -> int:
+    port = int(value)
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError("must be between 0 and 65535")
+    return port
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from . import server
+
+    sock = server.listen(args.host, args.port)  # a taken port says so before the JVM starts
+    try:
+        engine = _open_engine(args)
+        try:
+            service = server.Service(engine, args.index, args.engine)
+        except BaseException:
+            engine.close()
+            raise
+    except BaseException:
+        sock.close()
+        raise
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"serving {args.index or args.es_index} on http://{host}:{sock.getsockname()[1]}/ (Ctrl-C stops)",
+          file=sys.stderr, flush=True)
+    try:
+        server.serve(service, sock, log_level=args.log_level)
+    except KeyboardInterrupt:  # uvicorn stops on Ctrl-C, then raises it again: the usual way to stop
+        pass
+    finally:
+        service.close()
+        sock.close()
     return 0
 
 
@@ -764,7 +841,8 @@ def _demo_parser(sub) -> None:
                        description="The main job end to end on the embedded Lucene engine: encode the "
                        "project's own documentation, index it, and answer a few questions.")
     p.add_argument("--workdir", default=".sparc-demo", help="where the encoded folder and index go "
-                   "(replaced on each run; default: %(default)s)")
+                   "(replaced on each run if an earlier demo made it; any other existing folder is refused; "
+                   "default: %(default)s)")
     p.add_argument("-k", type=_k, default=3, help="hits per question (default: %(default)s)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     _model_args(p)
@@ -781,8 +859,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     demo = resources.files("sparc_es") / "demo"
     with resources.as_file(demo) as demo_dir:
         work = Path(args.workdir)
-        if work.exists():
-            shutil.rmtree(work)
+        folders.remove(work, "demo")  # only a folder an earlier demo made
+        folders.claim(work, "demo")
         model = _load_model(args)
         print(f"model: {args.model} (base {model.config.base_model.get('name', '?')}, fingerprint "
               f"{model.fingerprint}, exp(w)={float(model.w.detach().exp()):.2f}, K={model.config.top_k})")
@@ -803,7 +881,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 # --- parser --------------------------------------------------------------------------------
 
-PARSERS = (_encode_parser, _requantize_parser, _index_parser, _search_parser, _run_parser, _query_dsl_parser, _train_parser,
+PARSERS = (_encode_parser, _requantize_parser, _index_parser, _search_parser, _serve_parser, _run_parser,
+           _query_dsl_parser, _train_parser,
            _adapt_parser, _eval_parser, _evalset_parser, _table_parser, _explain_parser, _demo_parser)
 
 

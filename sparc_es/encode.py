@@ -16,6 +16,13 @@ order, and Lucene breaks score ties by that number. A shard ends after ``shard_s
 ``shard_seconds`` of work; after each, the file's length is recorded in ``progress.json``, so an
 interrupted encode cuts the file back to the last whole shard and resumes there when run again
 (a kill loses a few seconds of work). The output folder is locked while it is written.
+
+A resume proves it continues the same input: ``progress.json`` keeps a fingerprint of every
+sentence committed so far (id, text, context, document, offsets) and of the corpus statistics
+the weights used; the rerun reads those sentences again and compares. If the corpus changed
+(a file added, a document edited), the encode starts again from the beginning and says so,
+rather than mixing two versions of the corpus. An update interrupted between its two renames
+is completed (or rolled back) by the next run.
 """
 
 from __future__ import annotations
@@ -35,10 +42,10 @@ from pathlib import Path
 
 import orjson
 
-from . import __version__
+from . import __version__, folders
 from .corpus import CorpusStats, Sentence, Source, as_source
 from .encoded import (DEFAULT_FACTOR, META, PASSAGES, VECTORS, VECTORS_FILE, Manifest, ModelInfo, PassageCache,
-                      check_factor, quantize, vector_record)
+                      check_factor, new_generation, quantize, vector_record)
 from .errors import SparcError, StoreError
 from .idf import idf_from_statistics
 from .lexical import FILE as LEXICAL_FILE, CorpusStatistics
@@ -99,10 +106,33 @@ class EncodeStats:
         return stats
 
 
-def _settings(model: SparcModel, factor: float, corpus: list[str], keep_floats: bool, idf: bool) -> dict:
-    """What an interrupted encode must match to be resumed (the manifest's first fields)."""
+def _settings(model: SparcModel, factor: float, corpus: list[str], keep_floats: bool, idf: bool,
+              statistics: CorpusStatistics | None) -> dict:
+    """What an interrupted encode must match to be resumed (the manifest's first fields, and a
+    fingerprint of the corpus statistics its weights were computed with)."""
     return {"model": dataclasses.asdict(ModelInfo.of(model)), "top_k": model.config.top_k, "factor": factor,
-            "corpus": corpus, "floats": keep_floats, "idf": idf}
+            "corpus": corpus, "floats": keep_floats, "idf": idf, "statistics": _fingerprint(statistics)}
+
+
+# Settings the user chose: a resume with others is refused. "corpus" (the paths as typed) and
+# "statistics" are not among them: whether the input is the same is proven from its content.
+_CHOSEN = ("model", "top_k", "factor", "floats", "idf")
+
+
+def _fingerprint(statistics: CorpusStatistics | None) -> str | None:
+    if statistics is None:
+        return None
+    return hashlib.sha256(orjson.dumps(dataclasses.asdict(statistics), option=orjson.OPT_SORT_KEYS |
+                                       orjson.OPT_NON_STR_KEYS)).hexdigest()
+
+
+def _read_key(s: Sentence) -> bytes:
+    """What the fingerprint of the sentences read so far covers: everything stored about one."""
+    return orjson.dumps([s.id, s.text, s.context, s.doc, s.start, s.end]) + b"\n"
+
+
+def _notice(message: str) -> None:
+    print(f"sparc-es encode: {message}", file=sys.stderr, flush=True)
 
 
 # What `sparc-es encode` does unless told otherwise: IDF weighting on. Chosen by the worst validation
@@ -132,24 +162,28 @@ def encode_corpus(corpus: Source | Iterable[str | Path], output: str | Path, mod
     factor = check_factor(factor)
     if batch_size < 1 or shard_size < 1 or not shard_seconds > 0:
         raise SparcError("batch size, shard size and shard seconds must be positive")
+    if update and overwrite:
+        raise SparcError("--update keeps the weights of unchanged sentences and --overwrite encodes everything "
+                         "again: pass one of them")
     out = Path(output)
-    updating = update and (out / META).is_file()
-    if updating:
-        # No validation pass: the old folder is replaced only once the new one is complete, so a bad
-        # line stops the update with the old folder intact. Its size stands in for the bar's total.
-        total, statistics = Manifest.read(out).sentences, None
-    else:
-        # Validates every record before anything is written (a bad line fails in seconds, not after
-        # hours of encoding); also counts the corpus statistics of IDF weighting and the lexical term.
-        total, statistics = _first_pass(source, model if model.config.lexical or idf else None)
-    settings = _settings(model, factor, source.describe(), keep_floats, idf)
     with exclusive(out, "sparc-es encode"):
         try:
-            if updating:
-                return _update(source, out, model, settings, total, batch_size, shard_size, shard_seconds,
-                               progress, keep_floats, idf)
+            _finish_interrupted_update(out)
+            if update and (out / META).is_file():
+                # No validation pass: the old folder is replaced only once the new one is complete, so a
+                # bad line stops the update with the old folder intact. Its size stands in for the total.
+                return _update(source, out, model, factor, Manifest.read(out).sentences, batch_size, shard_size,
+                               shard_seconds, progress, keep_floats, idf)
+            if overwrite:
+                folders.check_removable(out)  # refused before any work if sparc-es did not make the folder
+            # Validates every record before anything is written (a bad line fails in seconds, not after
+            # hours of encoding); also counts the corpus statistics of IDF weighting and the lexical term.
+            total, statistics = _first_pass(source, model if model.config.lexical or idf else None)
+            if overwrite:
+                folders.remove(out)
+            settings = _settings(model, factor, source.describe(), keep_floats, idf, statistics)
             return _encode(source, out, model, settings, total, batch_size, shard_size, shard_seconds,
-                           overwrite, progress, keep_floats, idf, corpus=statistics)
+                           progress, keep_floats, idf, corpus=statistics)
         except OSError as e:  # disk full, permissions: say which folder, and that a rerun resumes
             raise StoreError(f"{e.filename or out}: {e.strerror or e}; the work done so far is kept: fix this "
                              "and run the same command again to resume") from None
@@ -227,50 +261,88 @@ class _Cache:
         self.file.close()
 
 
-def _update(source: Source, out: Path, model: SparcModel, settings: dict, total: int, batch_size: int,
+_AGAIN = "encode it again: the same command without --update, with --overwrite"
+
+
+def _update(source: Source, out: Path, model: SparcModel, factor: float, total: int, batch_size: int,
             shard_size: int, shard_seconds: float, progress: bool, keep_floats: bool, idf: bool) -> Manifest:
     import shutil
 
     old = Manifest.read(out)
     if idf != old.idf:
         raise StoreError(f"{out}: was encoded {'with' if old.idf else 'without'} IDF weighting; update it the same "
-                         f"way ({'--idf' if old.idf else '--no-idf'}) or pass --overwrite to encode again")
-    same = (old.model.fingerprint == settings["model"]["fingerprint"] and old.top_k == settings["top_k"]
-            and old.factor == settings["factor"] and (old.floats or not keep_floats))
+                         f"way ({'--idf' if old.idf else '--no-idf'}) or {_AGAIN}")
+    same = (old.model.fingerprint == model.fingerprint and old.top_k == model.config.top_k
+            and old.factor == factor and (old.floats or not keep_floats))
     if not same:
-        raise StoreError(f"{out}: was encoded with another model, K or factor (or without float weights); "
-                         "pass --overwrite to encode again")
+        raise StoreError(f"{out}: was encoded with another model, K or factor (or without float weights); {_AGAIN}")
     # The corpus statistics of the first encode are kept (the lexical term's and IDF's), so unchanged
     # sentences keep their weights and only new and changed ones are encoded.
     corpus = CorpusStatistics.read(out) if model.config.lexical or idf else None
     if (model.config.lexical or idf) and corpus is None:
-        raise StoreError(f"{out}: has no {LEXICAL_FILE} (the corpus statistics of its lexical term or IDF); "
-                         "pass --overwrite to encode again")
-    work = out.parent / f".{out.name}.update"
+        raise StoreError(f"{out}: has no {LEXICAL_FILE} (the corpus statistics of its lexical term or IDF); {_AGAIN}")
+    settings = _settings(model, factor, source.describe(), keep_floats, idf, corpus)
+    work, retired = _update_folders(out)
     cache = _Cache(out, verbatim=old.floats == keep_floats)
     passages = PassageCache(out / PASSAGES, write=False) if model.config.passage_weight else None
     try:
         manifest = _encode(source, work, model, settings, total, batch_size, shard_size, shard_seconds,
-                           False, progress, keep_floats, idf, cache, corpus, passages)
+                           progress, keep_floats, idf, cache, corpus, passages, scratch=True)
     finally:
         cache.close()
         if passages is not None:
             passages.close()
-    retired = out.parent / f".{out.name}.old"
     shutil.rmtree(retired, ignore_errors=True)
-    out.rename(retired)
+    out.rename(retired)  # a kill from here to the end is completed by the next run (_finish_interrupted_update)
     work.rename(out)
     shutil.rmtree(retired)
     return manifest
 
 
+def _update_folders(out: Path) -> tuple[Path, Path]:
+    """(where an update of ``out`` is built, where the folder it replaces goes while it is swapped)."""
+    return out.parent / f".{out.name}.update", out.parent / f".{out.name}.old"
+
+
+def _finish_interrupted_update(out: Path) -> None:
+    """Complete an update killed between its two renames, or put the old folder back."""
+    import shutil
+
+    work, retired = _update_folders(out)
+    if not retired.exists():
+        return
+    if out.exists():  # killed after the swap, before the old folder was removed
+        shutil.rmtree(retired)
+    elif (work / META).is_file():
+        work.rename(out)
+        shutil.rmtree(retired)
+        _notice(f"{out}: completed the update that was interrupted while it replaced the folder")
+    else:
+        retired.rename(out)
+        _notice(f"{out}: put back the folder an interrupted update had moved aside")
+
+
 def _encode(source: Source, out: Path, model: SparcModel, settings: dict, total: int, batch_size: int,
-            shard_size: int, shard_seconds: float, overwrite: bool, progress: bool, keep_floats: bool, idf: bool,
+            shard_size: int, shard_seconds: float, progress: bool, keep_floats: bool, idf: bool,
             cache: _Cache | None = None, corpus: CorpusStatistics | None = None,
-            old_passages: PassageCache | None = None) -> Manifest:
+            old_passages: PassageCache | None = None, scratch: bool = False) -> Manifest:
+    """Encode into ``out``, resuming an interrupted run of the same settings on the same input.
+    ``scratch``: ``out`` is an update's own work folder, discarded when it cannot be resumed."""
     from tqdm import tqdm
 
-    stats, done, done_bytes = _prepare(out, settings, overwrite)
+    stats, done, done_bytes, digest = _prepare(out, settings, scratch)
+    cleaned = CorpusStats()  # control characters removed: counted over every record, skipped ones too
+    records = source.read(cleaned)
+    read = hashlib.sha256()  # the fingerprint of the sentences committed, in input order
+    if done and not _same_start(records, done, read, digest):
+        why = (f"the corpus changed since the interrupted encode (its first {done} sentences are not the ones "
+               "encoded then)" if digest else "the interrupted encode was made by an older sparc-es, which kept no "
+               "fingerprint of what it read")
+        _notice(f"{out}: {why}: starting again from the beginning")
+        stats, done, done_bytes = _restart(out, settings)
+        cleaned = CorpusStats()
+        records = source.read(cleaned)
+        read = hashlib.sha256()
     passages = PassageCache(out / PASSAGES, previous=old_passages) if model.config.passage_weight else None
     term_weights, extra_meta = None, {}
     if idf:
@@ -285,10 +357,6 @@ def _encode(source: Source, out: Path, model: SparcModel, settings: dict, total:
                                  "k1": model.config.lexical_k1, "b": model.config.lexical_b}
     else:
         corpus = None  # counted for IDF weighting only
-    cleaned = CorpusStats()  # control characters removed: counted over every record, skipped ones too
-    records = source.read(cleaned)
-    for _ in islice(records, done):
-        pass
     store = SentenceStore(out / SENTENCES, create=True)
     # Updated per batch (not per 256-sentence window) with a smoothed rate, so the first ETA is not hours.
     bar = tqdm(total=total, initial=done, unit="sent", desc="encode", disable=not progress, file=sys.stderr,
@@ -315,54 +383,84 @@ def _encode(source: Source, out: Path, model: SparcModel, settings: dict, total:
             if passages is not None:  # no fsync: a lost passage is only encoded again
                 passages.flush()
             store.add(shard)
+            for s in shard:
+                read.update(_read_key(s))
             done += len(shard)
             stats.seconds = time.perf_counter() - started
-            _save_progress(out, settings, done, vectors.tell(), stats)
+            _save_progress(out, settings, done, vectors.tell(), stats, read.hexdigest())
     bar.total = bar.n  # an update's total was the old folder's size
     bar.close()
+    stored = len(store)
     store.close()
+    if stored != stats.sentences:  # the store's ids are unique: a repeated id would show here
+        raise StoreError(f"{out}: {stats.sentences} sentences were encoded but the sentence store holds {stored} "
+                         "ids; encode again with --overwrite")
     model.tokenizer.save_pretrained(out / TOKENIZER)
     manifest = Manifest.from_json({"sparc_es": __version__, **settings, **extra_meta, **stats.to_json(),
                                    "control_characters_removed": cleaned.control_characters,
-                                   "cleaned_ids": cleaned.examples})
+                                   "cleaned_ids": cleaned.examples, "generation": new_generation()})
     manifest.write(out)
     (out / PROGRESS).unlink(missing_ok=True)
     return manifest
 
 
-def _save_progress(out: Path, settings: dict, done: int, size: int, stats: EncodeStats) -> None:
+def _save_progress(out: Path, settings: dict, done: int, size: int, stats: EncodeStats, read: str) -> None:
     tmp = out / (PROGRESS + ".tmp")  # replaced atomically: a kill never leaves half a file
-    tmp.write_text(json.dumps({"settings": settings, "sentences": done, "bytes": size, "stats": stats.state()}))
+    tmp.write_text(json.dumps({"settings": settings, "sentences": done, "bytes": size, "stats": stats.state(),
+                               "read": read}))
     tmp.replace(out / PROGRESS)
 
 
-def _prepare(out: Path, settings: dict, overwrite: bool) -> tuple[EncodeStats, int, int]:
+def _prepare(out: Path, settings: dict, scratch: bool = False) -> tuple[EncodeStats, int, int, str | None]:
     """Start fresh, or pick up an interrupted encode made with the same settings.
 
-    Returns (stats so far, sentences done, bytes of vectors written for them).
+    Returns (stats so far, sentences done, bytes of vectors written for them, the fingerprint of
+    those sentences). An interrupted encode made with other chosen settings is refused, unless
+    ``scratch`` (an update's own work folder: it is started again).
     """
-    import shutil
-
-    if out.exists() and overwrite:
-        shutil.rmtree(out)
     if (out / META).exists():
-        raise StoreError(f"{out}: already holds a finished encode; pass --overwrite to replace it")
+        raise StoreError(f"{out}: already holds a finished encode; pass --overwrite to replace it "
+                         "(or --update to encode only what changed)")
     progress = out / PROGRESS
     if progress.is_file():
-        state = json.loads(progress.read_text())
-        done = int(state.get("sentences", 0))
-        if state.get("settings") == settings and "stats" in state:
-            return EncodeStats.from_state(state["stats"]), done, int(state["bytes"])
-        if done:
+        try:
+            state = json.loads(progress.read_text())
+            done, before = int(state["sentences"]), state["settings"]
+        except (ValueError, KeyError, TypeError):
+            state, done, before = {}, 0, {}
+        chosen = all(before.get(k) == settings[k] for k in _CHOSEN)
+        if chosen and before.get("statistics") == settings["statistics"] and "stats" in state:
+            return EncodeStats.from_state(state["stats"]), done, int(state["bytes"]), state.get("read")
+        if done and not chosen and not scratch:
             raise StoreError(f"{out}: holds an unfinished encode made with other settings "
-                             "(model, K, factor or corpus); pass --overwrite to start again")
-        shutil.rmtree(out)  # nothing was encoded yet: nothing to keep
-    elif out.exists() and any(out.iterdir()):
+                             "(model, K, factor, --keep-floats or IDF); pass --overwrite to start again")
+        if done:
+            why = ("an interrupted update with other settings" if not chosen else
+                   "the corpus changed since the interrupted encode (its statistics differ)")
+            _notice(f"{out}: {why}: starting again from the beginning")
+    elif out.exists() and any(p.name != folders.MARKER for p in out.iterdir()):
         raise StoreError(f"{out}: folder is not empty; choose a new folder or pass --overwrite")
-    (out / VECTORS).mkdir(parents=True, exist_ok=True)
+    return (*_restart(out, settings), None)
+
+
+def _restart(out: Path, settings: dict) -> tuple[EncodeStats, int, int]:
+    """An empty encoded folder in ``out`` (whatever sparc-es had begun there removed), ready to resume."""
+    if (out / PROGRESS).is_file():
+        folders.remove(out)
+    folders.claim(out, "encode")
+    (out / VECTORS).mkdir(exist_ok=True)
     stats = EncodeStats()
-    _save_progress(out, settings, 0, 0, stats)  # from here on, the same command resumes
+    _save_progress(out, settings, 0, 0, stats, hashlib.sha256().hexdigest())  # from here on, a rerun resumes
     return stats, 0, 0
+
+
+def _same_start(records: Iterable[Sentence], n: int, read, digest: str | None) -> bool:
+    """Whether the first ``n`` of ``records`` are the ones fingerprinted in ``digest`` (read into ``read``)."""
+    seen = 0
+    for s in islice(records, n):
+        read.update(_read_key(s))
+        seen += 1
+    return seen == n and digest is not None and read.hexdigest() == digest
 
 
 def _write_shard(f, batch: list[Sentence], model: SparcModel, factor: float, batch_size: int,

@@ -28,13 +28,16 @@ import json
 import math
 import shutil
 import struct
+import uuid
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import orjson
 
+from . import folders
 from .errors import SparcError, StoreError
 from .lexical import FILE as LEXICAL_FILE, add_words, stored_weights
 from .query import TOKENIZER
@@ -155,6 +158,9 @@ class Manifest:
     control_characters_removed: int = 0  # from the corpus's texts (see corpus.CorpusStats)
     cleaned_ids: tuple[str, ...] = ()  # the first few sentences (or documents) they were removed from
     requantized_from: str | None = None
+    # Changes whenever the folder's content is written anew (encode, update, requantize): a reader
+    # checks it did not change under it (:func:`reading`).
+    generation: str = ""
     index: IndexInfo | None = None  # set in an index's manifest
     format: str = FORMAT
     sparc_es: str = ""
@@ -196,7 +202,8 @@ class Manifest:
             raise StoreError(f"{path}: unreadable manifest ({e})") from None
 
     def write(self, folder: str | Path) -> None:
-        (Path(folder) / META).write_text(json.dumps(self.to_json(), indent=2) + "\n")
+        # allow_nan=False: a bare NaN is not JSON (engines and other tools refuse the file)
+        (Path(folder) / META).write_text(json.dumps(self.to_json(), indent=2, allow_nan=False) + "\n")
 
     def replace(self, **changes) -> Manifest:
         return dataclasses.replace(self, **changes)
@@ -300,6 +307,55 @@ class PassageCache:
         self.close()
 
 
+def new_generation() -> str:
+    """A fresh :attr:`Manifest.generation`."""
+    return uuid.uuid4().hex
+
+
+@contextmanager
+def reading(folder: str | Path) -> Iterator[Manifest]:
+    """The manifest of a finished encoded folder, for a block that reads its files: raises
+    :class:`StoreError` at the end if the folder was replaced meanwhile (``encode --update``
+    swaps in a new folder when it finishes), so a reader never mixes two versions of a corpus."""
+    path = Path(folder) / META
+    before = path.read_bytes() if path.is_file() else None
+    manifest = Manifest.read(folder)
+    yield manifest
+    try:
+        after = path.read_bytes()
+    except OSError:
+        after = None
+    if after != before:
+        raise StoreError(f"{folder}: was replaced while it was read (an encode --update finished meanwhile); "
+                         "run the same command again")
+
+
+def _id_digest(ids: Iterable[str]) -> tuple[int, int]:
+    """(count, an order-independent digest) of ``ids``: equal for equal multisets, bounded memory."""
+    n = total = 0
+    for i in ids:
+        n += 1
+        total += int.from_bytes(hashlib.blake2b(i.encode("utf-8"), digest_size=8).digest(), "little")
+    return n, total % 2**64
+
+
+def check_ids(folder: str | Path) -> None:
+    """Check that an encoded folder's vectors and sentence store hold the same ids, each once."""
+    from .store import SentenceStore
+
+    folder = Path(folder)
+    vectors = _id_digest(orjson.loads(line)["id"] for line in open(folder / VECTORS / VECTORS_FILE, "rb"))
+    store = SentenceStore(folder / SENTENCES)
+    try:
+        stored = _id_digest(store.ids())
+    finally:
+        store.close()
+    if vectors != stored:
+        raise StoreError(f"{folder}: its vectors ({vectors[0]} records) and its sentence store ({stored[0]} ids) "
+                         "do not hold the same sentence ids (a record repeated or lost); encode it again "
+                         "with --overwrite")
+
+
 def iter_vectors(folder: str | Path) -> Iterator[dict]:
     """Yield the ``JsonVectorCollection`` records of an encoded folder, in order."""
     with open(Path(folder) / VECTORS / VECTORS_FILE, "rb") as f:
@@ -336,7 +392,11 @@ def requantize(encoded: str | Path, output: str | Path, factor: float | None = N
     """A copy of an encoded folder made from its float weights, no re-encoding: quantised at another
     ``factor`` and/or IDF-weighted over its own sentences (what ``encode --idf`` stores)."""
     encoded, out = Path(encoded), Path(output)
-    manifest = Manifest.read(encoded)
+    with reading(encoded) as manifest:
+        return _requantize(encoded, out, manifest, factor, idf)
+
+
+def _requantize(encoded: Path, out: Path, manifest: Manifest, factor: float | None, idf: bool) -> Manifest:
     factor = check_factor(manifest.factor if factor is None else factor)
     if not manifest.floats:
         raise StoreError(f"{encoded}: has no float weights to re-quantise; encode with --keep-floats")
@@ -354,7 +414,8 @@ def requantize(encoded: str | Path, output: str | Path, factor: float | None = N
         weights, idf_record = idf_vector((r["contents"] for r in iter_vectors(encoded)), tokenizer, len(tokenizer))
         vocab = tokenizer.get_vocab()
         term_weights = (vocab, {i: t for t, i in vocab.items()}, weights)
-    (out / VECTORS).mkdir(parents=True)
+    folders.claim(out, "requantize")
+    (out / VECTORS).mkdir()
     postings = impact_sum = empty = 0
     with open(out / VECTORS / VECTORS_FILE, "wb") as f:
         for record in iter_vectors(encoded):
@@ -370,6 +431,6 @@ def requantize(encoded: str | Path, output: str | Path, factor: float | None = N
     copy_into(encoded, out)
     changes = {"idf": True, "idf_weighting": idf_record} if idf else {}
     manifest = manifest.replace(factor=factor, postings=postings, impact_sum=impact_sum, empty_vectors=empty,
-                                requantized_from=str(encoded), **changes)
+                                requantized_from=str(encoded), generation=new_generation(), **changes)
     manifest.write(out)
     return manifest

@@ -21,6 +21,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
+import numbers
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -55,6 +57,48 @@ class MaxOver(str, Enum):
     ALL = "all"  # sentence and context, as in SPARTA
 
 
+# The type of each SparcConfig field as sparc_config.json holds it (annotations are strings here);
+# tests check it covers every field.
+_KINDS: dict[str, type] = {
+    "w": float, "top_k": int, "max_length": int, "max_over": str, "head": str, "token_weights": bool,
+    "passage_weight": float, "passage_encoder": str, "passage_max_length": int, "lexical_weight": float,
+    "lexical_k1": float, "lexical_b": float, "stem_weight": float, "word_weight": float, "base_model": dict,
+    "adaptation": dict}
+_WRITTEN_BESIDE = ("format", "versions")  # keys SparcModel.save writes next to the fields
+
+
+def _shown(value) -> str:
+    """``value`` for a one-line message: non-finite floats as JSON spells them (NaN, Infinity)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    return repr(value)
+
+
+def _bad(name: str, value, rule: str) -> ModelError:
+    return ModelError(f"field {name!r} is {_shown(value)}; {rule}")
+
+
+def _non_finite(value, where: str = "") -> str | None:
+    """The key path of the first NaN or infinity inside a JSON-like value, else None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return where
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, (list, tuple)) else ()
+    for key, item in items:
+        found = _non_finite(item, f"{where}.{key}" if where else str(key))
+        if found is not None:
+            return found
+    return None
+
+
+def _check_subfolder_name(name: str, value: str) -> None:
+    """``value`` is "self" or a relative folder name that stays below the model folder."""
+    parts = value.replace("\\", "/").split("/")
+    absolute = value.startswith(("/", "\\")) or ":" in parts[0]  # POSIX, or a Windows drive
+    if value != "self" and (absolute or any(p in ("", ".", "..") for p in parts)):
+        raise _bad(name, value, 'it must be "self" or the name of a sub-folder of the model folder '
+                                '(relative, without "." or "..")')
+
+
 @dataclass(frozen=True)
 class SparcConfig:
     """Settings stored with a model folder and re-read at every use."""
@@ -85,16 +129,60 @@ class SparcConfig:
     adaptation: dict = field(default_factory=dict)  # embedding replacement provenance (sparc_es.adapt)
 
     def __post_init__(self) -> None:
+        """Check every field: its type, that numbers are finite, and the range its use allows.
+
+        Runs on every construction (``sparc_config.json``, overrides, ``dataclasses.replace``), so a
+        diverged or mistyped value never reaches encoding or a written config. Ranges, from use:
+
+        * ``w``: any finite number, but exp(w) multiplies every neural score in float32: beyond
+          +-80 it overflows to infinity or underflows to 0 (every vector empty);
+        * ``top_k`` >= 1 (the number of tokens stored); ``max_length``, ``passage_max_length`` >= 8
+          ([CLS] and [SEP]s take three positions); their upper limit is the encoder's position table,
+          checked by :meth:`SparcModel.load`, which has the encoder;
+        * ``passage_weight``, ``lexical_weight``, ``stem_weight``, ``word_weight`` >= 0: each adds
+          evidence for a token, 0 turns it off, and a negative one would count a token's presence
+          against the sentence (training learns them as exp(log weight), always positive);
+        * ``lexical_k1`` >= 0 (0 is binary BM25: term frequency ignored, still no division by zero)
+          and ``lexical_b`` in [0, 1] (the share of length normalisation; outside it the BM25
+          denominator can reach zero or turn negative);
+        * ``passage_encoder``: "self" or a relative sub-folder name without "." or ".." parts,
+          so saving and loading stay inside the model folder (:meth:`SparcModel.load` checks it exists);
+        * ``base_model``, ``adaptation``: objects of provenance, with no NaN or infinity anywhere.
+        """
+        for name, kind in _KINDS.items():
+            value = getattr(self, name)
+            if kind is float and isinstance(value, numbers.Real) and not isinstance(value, bool):
+                value = float(value)  # JSON writes 1.0 as 1; numpy scalars become plain floats
+            elif kind is int and isinstance(value, numbers.Integral) and not isinstance(value, bool):
+                value = int(value)
+            elif not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+                raise _bad(name, value, f"it must be {'a number' if kind is float else kind.__name__}")
+            if kind is float and not math.isfinite(value):
+                raise _bad(name, value, "it must be a finite number")
+            object.__setattr__(self, name, value)
         # accept the enums' string values too (config files, overrides)
         object.__setattr__(self, "max_over", choice(MaxOver, self.max_over, "max_over", ModelError))
         object.__setattr__(self, "head", choice(Head, self.head, "head", ModelError))
+        if abs(self.w) > 80:
+            raise _bad("w", self.w, "exp(w) must stay a finite, non-zero float32: |w| at most 80")
         if self.top_k < 1:
-            raise ModelError(f"top-K must be at least 1 (got {self.top_k})")
-        if self.max_length < 8:
-            raise ModelError(f"the max length must be at least 8 tokens (got {self.max_length})")
-        if (min(self.lexical_weight, self.stem_weight, self.word_weight, self.lexical_k1) < 0
-                or not 0 <= self.lexical_b <= 1):
-            raise ModelError("the lexical, stem and word weights and k1 must be >= 0 and b within [0, 1]")
+            raise _bad("top_k", self.top_k, "top-K must be at least 1")
+        for name in ("max_length", "passage_max_length"):
+            if getattr(self, name) < 8:
+                raise _bad(name, getattr(self, name), "it must be at least 8 tokens")
+        for name in ("passage_weight", "lexical_weight", "stem_weight", "word_weight", "lexical_k1"):
+            if getattr(self, name) < 0:
+                raise _bad(name, getattr(self, name), "it must be >= 0")
+        if not 0 <= self.lexical_b <= 1:
+            raise _bad("lexical_b", self.lexical_b, "it must be within [0, 1]")
+        _check_subfolder_name("passage_encoder", self.passage_encoder)
+        for name in ("base_model", "adaptation"):
+            where = _non_finite(getattr(self, name))
+            if where is not None:
+                raise ModelError(f"field {name!r} holds NaN or infinity at {where!r}; numbers must be finite")
+        for key in ("name", "package", "path", "sha256"):  # sparc_es.adapt.find_base reads them as text
+            if key in self.base_model and not isinstance(self.base_model[key], str):
+                raise ModelError(f"field 'base_model' has {key!r} = {self.base_model[key]!r}; it must be str")
 
     @property
     def lexical(self) -> bool:
@@ -109,23 +197,16 @@ class SparcConfig:
 
     @classmethod
     def from_json(cls, d: dict) -> SparcConfig:
-        """The config of a ``sparc_config.json``; a field of the wrong type is a :class:`ModelError`."""
-        kinds = {"w": float, "top_k": int, "max_length": int, "max_over": str, "head": str, "token_weights": bool,
-                 "passage_weight": float, "passage_encoder": str, "passage_max_length": int, "lexical_weight": float,
-                 "lexical_k1": float, "lexical_b": float, "stem_weight": float, "word_weight": float, "base_model": dict,
-                 "adaptation": dict}
-        kwargs = {}
-        for name, kind in kinds.items():
-            if name not in d:
-                continue
-            value = d[name]
-            ok = isinstance(value, kind) and not (kind is not bool and isinstance(value, bool))
-            if kind is float and isinstance(value, int) and not isinstance(value, bool):
-                ok, value = True, float(value)
-            if not ok:
-                raise ModelError(f"field {name!r} is {value!r}; it must be {'a number' if kind is float else kind.__name__}")
-            kwargs[name] = value
-        return cls(**kwargs)
+        """The config of a ``sparc_config.json``; a field of the wrong type or range, or a field this
+        sparc-es does not know (a misspelt name would otherwise be ignored), is a :class:`ModelError`."""
+        if not isinstance(d, dict):
+            raise ModelError(f"the config must be a JSON object, got {type(d).__name__}")
+        for name in d:
+            if name not in _KINDS and name not in _WRITTEN_BESIDE:
+                raise ModelError(f"unknown field {name!r}; the fields are {', '.join(_KINDS)}")
+        if d.get("format", FORMAT) != FORMAT:
+            raise _bad("format", d["format"], f"this sparc-es reads {FORMAT} (a newer sparc-es wrote it?)")
+        return cls(**{name: d[name] for name in _KINDS if name in d})
 
 
 @dataclass(frozen=True)
@@ -192,6 +273,31 @@ def _sparc_head(encoder, config: SparcConfig, weights: Path, folder: Path):
     return head
 
 
+def _passage_folder(path: Path, name: str, where: Path, nested: bool) -> Path:
+    """The sub-folder of model folder ``path`` that holds its passage encoder, checked before
+    anything is loaded. SparcConfig keeps ``name`` relative and free of "." and ".."; a symlink can
+    still lead back to the model folder or above it, and a passage encoder may not have its own."""
+    def bad(rule: str) -> ModelError:
+        return ModelError(f"{where}: field 'passage_encoder' is {name!r}; {rule}")
+
+    if nested:
+        raise bad("a passage encoder cannot have a passage encoder of its own")
+    sub = path / name
+    real, root = sub.resolve(), path.resolve()
+    if real == root or real in root.parents:
+        raise bad("it leads back to the model folder itself (or above it)")
+    if not (sub / SPARC_CONFIG).is_file():
+        raise bad(f"{sub} holds no SPARC model (no {SPARC_CONFIG})")
+    return sub
+
+
+def _check_positions(where: Path, name: str, value: int, encoder) -> None:
+    """A max length within the encoder's position table: longer inputs would fail mid-encoding."""
+    limit = getattr(encoder.config, "max_position_embeddings", None)
+    if isinstance(limit, int) and value > limit:
+        raise ModelError(f"{where}: field {name!r} is {value}; it must be at most {limit}, the encoder's positions")
+
+
 def _torch():
     import torch
 
@@ -242,10 +348,15 @@ class SparcModel:
 
         ``overrides`` replace config fields (e.g. ``top_k=2000``) for this use only.
         """
+        return cls._load(resolve_model_path(name_or_path), overrides, nested=False)
+
+    @classmethod
+    def _load(cls, path: Path, overrides: dict, nested: bool) -> SparcModel:
+        """:meth:`load` of a resolved folder. ``nested``: this is a passage encoder, which may not
+        have one of its own, so that loading never recurses whatever the folders and links say."""
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # weights come from local folders, never a hub
         from transformers import AutoModel, AutoTokenizer
 
-        path = resolve_model_path(name_or_path)
         weights = weights_file(path)
         sparc_file = path / SPARC_CONFIG
         if sparc_file.is_file():
@@ -256,12 +367,22 @@ class SparcModel:
         else:
             config = SparcConfig(base_model=base_provenance(path, weights))
         config = dataclasses.replace(config, **overrides)
+
+        def where(name: str) -> Path:
+            """What a bad value is blamed on: the config file, unless the caller passed it."""
+            return sparc_file if sparc_file.is_file() and name not in overrides else path
+
+        # Checked before any weights are read: a bad folder name fails at once.
+        passage_folder = None
+        if config.passage_weight and config.passage_encoder != "self":
+            passage_folder = _passage_folder(path, config.passage_encoder, where("passage_encoder"), nested)
         try:
             with quiet_transformers():
                 tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-                # float32 on the CPU even where the shipped weights are half precision
+                # float32 on the CPU even where the shipped weights are half precision; weights-only
+                # (transformers' default, said here): a pytorch_model.bin never runs code
                 encoder, info = AutoModel.from_pretrained(path, local_files_only=True, output_loading_info=True,
-                                                          dtype=_torch().float32)
+                                                          dtype=_torch().float32, weights_only=True)
         except Exception as e:  # OSError, ValueError, SafetensorError (truncated weights), ...
             raise ModelError(f"{path}: cannot load the checkpoint ({type(e).__name__}: {e})") from None
         rows = encoder.get_input_embeddings().weight.shape[0]
@@ -276,17 +397,22 @@ class SparcModel:
         if missing and getattr(encoder, "pooler", None) is not None:
             encoder.pooler = None  # randomly initialised, unused: drop it rather than save noise
         encoder.eval()
+        _check_positions(where("max_length"), "max_length", config.max_length, encoder)
         passage = None
-        if config.passage_weight and config.passage_encoder != "self":
-            sub = path / config.passage_encoder
-            if not (sub / SPARC_CONFIG).is_file():
-                raise ModelError(f"{path}: the passage encoder folder {config.passage_encoder!r} is missing")
-            passage = cls.load(sub)
+        if passage_folder is not None:
+            passage = cls._load(passage_folder, {}, nested=True)
+        if config.passage_weight:  # passages are tokenised to passage_max_length by the passage encoder
+            _check_positions(where("passage_max_length"), "passage_max_length", config.passage_max_length,
+                             encoder if passage is None else passage.encoder)
         return cls(encoder, tokenizer, config, _sparc_head(encoder, config, weights, path), passage)
 
     def save(self, folder: str | os.PathLike) -> Path:
         """Write the model folder: SPARC config, encoder config and safetensors weights, tokenizer."""
         folder = Path(folder)
+        try:  # validated before anything is written: a diverged w (NaN) never reaches the folder
+            config = dataclasses.replace(self.config, w=float(self.w.detach()))
+        except ModelError as e:
+            raise ModelError(f"{folder}: not saved: {e}") from None
         folder.mkdir(parents=True, exist_ok=True)
         with quiet_transformers():
             self.encoder.save_pretrained(folder)  # safetensors
@@ -298,9 +424,9 @@ class SparcModel:
                       folder / HEAD_FILE)
         if self.passage_model is not None:
             self.passage_model.save(folder / self.config.passage_encoder)
-        config = dataclasses.replace(self.config, w=float(self.w.detach()))
         manifest = {**config.to_json(), "versions": versions()}
-        (folder / SPARC_CONFIG).write_text(json.dumps(manifest, indent=2) + "\n")
+        # allow_nan=False: JSON has no NaN, and a bare NaN here silently dropped the neural weights
+        (folder / SPARC_CONFIG).write_text(json.dumps(manifest, indent=2, allow_nan=False) + "\n")
         return folder
 
     # --- scoring ---------------------------------------------------------------------------

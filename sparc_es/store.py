@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from .corpus import Sentence
@@ -68,6 +68,11 @@ class SentenceStore:
                     f"WHERE s.id IN ({marks})", chunk):
                 out[sid] = Sentence(id=sid, text=text, context=passage or "", doc=doc, start=a, end=b)
         return out
+
+    def ids(self) -> Iterator[str]:
+        """Every stored sentence id, in no particular order, streamed (single-threaded use only)."""
+        for (sid,) in self.db.cursor().execute("SELECT id FROM sentences"):
+            yield sid
 
     def __len__(self) -> int:
         return self.db.execute("SELECT COUNT(*) FROM sentences").fetchone()[0]

@@ -39,7 +39,8 @@ from pathlib import Path
 
 from .corpus import Sentence
 from .experiments.datasets import VALIDATION_ARTICLES, data_dir, paragraph_sentences, train_articles
-from .errors import SparcError
+from .errors import SparcError, StoreError
+from .checkpoint import read_state
 from .locks import exclusive
 from .model import Head, MaxOver, SparcModel, passage_text
 from .query import query_bag
@@ -193,7 +194,10 @@ class Trainer:
         checkpoint = self.output / CHECKPOINT
         resume = (checkpoint / TRAINER_STATE).is_file()
         if resume:
-            state = torch.load(checkpoint / TRAINER_STATE, map_location="cpu", weights_only=False)
+            restart = f"delete {checkpoint} or use another --output to start again"
+            # weights-only: the output folder is not trusted, and a planted pickle must not run
+            state = read_state(checkpoint / TRAINER_STATE, ("config", "optimizer", "scheduler", "step", "seconds",
+                                                            "losses", "torch_rng"), restart)
             if state["config"] != dataclasses.asdict(config):
                 raise SparcError(f"{checkpoint}: was made with other training settings; use another --output "
                                  "or delete the checkpoint")
@@ -247,10 +251,17 @@ class Trainer:
         warmup = min(config.warmup_steps, self.total_steps // 10)
         self.scheduler = get_linear_schedule_with_warmup(self.optimizer, warmup, self.total_steps)
         if resume:
-            self.optimizer.load_state_dict(state["optimizer"])
-            self.scheduler.load_state_dict(state["scheduler"])
             self.step, self.seconds, self.losses = state["step"], state["seconds"], state["losses"]
-            torch.set_rng_state(state["torch_rng"])
+            if not (isinstance(self.step, int) and self.step >= 0  # total_steps may differ (--limit)
+                    and isinstance(self.seconds, (int, float)) and isinstance(self.losses, list)):
+                raise StoreError(f"{checkpoint / TRAINER_STATE}: an inconsistent training state; {restart}")
+            try:
+                self.optimizer.load_state_dict(state["optimizer"])
+                self.scheduler.load_state_dict(state["scheduler"])
+                torch.set_rng_state(state["torch_rng"])
+            except (ValueError, KeyError, TypeError, RuntimeError) as e:
+                raise StoreError(f"{checkpoint / TRAINER_STATE}: an inconsistent training state "
+                                 f"({type(e).__name__}); {restart}") from None
 
     # --- one step --------------------------------------------------------------------------
 

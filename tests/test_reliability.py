@@ -94,16 +94,22 @@ def test_lock_is_exclusive_within_one_process_too(tmp_path):
         pass
 
 
-def test_index_count_check_says_extra_not_lost(tmp_path, tiny_model, capsys):
+@pytest.mark.parametrize("change", ["repeated", "swapped"])
+def test_index_checks_ids_not_only_counts(tmp_path, tiny_model, capsys, change):
     from sparc_es.encode import encode_corpus
 
     enc = tmp_path / "enc"
     encode_corpus([write_corpus(tmp_path / "c.jsonl")], enc, tiny_model, progress=False)
     vectors = enc / "vectors" / "vectors.jsonl"
     lines = vectors.read_text().splitlines(keepends=True)
-    vectors.write_text("".join(lines + lines[:2]))  # what two writers into one folder produced
+    if change == "repeated":  # what two writers into one folder produced
+        lines += lines[:2]
+    else:  # one sentence stored twice and another missing: the counts still agree
+        lines[-1] = lines[0]
+    vectors.write_text("".join(lines))
     rc, _, err = run_cli(capsys, "index", "--input", enc, "--index", tmp_path / "idx", "--quiet")
-    assert one_line_error(rc, err) and "2 more than the 6 sentences with weights" in err
+    assert one_line_error(rc, err) and "do not hold the same sentence ids" in err
+    assert f"vectors ({len(lines)} records)" in err and "(6 ids)" in err
     assert not (tmp_path / "idx").exists() and not list(tmp_path.glob(".idx.building*"))
 
 

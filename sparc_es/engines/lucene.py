@@ -23,7 +23,8 @@ from datetime import datetime, timezone
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..encoded import VECTORS, VECTORS_FILE, IndexInfo, Manifest, copy_into, iter_vectors
+from .. import folders
+from ..encoded import VECTORS, VECTORS_FILE, IndexInfo, Manifest, check_ids, copy_into, iter_vectors, reading
 from ..errors import EngineError, StoreError, count_mismatch
 from ..locks import exclusive
 from ..query import QueryEncoder
@@ -47,17 +48,19 @@ def build_index(encoded: str | Path, folder: str | Path, overwrite: bool = False
     says on stderr which stage is running.
     """
     encoded, folder = Path(encoded), Path(folder)
-    manifest = Manifest.read(encoded)
+    Manifest.read(encoded)  # a clear error for a folder that is not a finished encode, before anything else
     if folder.exists() and not overwrite:
         raise StoreError(f"{folder}: already exists; pass --overwrite to rebuild it")
+    folders.check_removable(folder)  # --overwrite replaces only an index sparc-es made
     with exclusive(folder, "sparc-es index"):
         building = folder.parent / f".{folder.name}.building"
         shutil.rmtree(building, ignore_errors=True)  # left by a build that was killed
         try:
-            building.mkdir(parents=True)
-            manifest = _build(encoded, building, manifest, bm25, progress)
-            if folder.exists():
-                shutil.rmtree(folder)
+            folders.claim(building, "index")
+            with reading(encoded) as manifest:  # an update finishing meanwhile would mix two corpora
+                check_ids(encoded)
+                manifest = _build(encoded, building, manifest, bm25, progress)
+            folders.remove(folder)
             building.rename(folder)
         except OSError as e:
             raise StoreError(f"{e.filename or building}: {e.strerror or e} while building the index; nothing was "

@@ -1,0 +1,276 @@
+"""``sparc-es serve``: a long-running HTTP JSON API over one open engine, so a question pays the
+JVM's start once, not per ``sparc-es search``.
+
+    GET  /health                  index, sentence count, model fingerprint, engine
+    GET  /search?q=...&k=10       the hits of one question (also POST /search {"question", "k"})
+    POST /batch                   {"questions": [...], "k"}: the hits of each question
+    GET  /sentences/{id}          a stored sentence with its passage and where it sits
+    GET  /                        a search page: hits in context, the question's words marked
+
+FastAPI on uvicorn, thin over the library: the engine ``open_engine`` gives (the same one
+``sparc-es search`` opens) and the index's :class:`~sparc_es.store.SentenceStore`. Every engine
+and store call runs on one worker thread: the Lucene engine (pyjnius, a tokenizer) is not safe
+for concurrent use, and one thread also keeps a single Python thread attached to the JVM.
+Errors are JSON ``{"error": "one line"}``: 4xx for a bad request, 500 when the engine fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from importlib import resources
+from pathlib import Path
+from typing import Any, TypeVar
+
+from . import __version__
+from .encoded import Manifest
+from .engines.base import Engine, Hit
+from .errors import SparcError
+from .store import FILENAME as SENTENCES, SentenceStore
+
+try:
+    from fastapi import FastAPI, Query, Request
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import HTMLResponse, JSONResponse
+    from pydantic import BaseModel, ConfigDict, Field, field_validator
+    from starlette.exceptions import HTTPException
+    import uvicorn
+except ImportError as e:  # an optional part: say which extra brings it
+    raise SparcError(f"sparc-es serve needs FastAPI and uvicorn ({e}); pip install 'sparc-es[serve]'") from None
+
+MAX_K = 1000  # hits per question
+MAX_BATCH = 1000  # questions per /batch request
+T = TypeVar("T")
+log = logging.getLogger("sparc_es.server")
+
+
+def one_line(e: BaseException) -> str:
+    """An error's message on one line (a sparc-es error's own; the type and message of any other)."""
+    text = str(e) if isinstance(e, SparcError) else f"{type(e).__name__}: {e}"
+    return " ".join(text.split())
+
+
+class ApiError(Exception):
+    """A request that ends with ``status`` and the JSON ``{"error": message}``."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+def _question(value: str) -> str:
+    if not value.strip():
+        raise ValueError("empty question")
+    return value
+
+
+class SearchRequest(BaseModel):
+    """``POST /search``: one question."""
+
+    model_config = ConfigDict(extra="forbid")
+    question: str
+    k: int = Field(10, ge=1, le=MAX_K)
+    context: bool = Field(False, description="add each hit's passage")
+
+    @field_validator("question")
+    @classmethod
+    def _nonempty(cls, value: str) -> str:
+        return _question(value)
+
+
+class BatchRequest(BaseModel):
+    """``POST /batch``: many questions, the same k."""
+
+    model_config = ConfigDict(extra="forbid")
+    questions: list[str] = Field(min_length=1, max_length=MAX_BATCH)
+    k: int = Field(10, ge=1, le=MAX_K)
+    context: bool = False
+
+    @field_validator("questions")
+    @classmethod
+    def _questions(cls, value: list[str]) -> list[str]:
+        for i, q in enumerate(value):
+            if not q.strip():
+                raise ValueError(f"question {i} is empty")
+        return value
+
+
+def where(doc: str | None, sentence_id: str, start: int | None, end: int | None) -> str:
+    """Where a sentence sits, as ``sparc-es search`` prints it: ``doc:start-end`` (else its id)."""
+    place = doc or sentence_id
+    return f"{place}:{start}-{end}" if start is not None else place
+
+
+class Service:
+    """One engine and its index's sentence store behind a single worker thread."""
+
+    def __init__(self, engine: Engine, index: str | Path | None, kind: str = "lucene") -> None:
+        """``engine`` as ``open_engine`` opened it, over ``index``; ``kind`` is its name (lucene, es, bm25).
+        The service closes the engine."""
+        self.engine = engine
+        self.index = Path(index) if index is not None else None
+        method = getattr(engine, "method", None)  # a HybridEngine's fusion
+        self.engine_info = {"engine": kind, "hybrid": method.value if method is not None else None,
+                            "hybrid_weight": engine.bm25_weight if method is not None and method.value == "sum"
+                            else None}
+        self.manifest = Manifest.read(self.index) if self.index is not None else None
+        store = self.index / SENTENCES if self.index is not None else None
+        self.store = SentenceStore(store) if store is not None and store.is_file() else None
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparc-es-engine")
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` on the worker thread; an engine failure becomes a 500 with one line."""
+        try:
+            return await asyncio.wrap_future(self._worker.submit(fn, *args))
+        except ApiError:
+            raise
+        except Exception as e:
+            message = one_line(e)
+            log.error("engine error: %s", message)
+            raise ApiError(500, message) from None
+
+    def search(self, question: str, k: int, context: bool) -> list[dict[str, Any]]:
+        """The hits of one question as JSON objects, ranked from 1 (on the worker thread)."""
+        hits = self.engine.search(question, k)
+        contexts = self.store.get([h.id for h in hits], context=True) if context and self.store else {}
+        return [self._hit(rank, h, contexts.get(h.id)) for rank, h in enumerate(hits, start=1)]
+
+    @staticmethod
+    def _hit(rank: int, hit: Hit, stored) -> dict[str, Any]:
+        out = {"rank": rank, **hit.to_json(), "where": where(hit.doc, hit.id, hit.start, hit.end)}
+        if stored is not None:
+            out["context"] = stored.context
+        return out
+
+    def sentence(self, sentence_id: str) -> dict[str, Any]:
+        """A stored sentence with its passage; 404 when the index has no such id."""
+        if self.store is None:
+            raise ApiError(404, "this server has no sentence store (serve it with --index INDEX)")
+        found = self.store.get([sentence_id], context=True).get(sentence_id)
+        if found is None:
+            raise ApiError(404, f"no sentence with id {sentence_id!r} in the index")
+        place = where(found.doc, found.id, found.start, found.end)
+        return {**found.to_json(), "context": found.context, "where": place}
+
+    def health(self) -> dict[str, Any]:
+        m = self.manifest
+        return {"status": "ok", "version": __version__, "index": str(self.index) if self.index else None,
+                "sentences": len(self.store) if self.store is not None else None,
+                "model": {"fingerprint": m.model.fingerprint, "base": m.model.base_model.get("name")} if m else None,
+                "factor": m.factor if m else None, "engine": self.engine_info}
+
+    def close(self) -> None:
+        self._worker.shutdown(wait=True)
+        self.engine.close()
+        if self.store is not None:
+            self.store.close()
+
+
+def _validation_message(e: RequestValidationError) -> tuple[int, str]:
+    """(status, one line) for a request FastAPI could not read: 400 for a body that is not JSON."""
+    errors = e.errors()
+    first = errors[0] if errors else {}
+    if first.get("type") == "json_invalid":
+        return 400, f"invalid JSON body: {first.get('ctx', {}).get('error', first.get('msg', ''))}"
+    loc = ".".join(str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path")) \
+        or ("request body" if tuple(first.get("loc", ())) == ("body",) else "")
+    msg = str(first.get("msg", "invalid request")).removeprefix("Value error, ")
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return 422, " ".join(f"{loc + ': ' if loc else ''}{msg[:1].lower() + msg[1:]}{more}".split())
+
+
+def page() -> str:
+    """The search page, shipped as package data."""
+    return (resources.files("sparc_es") / "web" / "index.html").read_text(encoding="utf-8")
+
+
+def create_app(service: Service) -> FastAPI:
+    """The FastAPI application over ``service``; the caller closes the service."""
+    app = FastAPI(title="sparc-es", version=__version__, description="SPARC sentence retrieval over one index")
+
+    @app.exception_handler(ApiError)
+    async def _api_error(request: Request, e: ApiError) -> JSONResponse:
+        return JSONResponse({"error": e.message}, status_code=e.status)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, e: RequestValidationError) -> JSONResponse:
+        status, message = _validation_message(e)
+        return JSONResponse({"error": message}, status_code=status)
+
+    @app.exception_handler(HTTPException)
+    async def _http(request: Request, e: HTTPException) -> JSONResponse:
+        message = {404: f"no such endpoint: {request.url.path}",
+                   405: f"{request.method} is not allowed on {request.url.path}"}.get(e.status_code, str(e.detail))
+        return JSONResponse({"error": message}, status_code=e.status_code, headers=e.headers)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, e: Exception) -> JSONResponse:
+        return JSONResponse({"error": one_line(e)}, status_code=500)
+
+    @app.get("/health")
+    async def health() -> dict:
+        """Index, sentence count, model fingerprint and engine."""
+        return await service.run(service.health)
+
+    @app.get("/search")
+    async def search_get(q: str = Query(..., description="the question"), k: int = Query(10, ge=1, le=MAX_K),
+                         context: bool = False) -> dict:
+        """The top ``k`` sentences for question ``q``."""
+        return await _search(q, k, context)
+
+    @app.post("/search")
+    async def search_post(body: SearchRequest) -> dict:
+        """The top ``k`` sentences for ``question``."""
+        return await _search(body.question, body.k, body.context)
+
+    async def _search(question: str, k: int, context: bool) -> dict:
+        try:
+            _question(question)
+        except ValueError as e:
+            raise ApiError(422, f"q: {e}") from None
+        return {"question": question, "k": k, "hits": await service.run(service.search, question, k, context)}
+
+    @app.post("/batch")
+    async def batch(body: BatchRequest) -> dict:
+        """The top ``k`` sentences for each of ``questions``, in order."""
+        def work() -> list[dict]:
+            return [{"question": q, "hits": service.search(q, body.k, body.context)} for q in body.questions]
+
+        return {"k": body.k, "results": await service.run(work)}
+
+    @app.get("/sentences/{sentence_id:path}")
+    async def sentence(sentence_id: str) -> dict:
+        """A stored sentence (id as in hits, URL-encoded: ``#`` is ``%23``) with its passage."""
+        return await service.run(service.sentence, sentence_id)
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    async def index_page() -> HTMLResponse:
+        return HTMLResponse(page())
+
+    return app
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port``, or a one-line error (port taken, unknown host)."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        sock = socket.socket(family, socket.SOCK_STREAM)
+    except OSError as e:
+        raise SparcError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError as e:
+        sock.close()
+        raise SparcError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+    return sock
+
+
+def serve(service: Service, sock: socket.socket, log_level: str = "info") -> None:
+    """Serve ``service`` on a listening socket until interrupted (Ctrl-C, SIGTERM)."""
+    server = uvicorn.Server(uvicorn.Config(create_app(service), log_level=log_level))
+    server.run(sockets=[sock])

@@ -1,0 +1,305 @@
+"""Trust: a resume never mixes two versions of the input, and sparc-es deletes only its own folders.
+
+Kills are real (SIGKILL of a real ``sparc-es encode`` process), and so are the changes of input
+between the kill and the rerun (a file added to the corpus folder, a source document edited in
+the loopback Elasticsearch API).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sparc_es.cli import main
+from sparc_es.encoded import Manifest, iter_vectors
+
+SENTENCES = ["Lucene stores integer impacts.", "Questions are bags of tokens.", "Elasticsearch keeps nine bits.",
+             "The demo corpus is tiny.", "Sentences are encoded once.", "Scores are sums of stored weights."]
+
+
+def write_jsonl(path: Path, ids: range, prefix: str = "s") -> Path:
+    path.write_text("".join(json.dumps({"id": f"{prefix}{i}", "text": SENTENCES[i % 6] + f" Number {i}.",
+                                        "context": "A paragraph."}) + "\n" for i in ids))
+    return path
+
+
+def run_cli(capsys, *argv) -> tuple[int, str, str]:
+    rc = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def one_line_error(rc: int, err: str) -> bool:
+    return rc == 1 and err.startswith("sparc-es: error: ") and err.count("\n") == 1
+
+
+def kill_midway(args: list, progress: Path, at_least: int) -> int:
+    """Start ``sparc-es *args``, SIGKILL it once ``progress`` records ``at_least`` sentences; returns them."""
+    proc = subprocess.Popen([sys.executable, "-m", "sparc_es", *map(str, args)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 180
+    while time.time() < deadline and proc.poll() is None:
+        try:
+            if json.loads(progress.read_text())["sentences"] >= at_least:
+                break
+        except (OSError, ValueError, KeyError):
+            pass
+        time.sleep(0.02)
+    assert proc.poll() is None, f"the encode ended before it could be killed: {proc.stderr.read()}"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    return json.loads(progress.read_text())["sentences"]
+
+
+def rerun(args: list) -> str:
+    done = subprocess.run([sys.executable, "-m", "sparc_es", *map(str, args)], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    return done.stderr
+
+
+def records(folder: Path) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for r in iter_vectors(folder):
+        assert r["id"] not in out, f"{r['id']} stored twice"
+        out[r["id"]] = r["contents"]
+    return out
+
+
+@pytest.mark.parametrize("idf", ["--idf", "--no-idf"])
+def test_a_file_added_before_the_kill_point_restarts_the_encode(tmp_path, tiny_model_dir, idf):
+    """Killed midway, a file that sorts first added to the corpus folder: the rerun must not skip
+    by count (which stored one sentence twice and lost the new one); it starts again and says so.
+    With --no-idf no corpus statistics change: the fingerprint of what was read catches it."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    write_jsonl(corpus / "b.jsonl", range(3000))
+    out = tmp_path / "enc"
+    args = ["encode", "--corpus", corpus, "--output", out, "--model", tiny_model_dir, "--shard-size", 100,
+            "--batch-size", 16, "--quiet", "--threads", 1, idf]
+    done = kill_midway(args, out / "progress.json", 200)
+    assert 0 < done < 3000
+    write_jsonl(corpus / "a.jsonl", range(1), prefix="new")
+    err = rerun(args)
+    stored = records(out)
+    assert list(stored) == ["new0", *(f"s{i}" for i in range(3000))]  # every sentence once, in input order
+    assert Manifest.read(out).sentences == 3001
+    assert "corpus changed since the interrupted encode" in err and "starting again" in err
+
+
+def test_a_file_added_after_the_kill_point_is_simply_read(tmp_path, tiny_model_dir):
+    """Without corpus statistics (--no-idf), sentences added after what was committed change
+    nothing already encoded: the resume goes on, and reads them."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    write_jsonl(corpus / "a.jsonl", range(3000))
+    out = tmp_path / "enc"
+    args = ["encode", "--corpus", corpus, "--output", out, "--model", tiny_model_dir, "--shard-size", 100,
+            "--batch-size", 16, "--quiet", "--threads", 1, "--no-idf"]
+    kill_midway(args, out / "progress.json", 200)
+    write_jsonl(corpus / "z.jsonl", range(2), prefix="new")
+    err = rerun(args)
+    assert "starting again" not in err
+    assert list(records(out)) == [*(f"s{i}" for i in range(3000)), "new0", "new1"]
+
+
+@pytest.fixture(scope="module")
+def es_url():
+    """SPARC_ES_URL if given, else noida-db's Elasticsearch API on a free loopback port."""
+    from loopback import noida_binary, noida_server
+
+    if os.environ.get("SPARC_ES_URL"):
+        yield os.environ["SPARC_ES_URL"]
+        return
+    if noida_binary() is None:
+        pytest.skip("noida-db not installed (pip install -e '.[test]')")
+    with noida_server() as url:
+        yield url
+
+
+def test_an_edited_source_document_restarts_an_encode_from_elasticsearch(tmp_path, tiny_model_dir, es_url):
+    """``--from-es``: killed midway, a document already encoded is edited in the source index; the
+    rerun starts again and stores what the index holds now (it used to keep stale sentences)."""
+    from elasticsearch import helpers
+
+    from sparc_es.corpus import document_sentences
+    from sparc_es.engines.elastic import Connection
+
+    client = Connection(es_url).client()
+    src = f"resume-src-{os.getpid()}"
+    docs = {f"d{i:03d}": " ".join(f"{SENTENCES[(i + j) % 6]} Document {i} sentence {j}." for j in range(8))
+            for i in range(400)}
+    client.indices.create(index=src, mappings={"properties": {"body": {"type": "text"}}})
+    try:
+        helpers.bulk(client, ({"_index": src, "_id": i, "_source": {"body": t}} for i, t in docs.items()),
+                     refresh=True)
+        out = tmp_path / "enc"
+        args = ["encode", "--from-es", src, "--text-field", "body", "--es-url", es_url, "--output", out,
+                "--model", tiny_model_dir, "--shard-size", 100, "--batch-size", 16, "--quiet", "--threads", 1,
+                "--no-idf"]
+        done = kill_midway(args, out / "progress.json", 200)
+        assert 0 < done < 3200
+        first = next(iter_vectors(out))["id"].split("#")[0]  # a document whose sentences were committed
+        client.index(index=src, id=first, document={"body": "An edited document. It has two sentences now."},
+                     refresh=True)
+        err = rerun(args)
+        stored = records(out)
+        assert stored[f"{first}#0"] == "An edited document." and f"{first}#2" not in stored
+        expected = {s.id: s.text for d, t in docs.items() if d != first for s in document_sentences(t, d)}
+        expected.update({f"{first}#0": "An edited document.", f"{first}#1": "It has two sentences now."})
+        assert stored == expected and Manifest.read(out).sentences == len(expected)
+        assert "corpus changed since the interrupted encode" in err
+    finally:
+        client.indices.delete(index=src, ignore_unavailable=True)
+
+
+# --- an update: killed, rerun, or asked for with --overwrite ----------------------------------
+
+def test_update_and_overwrite_together_are_refused(tmp_path, tiny_model_dir, capsys):
+    corpus = write_jsonl(tmp_path / "c.jsonl", range(6))
+    out = tmp_path / "enc"
+    rc, _, err = run_cli(capsys, "encode", "--corpus", corpus, "--output", out, "--model", tiny_model_dir,
+                         "--quiet", "--update", "--overwrite")
+    assert one_line_error(rc, err) and "pass one of them" in err and not out.exists()
+
+
+def test_an_update_killed_between_its_renames_is_completed_by_the_rerun(tmp_path, tiny_model_dir, capsys,
+                                                                       monkeypatch):
+    corpus = write_jsonl(tmp_path / "c.jsonl", range(20))
+    out = tmp_path / "enc"
+    common = ["encode", "--corpus", corpus, "--output", out, "--model", tiny_model_dir, "--quiet"]
+    assert run_cli(capsys, *common)[0] == 0
+    write_jsonl(corpus, range(2, 22))  # two sentences gone, two new
+    rename = Path.rename
+
+    def killed_after_the_first(self, target):  # the old folder moved aside, the new one not yet in place
+        result = rename(self, target)
+        if Path(target).name == ".enc.old":
+            raise KeyboardInterrupt
+        return result
+
+    monkeypatch.setattr(Path, "rename", killed_after_the_first)
+    assert main([str(a) for a in [*common, "--update"]]) == 130  # what Ctrl-C exits with
+    monkeypatch.undo()
+    assert not out.exists() and (tmp_path / ".enc.old").exists()
+    capsys.readouterr()
+    rc, out_text, err = run_cli(capsys, *common, "--update")
+    assert rc == 0, err
+    assert "completed the update that was interrupted" in err
+    manifest = Manifest.read(out)
+    assert manifest.sentences == 20 and list(records(out)) == [f"s{i}" for i in range(2, 22)]
+    assert not (tmp_path / ".enc.old").exists() and not (tmp_path / ".enc.update").exists()
+    # and the next update still works, keeping the first encode's statistics
+    write_jsonl(corpus, range(2, 23))
+    rc, _, err = run_cli(capsys, *common, "--update")
+    assert rc == 0, err and Manifest.read(out).reused == 20
+
+
+def test_an_interrupted_update_resumes_with_the_path_written_another_way(tmp_path, tiny_model_dir, capsys,
+                                                                         monkeypatch):
+    """``./data/x`` for ``data/x`` after a killed update used to be refused, and the advised
+    --overwrite was ignored with --update."""
+    from sparc_es import encode as encode_module
+
+    corpus = write_jsonl(tmp_path / "c.jsonl", range(300))
+    out = tmp_path / "enc"
+    model = ["--model", tiny_model_dir, "--quiet", "--shard-size", 50, "--batch-size", 16]
+    assert run_cli(capsys, "encode", "--corpus", corpus, "--output", out, *model)[0] == 0
+    write_jsonl(corpus, range(300), prefix="t")  # new ids: every sentence is written again
+    shards = 0
+    real = encode_module._write_shard
+
+    def killed_after_two_shards(*a, **kw):
+        nonlocal shards
+        shards += 1
+        if shards > 2:
+            raise KeyboardInterrupt
+        return real(*a, **kw)
+
+    monkeypatch.setattr(encode_module, "_write_shard", killed_after_two_shards)
+    assert main([str(a) for a in ["encode", "--corpus", corpus, "--output", out, *model, "--update"]]) == 130
+    monkeypatch.undo()
+    assert json.loads((tmp_path / ".enc.update" / "progress.json").read_text())["sentences"] > 0
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    rc, _, err = run_cli(capsys, "encode", "--corpus", "./c.jsonl", "--output", "./enc", *model, "--update")
+    assert rc == 0, err
+    assert "starting again" not in err
+    assert list(records(out)) == [f"t{i}" for i in range(300)]
+
+
+# --- sparc-es deletes only its own folders ------------------------------------------------------
+
+def users_folder(path: Path) -> Path:
+    path.mkdir()
+    (path / "thesis.tex").write_text("years of work")
+    return path
+
+
+def test_encode_overwrite_refuses_a_folder_sparc_es_did_not_make(tmp_path, tiny_model_dir, capsys):
+    corpus = write_jsonl(tmp_path / "c.jsonl", range(6))
+    mine = users_folder(tmp_path / "mine")
+    rc, _, err = run_cli(capsys, "encode", "--corpus", corpus, "--output", mine, "--model", tiny_model_dir,
+                         "--quiet", "--overwrite")
+    assert one_line_error(rc, err) and "was not made by sparc-es" in err
+    assert (mine / "thesis.tex").read_text() == "years of work"
+    out = tmp_path / "enc"  # sparc-es's own folder is replaced
+    for _ in range(2):
+        rc, _, err = run_cli(capsys, "encode", "--corpus", corpus, "--output", out, "--model", tiny_model_dir,
+                             "--quiet", "--overwrite")
+        assert rc == 0, err
+
+
+def test_index_overwrite_refuses_a_folder_sparc_es_did_not_make(tmp_path, tiny_model_dir, capsys):
+    corpus = write_jsonl(tmp_path / "c.jsonl", range(6))
+    enc = tmp_path / "enc"
+    assert run_cli(capsys, "encode", "--corpus", corpus, "--output", enc, "--model", tiny_model_dir, "--quiet")[0] == 0
+    mine = users_folder(tmp_path / "mine")
+    rc, _, err = run_cli(capsys, "index", "--input", enc, "--index", mine, "--overwrite", "--quiet")
+    assert one_line_error(rc, err) and "was not made by sparc-es" in err
+    assert (mine / "thesis.tex").exists() and not list(tmp_path.glob(".mine.building*"))
+    index = tmp_path / "index"
+    for _ in range(2):
+        rc, _, err = run_cli(capsys, "index", "--input", enc, "--index", index, "--overwrite", "--quiet")
+        assert rc == 0, err
+
+
+def test_demo_refuses_a_workdir_it_did_not_make(tmp_path, capsys):
+    mine = users_folder(tmp_path / "mine")
+    rc, _, err = run_cli(capsys, "demo", "--workdir", mine, "--quiet")
+    assert one_line_error(rc, err) and "was not made by sparc-es" in err
+    assert (mine / "thesis.tex").exists()
+
+
+# --- a reader sees one generation of an encoded folder ------------------------------------------
+
+def test_an_index_built_while_an_update_swaps_its_input_fails_cleanly(tmp_path, tiny_model, capsys, monkeypatch):
+    """The impact index read from the old folder, texts and BM25 from the new: refused, nothing left."""
+    from sparc_es.encode import encode_corpus
+    from sparc_es.engines import lucene
+
+    corpus = write_jsonl(tmp_path / "c.jsonl", range(10))
+    enc = tmp_path / "enc"
+    encode_corpus([corpus], enc, tiny_model, progress=False)
+    real = lucene.write_impact_index
+
+    def meanwhile_an_update_finishes(*a, **kw):
+        result = real(*a, **kw)
+        write_jsonl(corpus, range(10), prefix="t")
+        encode_corpus([corpus], enc, tiny_model, progress=False, update=True)
+        return result
+
+    monkeypatch.setattr(lucene, "write_impact_index", meanwhile_an_update_finishes)
+    rc, _, err = run_cli(capsys, "index", "--input", enc, "--index", tmp_path / "index", "--quiet")
+    assert one_line_error(rc, err) and "was replaced while it was read" in err
+    assert not (tmp_path / "index").exists() and not list(tmp_path.glob(".index.building*"))
+    monkeypatch.undo()
+    rc, _, err = run_cli(capsys, "index", "--input", enc, "--index", tmp_path / "index", "--quiet")
+    assert rc == 0, err

@@ -205,9 +205,13 @@ def test_hybrid_adds_a_bm25_clause(squad_both):
 
 
 def test_unreachable_cluster_is_one_line(capsys, tmp_path):
+    import time
+
+    started = time.monotonic()
     rc = main(["search", "--engine", "es", "--es-url", "http://127.0.0.1:9", "--es-index", "x", "question"])
     err = capsys.readouterr().err
     assert rc == 1 and err.startswith("sparc-es: error: cannot reach Elasticsearch") and err.count("\n") == 1
+    assert time.monotonic() - started >= 0.5 + 1 + 2  # the default 3 retries waited as the README says
 
 
 class DyingClient:

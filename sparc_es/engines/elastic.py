@@ -12,7 +12,11 @@
   and needs the field mapped as ``sparse_vector``.
 * Loading streams records through the official client's ``streaming_bulk`` (chunks, retries with
   backoff on 429), with document ids = sentence ids so a re-run replaces rather than duplicates;
-  failed items go to a JSONL report and the run ends with a count check.
+  failed items go to a JSONL report and the run ends with a check that the index holds exactly
+  the folder's ids.
+* Every request of the client :meth:`Connection.client` makes is retried with backoff on
+  connection errors, timeouts and 429/502/503/504 (:func:`retry_delays`); no message shows the
+  password of a URL (:func:`redact_url`).
 
 Supported servers: Elasticsearch 8.x (client 8.x or 9.x with 8-compatible headers) and 9.x.
 """
@@ -21,16 +25,20 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
+import hashlib
 import json
 import math
 import os
 import re
+import time
 from datetime import datetime, timezone
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from ..corpus import CorpusStats, Sentence, document_sentences
 from ..encoded import Manifest, iter_vectors
@@ -146,6 +154,81 @@ def query_body(bag: dict[str, float], size: int = 10, mode: QueryMode | str = Qu
     return {"size": size, "query": {"bool": {"should": should}}, "_source": ["text", "doc", "start", "end"]}
 
 
+def redact_url(url: str) -> str:
+    """``url`` fit to show: its user-info becomes ``user:***@`` (``***@`` when it has no ``:``, as
+    it may be a token). The user-info is everything up to the last ``@``, so a password with an
+    unencoded ``/``, ``#`` or ``@`` is hidden too, and a URL without its scheme as well."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    userinfo, at, host = rest.rpartition("@")
+    if not at:
+        return url
+    user, colon, _ = userinfo.partition(":")
+    return f"{scheme}{sep}{user + ':***' if colon else '***'}@{host}"
+
+
+# user-info in a URL inside a message of another library (one without a scheme: redact_url)
+_USERINFO = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://)[^\s/?#'\"]*@")
+
+
+def _redacted(text: str) -> str:
+    """``text`` with the user-info of every URL in it hidden: for messages of the client."""
+    return _USERINFO.sub(r"\1***@", text)
+
+
+MAX_BACKOFF = 10.0  # seconds: the longest wait between two attempts of one request
+
+
+def retry_delays(retries: int, first: float = 0.5) -> list[float]:
+    """The waits before each retry of one request: ``first`` seconds, doubling, at most
+    :data:`MAX_BACKOFF` (0.5, 1, 2 s for the default 3 retries)."""
+    return [min(first * 2 ** n, MAX_BACKOFF) for n in range(retries)]
+
+
+@functools.cache
+def _transport_class() -> type:
+    """The client's transport, with backoff between the attempts of a request.
+
+    elastic-transport retries connection errors, timeouts and the retry statuses at once (its
+    newest releases can wait between attempts, off by default and not for retried statuses; the
+    older ones this package supports cannot) and a single node never waits out its dead-node
+    timeout, so four attempts took 10 ms against a cluster that was restarting. It is asked for one
+    attempt at a time here, and the retries happen in this one place for every request: queries,
+    scans, bulk loading."""
+    from elastic_transport import ConnectionError, ConnectionTimeout, TlsError, Transport
+    from elastic_transport.client_utils import DEFAULT
+
+    class BackoffTransport(Transport):
+        backoff = 0.5  # seconds before the first retry; Connection.client sets its own
+
+        def perform_request(self, method: str, target: str, **kwargs):
+            def given(name, default):
+                value = kwargs.pop(name, DEFAULT)
+                return default if value is DEFAULT else value
+
+            retries = given("max_retries", self.max_retries)
+            on_timeout = given("retry_on_timeout", self.retry_on_timeout)
+            on_status = given("retry_on_status", self.retry_on_status)
+            for delay in [*retry_delays(retries, self.backoff), None]:
+                try:
+                    response = super().perform_request(method, target, max_retries=0, **kwargs)
+                except TlsError:
+                    raise  # a certificate, or https spoken to plain HTTP, does not heal by waiting
+                except ConnectionTimeout:
+                    if delay is None or not on_timeout:
+                        raise
+                except ConnectionError:
+                    if delay is None:
+                        raise
+                else:
+                    if delay is None or response.meta.status not in on_status:
+                        return response
+                time.sleep(delay)
+
+    return BackoffTransport
+
+
 @dataclass(frozen=True)
 class Connection:
     """Where the cluster is and how to authenticate; secrets come from flags or the environment."""
@@ -156,13 +239,43 @@ class Connection:
     password: str | None = None
     ca_certs: str | None = None
     timeout: float = 60.0  # seconds per request
-    retries: int = 3  # per request, with backoff, on connection errors, timeouts and 429/502/503/504
+    retries: int = 3  # per request, on connection errors, timeouts and 429/502/503/504
+    backoff: float = 0.5  # seconds before the first retry, doubling (retry_delays)
 
     def __post_init__(self) -> None:
+        shown = redact_url(self.url)
         if not self.url.startswith(("http://", "https://")):
-            raise SparcError(f"Elasticsearch URL {self.url!r} needs its scheme: http://HOST:9200 or https://HOST:9200")
-        if not self.timeout > 0 or self.retries < 0:
-            raise SparcError("the Elasticsearch timeout must be above 0 and the retries at least 0")
+            raise SparcError(f"Elasticsearch URL {shown!r} needs its scheme: http://HOST:9200 or https://HOST:9200")
+        why = self._unusable()
+        if why:
+            raise SparcError(f"cannot use the Elasticsearch URL {shown!r}: {why}")
+        if not self.timeout > 0 or self.retries < 0 or not self.backoff >= 0:
+            raise SparcError("the Elasticsearch timeout must be above 0, the retries and backoff at least 0")
+
+    def _unusable(self) -> str | None:
+        """Why the URL cannot be used, said here rather than by the client, whose messages
+        repeat the URL whole, password included."""
+        try:
+            parts = urlsplit(self.url)
+            parts.port  # raises on a port that is not a number from 0 to 65535
+        except ValueError:
+            return "its host or port cannot be read (HOST:PORT, the port a number up to 65535)"
+        if "@" in self.url[len(f"{parts.scheme}://{parts.netloc}"):]:
+            return "a user name or password with / ? # or @ must be percent-encoded"
+        if not parts.hostname:
+            return "it has no host"
+        if self.ca_certs and parts.scheme != "https":
+            return "a CA bundle (--es-ca-certs) is for https:// URLs"
+        return None
+
+    def _scrub(self, text: str) -> str:
+        """``text`` without this connection's secrets: its URL redacted, its password and API key hidden."""
+        text = _redacted(text.replace(self.url, redact_url(self.url)))
+        userinfo = self.url.partition("://")[2].rpartition("@")[0]
+        for secret in (userinfo.partition(":")[2], self.password, self.api_key):
+            if secret and len(secret) >= 4:  # a shorter one would hide letters of the message
+                text = text.replace(secret, "***")
+        return text
 
     @classmethod
     def from_env(cls, url: str | None = None, timeout: float = 60.0, retries: int = 3, **given) -> Connection:
@@ -176,15 +289,17 @@ class Connection:
                    ca_certs=given.get("ca_certs") or env.get("SPARC_ES_CA_CERTS"), timeout=timeout, retries=retries)
 
     def __repr__(self) -> str:  # never print secrets
-        return f"Connection(url={self.url!r}, auth={'api key' if self.api_key else 'basic' if self.username else 'none'})"
+        auth = "api key" if self.api_key else "basic" if self.username else "none"
+        return f"Connection(url={redact_url(self.url)!r}, auth={auth})"
 
     def client(self, **options):
+        """An ``Elasticsearch`` client whose every request is retried with backoff (:func:`retry_delays`)."""
         try:
             from elasticsearch import Elasticsearch
         except ImportError:
             raise SparcError("the Elasticsearch engine needs the client: pip install 'sparc-es[es]'") from None
         kwargs = {"request_timeout": self.timeout, "max_retries": self.retries, "retry_on_timeout": True,
-                  "retry_on_status": (429, 502, 503, 504), **options}
+                  "retry_on_status": (429, 502, 503, 504), "transport_class": _transport_class(), **options}
         if self.api_key:
             kwargs["api_key"] = self.api_key
         elif self.username:
@@ -192,9 +307,12 @@ class Connection:
         if self.ca_certs:
             kwargs["ca_certs"] = self.ca_certs
         try:
-            return Elasticsearch(self.url, **kwargs)
+            client = Elasticsearch(self.url, **kwargs)
         except (ValueError, TypeError) as e:
-            raise SparcError(f"cannot use the Elasticsearch URL {self.url!r}: {e}") from None
+            raise SparcError(f"cannot use the Elasticsearch URL {redact_url(self.url)!r}: {self._scrub(str(e))}") \
+                from None
+        client.transport.backoff = self.backoff
+        return client
 
 
 _BAD_NAME = re.compile(r'[\\/*?"<>| ,#:A-Z]')
@@ -217,9 +335,10 @@ def _cluster_errors(doing: str, then: str = ""):
     try:
         yield
     except TransportError as e:  # connection refused or lost, timeouts (after the client's retries)
-        raise EngineError(f"Elasticsearch did not answer while {doing} ({type(e).__name__}: {e}){then}") from None
+        raise EngineError(f"Elasticsearch did not answer while {doing} ({type(e).__name__}: {_redacted(str(e))})"
+                          f"{then}") from None
     except ApiError as e:
-        raise EngineError(f"Elasticsearch refused {doing}: {e}{then}") from None
+        raise EngineError(f"Elasticsearch refused {doing}: {_redacted(str(e))}{then}") from None
 
 
 SUPPORTED_MAJORS = (8, 9)
@@ -230,7 +349,7 @@ def check_server(client) -> str:
     try:
         version = client.info()["version"]["number"]
     except Exception as e:  # connection refused, auth, product check: the client's own message
-        raise EngineError(f"cannot reach Elasticsearch: {e}") from None
+        raise EngineError(f"cannot reach Elasticsearch: {_redacted(str(e))}") from None
     if int(version.split(".")[0]) not in SUPPORTED_MAJORS:
         raise EngineError(f"Elasticsearch {version} is not supported (8.x or 9.x)")
     return version
@@ -274,34 +393,75 @@ def _actions(encoded: Path, index_name: str, client=None, skipped: list[int] | N
 
 
 def _stale_ids(client, index_name: str, encoded: Path) -> list[str]:
-    """Ids in the index that the encoded folder no longer has (sources edited or deleted)."""
-    keep = {r["id"] for r in iter_vectors(encoded)}
+    """Ids in the index that it should not hold: sentences the encoded folder no longer has
+    (sources edited or deleted), or has without weights, and documents of other writers."""
+    keep = set(_loaded_ids(encoded))
     return [h["_id"] for h in scan(client, index_name, source=False) if h["_id"] not in keep]
 
 
-def scan(client, index_name: str, source: list[str] | bool = False, query: dict | None = None,
-         page: int = 1000) -> Iterator[dict]:
-    """Every hit of ``query`` in ``index_name``, paged with a point in time and ``search_after``
-    (a consistent view however long the caller takes between pages)."""
+def _loaded_ids(encoded: Path) -> Iterator[str]:
+    """The ids the index must hold: those of the encoded folder's records with weights."""
+    for batch in _batches(encoded):
+        for record in batch:
+            yield record["id"]
+
+
+def _id_digest(ids: Iterable[str]) -> tuple[int, int]:
+    """How many ``ids`` and the sum of their 128-bit hashes: the same for the same ids in any order,
+    and different (but for a 2^-128 chance) when one is swapped for another, in constant memory."""
+    n = total = 0
+    for i in ids:
+        n += 1
+        total += int.from_bytes(hashlib.blake2b(i.encode("utf-8"), digest_size=16).digest(), "big")
+    return n, total % (1 << 128)
+
+
+def id_differences(client, index_name: str, encoded: str | Path) -> tuple[list[str], list[str]]:
+    """(the encoded folder's ids that ``index_name`` does not hold, the ids it holds that the folder
+    has not): what a count check misses when one document is lost and a foreign one came in.
+
+    The ids of both are compared by :func:`_id_digest`, streamed (constant memory, one pass over
+    each); only when they differ are the differences listed (the folder's ids then held in memory)."""
+    encoded = Path(encoded)
+    there = _id_digest(h["_id"] for h in scan(client, index_name, source=False, page=5000))
+    if there == _id_digest(_loaded_ids(encoded)):
+        return [], []
+    return _missing(client, index_name, encoded), _stale_ids(client, index_name, encoded)
+
+
+@contextmanager
+def _point_in_time(client, index_name: str) -> Iterator[dict]:
+    """A point in time of ``index_name``, as a search's ``pit`` (its id kept current), closed after."""
     with _cluster_errors(f"reading index {index_name!r}"):
-        pit = client.open_point_in_time(index=index_name, keep_alive="5m")["id"]
+        pit = {"id": client.open_point_in_time(index=index_name, keep_alive="5m")["id"], "keep_alive": "5m"}
     try:
-        after = None
-        while True:
-            with _cluster_errors(f"reading index {index_name!r}"):
-                response = client.search(pit={"id": pit, "keep_alive": "5m"}, sort=["_shard_doc"], size=page,
-                                         source=source, search_after=after, query=query or {"match_all": {}})
-            hits = response["hits"]["hits"]
-            if not hits:
-                return
-            pit = response.get("pit_id", pit)
-            yield from hits
-            after = hits[-1]["sort"]
+        yield pit
     finally:
         try:
-            client.close_point_in_time(id=pit)
+            client.close_point_in_time(id=pit["id"])
         except Exception:
             pass  # it expires by itself
+
+
+def scan(client, index_name: str, source: list[str] | bool = False, query: dict | None = None,
+         page: int = 1000, pit: dict | None = None) -> Iterator[dict]:
+    """Every hit of ``query`` in ``index_name``, paged with a point in time and ``search_after``
+    (a consistent view however long the caller takes between pages); in ``pit`` when given."""
+    if pit is None:
+        with _point_in_time(client, index_name) as pit:
+            yield from scan(client, index_name, source, query, page, pit)
+        return
+    after = None
+    while True:
+        with _cluster_errors(f"reading index {index_name!r}"):
+            response = client.search(pit=pit, sort=["_shard_doc"], size=page, source=source, search_after=after,
+                                     query=query or {"match_all": {}})
+        hits = response["hits"]["hits"]
+        if not hits:
+            return
+        pit["id"] = response.get("pit_id", pit["id"])
+        yield from hits
+        after = hits[-1]["sort"]
 
 
 def _with_text(records: list[dict], store: SentenceStore, index_name: str) -> Iterator[dict]:
@@ -390,20 +550,24 @@ def build_index(encoded: str | Path, client, index_name: str, chunk_size: int = 
                     client, ({"_op_type": "delete", "_index": index, "_id": i} for i in stale), chunk_size=chunk_size,
                     max_retries=max_retries, initial_backoff=initial_backoff, raise_on_error=False):
                 deleted += success
-    with _cluster_errors(f"checking the count of {index!r}", again):
+    with _cluster_errors(f"checking the ids in {index!r}", again):
         client.indices.refresh(index=index)
         count = client.count(index=index)["count"]
-        missing = [] if count >= expected else _missing(client, index, encoded)
-    if missing:
+        # ids, not only their count: a lost document and a foreign one leave the count right
+        missing, extra = id_differences(client, index, encoded)
+    if missing or extra:
         with open(report_path, "a", encoding="utf-8") as failures:
             failures.writelines(json.dumps({"missing": i}) + "\n" for i in missing)
+            failures.writelines(json.dumps({"extra": i}) + "\n" for i in extra)
     elif not failed:
         report_path.unlink()
     result = {"index": index, "loaded": ok, "already_there": skipped[0], "deleted": deleted, "failed": failed,
               "count": count, "expected": expected}
-    if failed or missing:
+    if failed or missing or extra:
+        foreign = f"; {len(extra)} it should not hold (e.g. {', '.join(extra[:3])})" if extra else ""
         raise EngineError(f"{failed} of {ok + failed} documents failed to load into {index!r}; {len(missing)} are "
-                          f"missing from it (e.g. {', '.join(missing[:3]) or '-'}); ids in {report_path}{again}")
+                          f"missing from it (e.g. {', '.join(missing[:3]) or '-'}){foreign}; ids in {report_path}"
+                          f"{again}")
     if count != expected:
         raise EngineError(count_mismatch(f"index {index!r}", count, expected, f"sentences with weights in {encoded}"))
     with _cluster_errors(f"recording the build in {index!r}"):
@@ -453,14 +617,33 @@ class ElasticSource:
                 f"{read_as}"]
 
     def documents(self) -> Iterator[tuple[str, dict]]:
-        """(document id, source) of every selected document, in index order."""
+        """(document id, source) of every selected document, sorted by document id.
+
+        The same order on every read, whatever the index's own order (which changes when a
+        document is edited or segments merge): a resumed encode reads the source again and
+        compares it with what it read before. The ids are listed first (only they are held in
+        memory), then the documents fetched ``page`` at a time, all in one point in time."""
         fields = [f for f in (self.text_field, self.id_field, self.title_field) if f]
-        for h in scan(self.client, self.index, source=fields, query=self.query, page=self.page):
-            src = h.get("_source", {})
-            doc_id = src.get(self.id_field) if self.id_field else h["_id"]
-            if doc_id is None or str(doc_id).strip() == "":
-                raise InputError(f"{self.index}/{h['_id']}", f"no {self.id_field!r} field to take the id from")
-            yield str(doc_id), src
+        with _point_in_time(self.client, self.index) as pit:
+            listed = []
+            for h in scan(self.client, self.index, source=[self.id_field] if self.id_field else False,
+                          query=self.query, page=max(self.page, 1000), pit=pit):
+                doc_id = h.get("_source", {}).get(self.id_field) if self.id_field else h["_id"]
+                if doc_id is None or str(doc_id).strip() == "":
+                    raise InputError(f"{self.index}/{h['_id']}", f"no {self.id_field!r} field to take the id from")
+                listed.append((str(doc_id), h["_id"]))
+            listed.sort()
+            for start in range(0, len(listed), self.page):
+                part = listed[start:start + self.page]
+                with _cluster_errors(f"reading index {self.index!r}"):
+                    response = self.client.search(pit=pit, size=len(part), source=fields,
+                                                  query={"ids": {"values": [i for _, i in part]}})
+                pit["id"] = response.get("pit_id", pit["id"])
+                found = {h["_id"]: h.get("_source", {}) for h in response["hits"]["hits"]}
+                for doc_id, es_id in part:
+                    if es_id not in found:  # listed in this point in time: only a broken server loses it
+                        raise EngineError(f"index {self.index!r} lost document {es_id!r} while it was read")
+                    yield doc_id, found[es_id]
 
     def read(self, stats: CorpusStats | None = None) -> Iterator[Sentence]:
         seen: set[str] = set()
@@ -501,7 +684,7 @@ class ElasticEngine:
         try:
             meta = client.indices.get_mapping(index=index)[index]["mappings"].get("_meta", {}).get("sparc_es")
         except Exception as e:
-            raise EngineError(f"cannot read index {index!r}: {e}") from None
+            raise EngineError(f"cannot read index {index!r}: {_redacted(str(e))}") from None
         if not meta:
             raise EngineError(f"index {index!r} was not made by sparc-es (no _meta.sparc_es in its mapping)")
         self.factor = float(meta["factor"])

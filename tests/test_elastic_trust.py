@@ -1,0 +1,383 @@
+"""Issue 28's fault probe of the Elasticsearch engine, over real HTTP (noida-db on loopback, or the
+cluster of SPARC_ES_URL): no password in any message, retries that back off, a post-load check of
+the ids (not only of their count), and a source index read in the same order on every run."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from sparc_es.cli import main
+from sparc_es.encode import encode_corpus
+from sparc_es.encoded import iter_vectors
+from sparc_es.engines.elastic import Connection, ElasticEngine, ElasticSource, check_server, es_features
+from sparc_es.engines.elastic import build_index as load_es
+from sparc_es.errors import EngineError, SparcError
+from sparc_es.query import QueryEncoder
+from loopback import free_port, noida_binary, noida_server
+
+ROOT = Path(__file__).resolve().parents[1]
+SECRET = "s3cret"
+
+
+@pytest.fixture(scope="module")
+def es_url():
+    """SPARC_ES_URL if given, else noida-db started on a free loopback port and stopped afterwards."""
+    if os.environ.get("SPARC_ES_URL"):
+        yield os.environ["SPARC_ES_URL"]
+        return
+    if noida_binary() is None:
+        pytest.skip("noida-db not installed (pip install -e '.[test]')")
+    with noida_server() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def encoded(tmp_path_factory, tiny_model) -> Path:
+    root = tmp_path_factory.mktemp("trust")
+    corpus = root / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"s{i:02d}", "text": f"Sentence {i} about port {8000 + i}."}) + "\n"
+                              for i in range(40)))
+    encode_corpus([corpus], root / "enc", tiny_model, progress=False)
+    return root / "enc"
+
+
+class Dropper:
+    """A server on loopback that accepts every connection and closes it at once (a cluster going
+    down, a proxy without its backend), recording when each connection came."""
+
+    def __init__(self) -> None:
+        self.server = socket.socket()
+        self.server.bind(("127.0.0.1", 0))
+        self.server.listen(64)
+        self.server.settimeout(0.1)
+        self.accepted: list[float] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+        self.port = self.server.getsockname()[1]
+
+    def _serve(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                continue
+            self.accepted.append(time.monotonic())
+            conn.close()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join()
+        self.server.close()
+
+
+@pytest.fixture
+def dropper():
+    d = Dropper()
+    yield d
+    d.close()
+
+
+# --- 1. no password in any message -------------------------------------------------------
+
+BAD_URLS = [
+    ("elastic:s3cret@localhost:9200", {}),  # no scheme
+    ("ftp://elastic:s3cret@localhost:9200", {}),  # another scheme
+    ("http://elastic:s3cret@localhost:92x0", {}),  # a port that is not a number
+    ("http://elastic:s3cret@localhost:99999", {}),  # a port out of range
+    ("http://elastic:s3cret@[::1:9200", {}),  # an IPv6 host without its bracket
+    ("http://elastic:s3cret@host name:9200", {}),  # a space in the host
+    ("http://elastic:pa/s3cret@localhost:9200", {}),  # a "/" in the password, not percent-encoded
+    ("http://elastic:s3cret@localhost:9200", {"ca_certs": "/etc/ssl/ca.pem"}),  # a CA bundle over http
+]
+
+
+@pytest.mark.parametrize("url, given", BAD_URLS)
+def test_a_url_that_cannot_be_used_is_refused_without_its_password(url, given):
+    with pytest.raises(SparcError) as refused:
+        Connection(url, **given).client()
+    message = str(refused.value)
+    assert SECRET not in message and "***@" in message and "\n" not in message, message
+
+
+@pytest.mark.parametrize("url, given", BAD_URLS)
+def test_the_cli_never_prints_the_password_of_a_bad_url(url, given, capsys, monkeypatch, tmp_path):
+    flags = ["--es-ca-certs", given["ca_certs"]] if given else []
+    assert main(["search", "--engine", "es", "--es-url", url, *flags, "--es-index", "x", "question"]) == 1
+    err = capsys.readouterr().err
+    assert SECRET not in err and err.startswith("sparc-es: error:") and err.count("\n") == 1, err
+    monkeypatch.setenv("SPARC_ES_URL", url)  # the same from the environment, in another command
+    assert main(["encode", "--from-es", "src", "--text-field", "body", *flags, "--output", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err
+    assert SECRET not in err and err.count("\n") == 1, err
+
+
+def test_a_connection_never_shows_the_password_of_its_url():
+    for url in ("http://elastic:s3cret@localhost:9200", "https://elastic:s3cret@es.example:9243/prefix"):
+        assert SECRET not in repr(Connection(url)) and "elastic:***@" in repr(Connection(url))
+    from sparc_es.engines.elastic import redact_url
+
+    assert redact_url("http://elastic:s3cret@localhost:9200") == "http://elastic:***@localhost:9200"
+    assert redact_url("elastic:s3cret@localhost:9200") == "elastic:***@localhost:9200"
+    assert redact_url("https://tokenonly@host:9200") == "https://***@host:9200"  # a bare token is hidden whole
+    assert redact_url("http://elastic:p@ss:s3cret@host:9200") == "http://elastic:***@host:9200"
+    assert redact_url("http://localhost:9200") == "http://localhost:9200"
+
+
+def test_errors_while_talking_to_a_cluster_never_show_the_password(es_url, encoded, dropper, tmp_path):
+    """Every way a request can fail (refused, dropped, TLS spoken to plain HTTP, an unknown host, an
+    index the cluster does not have), through every entry point: none names the password."""
+    with_secret = es_url.replace("://", f"://elastic:{SECRET}@", 1) if "@" not in es_url else es_url
+    unreachable = [f"http://elastic:{SECRET}@127.0.0.1:{free_port()}",
+                   f"http://elastic:{SECRET}@127.0.0.1:{dropper.port}",
+                   f"https://elastic:{SECRET}@127.0.0.1:{dropper.port}",
+                   f"http://elastic:{SECRET}@no-such-host.invalid:9200"]
+    messages = []
+    for url in unreachable:
+        client = Connection(url, retries=1, backoff=0.01, timeout=5).client()
+        for attempt in (lambda: check_server(client),
+                        lambda: ElasticEngine(client, "x", QueryEncoder.load(encoded)),
+                        lambda: load_es(encoded, client, "x", progress=False, report=tmp_path / "r.jsonl"),
+                        lambda: list(ElasticSource(client, "x", "body").read())):
+            with pytest.raises(EngineError) as failed:
+                attempt()
+            messages.append(str(failed.value))
+    client = Connection(with_secret).client()  # a cluster that answers, about an index it does not have
+    for attempt in (lambda: ElasticEngine(client, "no-such-index", QueryEncoder.load(encoded)),
+                    lambda: list(ElasticSource(client, "no-such-index", "body").read())):
+        with pytest.raises(EngineError) as failed:
+            attempt()
+        messages.append(str(failed.value))
+    for message in messages:
+        assert SECRET not in message and "\n" not in message, message
+    assert any("no-such-index" in m for m in messages)
+
+
+def test_the_cli_never_prints_the_password_when_the_cluster_fails(encoded, tiny_model_dir, dropper, capsys,
+                                                                    monkeypatch):
+    """search, index and encode --from-es against a closed port and a server that drops
+    connections, the URL given by flag and by environment: through the console script for the
+    first, in-process for the second (the same code, faster)."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env.pop("SPARC_ES_URL", None)
+    for port in (free_port(), dropper.port):
+        url = f"http://elastic:{SECRET}@127.0.0.1:{port}"
+        quick = ["--es-retries", "0"]
+        for args in (["search", "--engine", "es", "--es-url", url, "--es-index", "x", "--tokenizer", str(encoded),
+                      *quick, "question"],
+                     ["index", "--engine", "es", "--input", str(encoded), "--es-index", "x", *quick, "--quiet"],
+                     ["encode", "--from-es", "src", "--text-field", "body", "--output", str(encoded.parent / "o"),
+                      "--model", str(tiny_model_dir), *quick, "--quiet"]):
+            run_env = env if "--es-url" in args else {**env, "SPARC_ES_URL": url}
+            if port == dropper.port:
+                with monkeypatch.context() as patch:
+                    patch.delenv("SPARC_ES_URL", raising=False)
+                    if "SPARC_ES_URL" in run_env:
+                        patch.setenv("SPARC_ES_URL", url)
+                    rc, err = main(args), capsys.readouterr().err
+            else:
+                done = subprocess.run([sys.executable, "-m", "sparc_es", *args], capture_output=True, text=True,
+                                      env=run_env, cwd=ROOT, timeout=120)
+                rc, err = done.returncode, done.stderr + done.stdout
+            assert rc == 1 and SECRET not in err, err
+            assert err.startswith("sparc-es: error:") and err.count("\n") == 1, err
+
+
+# --- 2. retries back off --------------------------------------------------------------------
+
+def test_retry_delays_double_from_half_a_second_up_to_a_cap():
+    from sparc_es.engines.elastic import MAX_BACKOFF, retry_delays
+
+    assert retry_delays(3) == [0.5, 1.0, 2.0]
+    assert retry_delays(0) == []
+    assert retry_delays(12)[-1] == MAX_BACKOFF and retry_delays(2, 0.05) == [0.05, 0.1]
+
+
+def _attempts(caplog) -> list[float]:
+    """When each attempt of a request ended: elastic-transport logs one line per attempt."""
+    return [r.created for r in caplog.records
+            if r.name == "elastic_transport.transport" and "[status:" in r.getMessage()]
+
+
+def _requests(client):
+    """One request of each kind the engine makes: the version check, a query, a bulk load."""
+    from elasticsearch import helpers
+
+    def bulk():
+        for _ in helpers.streaming_bulk(client, [{"_index": "x", "_id": "1", "_source": {"text": "a"}}],
+                                        initial_backoff=0, raise_on_error=False):
+            pass
+
+    return {"info": lambda: check_server(client),
+            "search": lambda: client.search(index="x", query={"match_all": {}}),
+            "bulk": bulk}
+
+
+def _check_backoff(times: list[float], elapsed: float, delays: list[float]) -> None:
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    assert len(times) == len(delays) + 1, times
+    for gap, delay in zip(gaps, delays):
+        assert gap >= delay * 0.95, (gaps, delays)
+    assert all(a < b for a, b in zip(gaps, gaps[1:])), gaps  # the waits grow
+    assert sum(delays) * 0.95 <= elapsed < sum(delays) + 5
+
+
+@pytest.mark.parametrize("kind", ["info", "search", "bulk"])
+def test_a_closed_port_is_retried_with_growing_delays(kind, caplog):
+    caplog.set_level(logging.INFO, logger="elastic_transport.transport")
+    client = Connection(f"http://127.0.0.1:{free_port()}", retries=3, backoff=0.1).client()
+    started = time.monotonic()
+    with pytest.raises(Exception):  # EngineError, or the client's ConnectionError
+        _requests(client)[kind]()
+    _check_backoff(_attempts(caplog), time.monotonic() - started, [0.1, 0.2, 0.4])
+
+
+@pytest.mark.parametrize("kind", ["info", "search", "bulk"])
+def test_a_server_dropping_connections_is_retried_with_growing_delays(kind, dropper):
+    client = Connection(f"http://127.0.0.1:{dropper.port}", retries=3, backoff=0.1).client()
+    started = time.monotonic()
+    with pytest.raises(Exception):
+        _requests(client)[kind]()
+    _check_backoff(dropper.accepted, time.monotonic() - started, [0.1, 0.2, 0.4])
+
+
+def test_a_busy_answer_is_retried_with_growing_delays():
+    """503 (and 429, 502, 504): the same waits as a connection error."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    asked: list[float] = []
+
+    class Busy(BaseHTTPRequestHandler):
+        def do_GET(self):
+            asked.append(time.monotonic())
+            body = b'{"error": "busy", "status": 503}'
+            self.send_response(503)
+            for name, value in (("Content-Type", "application/json"), ("Content-Length", str(len(body))),
+                                ("X-Elastic-Product", "Elasticsearch")):
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Busy)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        client = Connection(f"http://127.0.0.1:{server.server_address[1]}", retries=3, backoff=0.1).client()
+        started = time.monotonic()
+        with pytest.raises(EngineError, match="503"):
+            check_server(client)
+        _check_backoff(asked, time.monotonic() - started, [0.1, 0.2, 0.4])
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_tls_spoken_to_a_server_that_does_not_is_not_retried(dropper):
+    """A TLS failure (a certificate, a plain-HTTP port) does not heal by waiting: one attempt."""
+    client = Connection(f"https://127.0.0.1:{dropper.port}", retries=3, backoff=0.5).client()
+    started = time.monotonic()
+    with pytest.raises(EngineError, match="cannot reach Elasticsearch"):
+        check_server(client)
+    assert len(dropper.accepted) == 1 and time.monotonic() - started < 0.5
+
+
+def test_no_retries_is_one_attempt(dropper):
+    client = Connection(f"http://127.0.0.1:{dropper.port}", retries=0).client()
+    with pytest.raises(EngineError):
+        check_server(client)
+    assert len(dropper.accepted) == 1
+
+
+# --- 3. the post-load check compares ids --------------------------------------------------
+
+class Intruder:
+    """The real client, and another writer: right after the load's last bulk request, a foreign
+    document is planted in the index and one of ours deleted, which leaves the count right."""
+
+    def __init__(self, real, index: str, victim: str) -> None:
+        self.real, self.index, self.victim, self.done = real, index, victim, False
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+    def options(self, **kwargs):
+        return self
+
+    def bulk(self, *args, **kwargs):
+        response = self.real.bulk(*args, **kwargs)
+        if not self.done:
+            self.done = True
+            self.real.index(index=self.index, id="foreign#0", document={"text": "Not ours.", "weights": {"x": 1.0}})
+            self.real.delete(index=self.index, id=self.victim)
+        return response
+
+
+def test_a_foreign_document_and_a_lost_one_fail_the_check_by_id(es_url, encoded, tmp_path):
+    ids = [r["id"] for r in iter_vectors(encoded) if es_features(r["vector"])]
+    victim = ids[7]
+    name = f"intruded-{os.getpid()}"
+    real = Connection(es_url).client()
+    report = tmp_path / "report.jsonl"
+    try:
+        with pytest.raises(EngineError) as failed:
+            load_es(encoded, Intruder(real, name, victim), name, chunk_size=1000, progress=False, recreate=True,
+                    report=report)
+        message = str(failed.value)
+        assert victim in message and "foreign#0" in message and "\n" not in message, message
+        assert "1 are missing" in message and "1 it should not hold" in message, message
+        real.indices.refresh(index=name)
+        assert real.count(index=name)["count"] == len(ids)  # what a count check saw: nothing wrong
+        lines = [json.loads(line) for line in report.read_text().splitlines()]
+        assert {"missing": victim} in lines and {"extra": "foreign#0"} in lines
+        result = load_es(encoded, real, name, progress=False, report=report)  # the rerun the message asks for
+        assert result["loaded"] == 1 and result["deleted"] == 1 and result["count"] == len(ids)
+        real.indices.refresh(index=name)
+        hits = real.search(index=name, size=1000, source=False, query={"match_all": {}})["hits"]["hits"]
+        assert sorted(h["_id"] for h in hits) == sorted(ids)
+    finally:
+        real.indices.delete(index=name, ignore_unavailable=True)
+
+
+# --- 4. a source index is read in the same order every time --------------------------------
+
+def test_a_source_index_is_read_in_document_id_order_whatever_its_layout(es_url):
+    """Documents written out of order, then one edited (which moves it to the end of the index's
+    own order): every read yields the sentences sorted by document id, with _id or --id-field."""
+    from elasticsearch import helpers
+
+    client = Connection(es_url).client()
+    src = f"order-{os.getpid()}"
+    order = ["m", "b", "z", "a", "c10", "c9"]
+    keys = dict(zip(order, reversed(order)))  # --id-field values in another order than the _ids
+    try:
+        client.indices.create(index=src, mappings={"properties": {"body": {"type": "text"},
+                                                                  "key": {"type": "keyword"}}})
+        helpers.bulk(client, ({"_index": src, "_id": i, "_source": {"body": f"Doc {i} starts. Doc {i} ends.",
+                                                                     "key": f"k-{keys[i]}"}} for i in order),
+                     refresh=True)
+
+        def read(**given):
+            return [s.id for s in ElasticSource(client, src, "body", page=2, **given).read()]
+
+        first = read()
+        assert first == [f"{d}#{n}" for d in sorted(order) for n in (0, 1)]
+        client.index(index=src, id="b", document={"body": "Doc b edited. Doc b ends.", "key": f"k-{keys['b']}"},
+                     refresh=True)
+        assert read() == first
+        by_key = read(id_field="key")
+        assert by_key == [f"k-{d}#{n}" for d in sorted(order) for n in (0, 1)]
+    finally:
+        client.indices.delete(index=src, ignore_unavailable=True)

@@ -6,24 +6,17 @@ Everything about *finding and identifying* weights, apart from scoring with them
   package that ships that base checkpoint, anything else -> a local folder (no model hub, ever);
 * :func:`weights_file`, :func:`sha256_file`: the weights of a folder and their file hash
   (provenance of a base checkpoint);
-* :func:`model_fingerprint`: a short hash of tensor values and scoring settings, the key that
-  encoded folders, indexes and evaluation caches are tied to.
+* the model's fingerprint is computed by the model (:func:`sparc_es.model.neural.weights_fingerprint`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
-import json
 import os
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
-
 from .errors import ModelError, StoreError
-
-if TYPE_CHECKING:
-    from .model import SparcConfig
 
 SPARC_CONFIG = "sparc_config.json"  # marks a SPARC model folder (as against a plain base checkpoint)
 DEFAULT_MODEL = "default"
@@ -98,33 +91,6 @@ def sha256_file(path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
-
-
-def model_fingerprint(encoder, config: SparcConfig, head=None) -> str:
-    """Short hash of the weights' values and the settings that change f(v, s).
-
-    Hashes tensor contents, not file bytes, so re-saving a model keeps its fingerprint.
-    """
-    h = hashlib.sha256()
-    tensors = sorted(encoder.state_dict().items())
-    if head is not None:
-        tensors += sorted((f"sparc_head.{k}", v) for k, v in head.state_dict().items())
-    for name, tensor in tensors:
-        h.update(name.encode())
-        h.update(tensor.detach().cpu().contiguous().numpy().tobytes())
-    settings = {"w": config.w, "max_over": config.max_over.value, "max_length": config.max_length}
-    if head is not None:  # older fingerprints (no head) stay what they were
-        settings["head"] = config.head.value
-    if config.passage_weight:
-        settings["passage"] = [config.passage_weight, config.passage_encoder, config.passage_max_length]
-    if config.lexical_weight:
-        settings["lexical"] = [config.lexical_weight, config.lexical_k1, config.lexical_b]
-    if config.stem_weight:
-        settings["stems"] = [config.stem_weight, "porter", config.lexical_k1, config.lexical_b]
-    if config.word_weight:
-        settings["words"] = [config.word_weight, "technical", config.lexical_k1, config.lexical_b]
-    h.update(json.dumps(settings, sort_keys=True).encode())
-    return h.hexdigest()[:16]
 
 
 def weights_file(folder: Path) -> Path:

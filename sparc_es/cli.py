@@ -626,6 +626,7 @@ def _train_parser(sub) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    from .experiments.examples import squad_examples
     from .train import TrainConfig, train
 
     _set_threads(args.threads)
@@ -639,8 +640,8 @@ def cmd_train(args: argparse.Namespace) -> int:
                          validation_articles=args.validation_articles,
                          warmup_steps=args.warmup_steps, seed=args.seed, checkpoint_every=args.checkpoint_every,
                          data=args.data)
-    summary = train(config, args.output, progress=not args.quiet, limit=args.limit,
-                    examples_cache=args.examples_cache)
+    summary = train(config, args.output, squad_examples(config, args.output, args.limit, args.examples_cache),
+                    progress=not args.quiet)
     print(f"trained {summary['steps']} steps in {summary['seconds']:.0f} s ({summary['questions_per_second']} "
           f"questions/s on {summary['device']}); exp(w) = {summary['exp_w']:.2f}; model in {args.output}")
     return 0

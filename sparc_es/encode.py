@@ -45,7 +45,8 @@ import orjson
 from . import __version__, folders
 from .corpus import CorpusStats, Sentence, Source, as_source
 from .encoded import (DEFAULT_FACTOR, META, PASSAGES, VECTORS, VECTORS_FILE, Manifest, ModelInfo, PassageCache,
-                      check_factor, new_generation, quantize, vector_record)
+                      check_factor, new_generation, quantize, record_has_id, record_line, record_tail,
+                      vector_record)
 from .errors import SparcError, StoreError
 from .idf import idf_from_statistics
 from .lexical import FILE as LEXICAL_FILE, CorpusStatistics
@@ -227,15 +228,9 @@ class _Cache:
         self.where: dict[str, tuple[int, int, list]] = {}
         offset = 0
         for line in self.file:
-            # "hash" and "stats" are a record's last keys (after the vector, whose tokens may include
-            # "hash"): read without parsing the vector. Older folders were written with spaces.
-            at = line.rfind(b'"hash":')
-            try:
-                tail = orjson.loads(b"{" + line[at:]) if at >= 0 else {}
-            except orjson.JSONDecodeError:  # "hash" was a token of a record without one (requantize writes none)
-                tail = {}
-            if isinstance(tail.get("hash"), str):
-                self.where[tail["hash"]] = (offset, len(line), tail.get("stats", []))
+            tail = record_tail(line)
+            if tail is not None:
+                self.where[tail[0]] = (offset, len(line), tail[1])
             offset += len(line)
 
     def __contains__(self, h: str) -> bool:
@@ -248,7 +243,7 @@ class _Cache:
             return None
         self.file.seek(offset)
         line = self.file.read(length)
-        return (line, counts) if line.startswith(b'{"id":' + orjson.dumps(sentence_id) + b",") else None
+        return (line, counts) if record_has_id(line, sentence_id) else None
 
     def get(self, h: str) -> dict | None:
         if h not in self.where:
@@ -470,7 +465,7 @@ def _write_shard(f, batch: list[Sentence], model: SparcModel, factor: float, bat
     known = [cache is not None and h in cache for h in hashes]
     fresh = [s for s, k in zip(batch, known) if not k]
     encoded = iter(model.encode(((s.text, s.context) for s in fresh), batch_size=batch_size,
-                                term_weights=term_weights, on_batch=bar.update, corpus=corpus,
+                                idf=term_weights, on_batch=bar.update, corpus=corpus,
                                 passage_cache=passages))
     lines = []
     for s, h, kept in zip(batch, hashes, known):
@@ -491,8 +486,7 @@ def _write_shard(f, batch: list[Sentence], model: SparcModel, factor: float, bat
                 parts = enc.lexical and {t: list(p) for t, p in enc.lexical.items()}
                 counts = [enc.nonzero, enc.truncated_sentence, enc.truncated_context]
             counts = [*counts, len(vector), sum(vector.values())]
-            record = {**vector_record(s.id, s.text, vector, floats, parts), "hash": h, "stats": counts}
-            lines.append(orjson.dumps(record) + b"\n")
+            lines.append(record_line(vector_record(s.id, s.text, vector, floats, parts), h, counts))
         if kept:
             stats.reused += 1
             bar.update(1)

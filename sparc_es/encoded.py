@@ -39,7 +39,8 @@ import orjson
 
 from . import folders
 from .errors import SparcError, StoreError
-from .lexical import FILE as LEXICAL_FILE, add_words, stored_weights
+from .lexical import FILE as LEXICAL_FILE, add_words
+from .model.stored import stored_weights
 from .query import TOKENIZER
 from .store import FILENAME as SENTENCES
 
@@ -88,6 +89,35 @@ def vector_record(sentence_id: str, text: str, vector: dict[str, int], floats: d
         if lexical:
             record["lexical"] = lexical
     return record
+
+
+def record_line(record: dict, content_hash: str | None = None, stats: list[int] | None = None) -> bytes:
+    """One line of ``vectors.jsonl``: a :func:`vector_record`, then (when given) ``hash``, the
+    sentence's content hash, and ``stats``, its counts, as the last keys, so an update reads them
+    back without parsing the vector (:func:`record_tail`)."""
+    if content_hash is not None:
+        record = {**record, "hash": content_hash, "stats": stats}
+    return orjson.dumps(record) + b"\n"
+
+
+def record_tail(line: bytes) -> tuple[str, list] | None:
+    """(content hash, stats) of a line written by :func:`record_line`, read without parsing its
+    vector; None for a record written without them."""
+    # "hash" and "stats" are the last keys (after the vector, whose tokens may include "hash").
+    # Older folders were written with spaces.
+    at = line.rfind(b'"hash":')
+    try:
+        tail = orjson.loads(b"{" + line[at:]) if at >= 0 else {}
+    except orjson.JSONDecodeError:  # "hash" was a token of a record without one (requantize writes none)
+        return None
+    if not isinstance(tail.get("hash"), str):
+        return None
+    return tail["hash"], tail.get("stats", [])
+
+
+def record_has_id(line: bytes, sentence_id: str) -> bool:
+    """Whether a line written by :func:`record_line` is the record of ``sentence_id``."""
+    return line.startswith(b'{"id":' + orjson.dumps(sentence_id) + b",")
 
 
 @dataclass(frozen=True)
@@ -375,7 +405,7 @@ def copy_into(encoded: str | Path, index: str | Path) -> None:
 
 def _idf_weighted(floats: dict[str, float], parts: dict[str, list[float]], term_weights) -> dict[str, float]:
     """A record's kept weights as ``encode --idf`` stores them: IDF on the neural part, then the
-    lexical part added (``lexical.stored_weights``), from the parts the record kept."""
+    lexical part added (``model.stored.stored_weights``), from the parts the record kept."""
     vocab, inverse, idf = term_weights
     neural = {t: w for t, w in floats.items() if t not in parts}
     neural.update({t: n for t, (n, _) in parts.items() if n > 0})
@@ -427,7 +457,7 @@ def _requantize(encoded: Path, out: Path, manifest: Manifest, factor: float | No
             postings += len(vector)
             impact_sum += sum(vector.values())
             empty += not vector
-            f.write(orjson.dumps(vector_record(record["id"], record["contents"], vector, floats, parts)) + b"\n")
+            f.write(record_line(vector_record(record["id"], record["contents"], vector, floats, parts)))
     copy_into(encoded, out)
     changes = {"idf": True, "idf_weighting": idf_record} if idf else {}
     manifest = manifest.replace(factor=factor, postings=postings, impact_sum=impact_sum, empty_vectors=empty,

@@ -303,26 +303,6 @@ class LexicalTerm:
         return out
 
 
-def stored_weights(tokens: np.ndarray, neural: np.ndarray, term_weights: np.ndarray | None = None,
-                   lexical: dict[int, float] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """What a sentence stores, from its top-K neural map (token ids, float32 weights): the neural
-    weights times ``term_weights`` (IDF; one factor per vocabulary id), then the lexical term
-    (already scaled) added. The one place that order lives: ``encode`` and ``requantize --idf``
-    both call it. The lexical term is left out of IDF because BM25 weighs by IDF already.
-
-    Returns (token ids, float32 weights > 0), by weight descending."""
-    weights = np.asarray(neural, dtype=np.float32)
-    if term_weights is not None:
-        weights = weights * np.asarray(term_weights, dtype=np.float32)[tokens]
-        order = np.argsort(-weights, kind="stable")
-        tokens, weights = tokens[order], weights[order]
-    if lexical:
-        tokens, weights = add_lexical(tokens, weights, lexical)
-    weights = weights.astype(np.float32)
-    keep = weights > 0
-    return tokens[keep], weights[keep]
-
-
 def add_words(tokens: list[str], weights: np.ndarray, words: dict[str, float] | None
               ) -> tuple[list[str], np.ndarray]:
     """A stored map (token names, float32 weights) with the whole-word features (already scaled)

@@ -34,11 +34,11 @@ import random
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from .corpus import Sentence
-from .experiments.datasets import VALIDATION_ARTICLES, data_dir, paragraph_sentences, train_articles
 from .errors import SparcError, StoreError
 from .checkpoint import read_state
 from .locks import exclusive
@@ -47,6 +47,7 @@ from .query import query_bag
 
 CHECKPOINT = "checkpoint"
 TRAINER_STATE = "trainer.pt"
+VALIDATION_ARTICLES = 6  # the SQuAD slice's last articles (1,036 questions), never trained on by default
 
 
 @dataclass(frozen=True)
@@ -94,53 +95,6 @@ class Example:
     positive: Sentence
     same_passage: list[Sentence]  # candidates: other sentences of the passage without the answer
     bm25: list[Sentence]  # candidates: BM25 top-k of the pool without the answer
-
-
-def load_examples(root: str | Path | None = None, bm25_depth: int = 100, workdir: str | Path | None = None,
-                  limit: int | None = None, validation_articles: int = VALIDATION_ARTICLES) -> list[Example]:
-    """Training examples from the SQuAD train slice without its validation articles: sentences
-    split like the NewsQA evaluation set (the project's splitter; context = the paragraph)."""
-    articles = train_articles(root, validation_articles, "train")
-    paragraphs = [p for article in articles for p in article["paragraphs"]]
-    sentences: list[Sentence] = []
-    by_paragraph: list[list[Sentence]] = []
-    for i, p in enumerate(paragraphs):
-        ss = paragraph_sentences(p["context"], f"squad-train-{i}")
-        by_paragraph.append(ss)
-        sentences += ss
-    questions = []
-    for i, p in enumerate(paragraphs):
-        for qa in p["qas"]:
-            a = qa["answers"][0]
-            start = a["answer_start"]
-            positive = next((s for s in by_paragraph[i] if s.start <= start < s.end), None)
-            if positive is not None:
-                questions.append((i, qa["question"].strip(), a["text"], positive))
-    if limit:
-        questions = questions[:limit]
-
-    bm25 = _bm25_candidates([q for _, q, _, _ in questions], sentences, bm25_depth, workdir)
-    by_id = {s.id: s for s in sentences}
-    examples = []
-    for (i, question, answer, positive), hits in zip(questions, bm25):
-        lowered = answer.lower()
-        same = [s for s in by_paragraph[i] if s.id != positive.id and lowered not in s.text.lower()]
-        hard = [by_id[h] for h in hits if h != positive.id and lowered not in by_id[h].text.lower()]
-        examples.append(Example(question, answer, positive, same, hard))
-    return examples
-
-
-def _bm25_candidates(questions: list[str], sentences: list[Sentence], depth: int,
-                     workdir: str | Path | None) -> list[list[str]]:
-    import tempfile
-
-    from .engines.bm25 import LuceneBM25, build_bm25_index
-
-    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
-        build_bm25_index(sentences, Path(tmp) / "bm25")
-        engine = LuceneBM25(Path(tmp) / "bm25")
-        results = engine.batch_search([(str(i), q) for i, q in enumerate(questions)], k=depth, threads=2)
-    return [[h.id for h in results[str(i)]] for i in range(len(questions))]
 
 
 def _draw(pool: list[Sentence], n: int, rng: random.Random) -> list[Sentence]:
@@ -289,27 +243,21 @@ class Trainer:
         return self.log_lambda.exp() * rows.to(self.device)
 
     def _scores(self, sentences: list[Sentence], vocab_ids):
+        """What the batch's sentences store for the question tokens, as dense differentiable scores
+        (:meth:`sparc_es.model.stored.Pipeline.training_scores`)."""
         ids, seg, _, _ = self.model.tokenize_pairs([s.text for s in sentences], [s.context for s in sentences])
         hidden, mask = self.model.hidden_states(ids, seg)
-        passage = self._passage_term(sentences, vocab_ids) if self.passages is not None else None
-        f = self.model.token_scores(hidden, mask, vocab_ids, passage)
-        if self.config.top_k_aware:
-            # What the index will hold: a question token scores only if it is among the sentence's
-            # top K over the whole vocabulary. The cut itself is not differentiated.
-            import torch
-
-            with torch.no_grad():
-                passage = self._passage_term(sentences) if self.passages is not None else None
-                full = self.model.token_scores(hidden.detach(), mask, passage=passage)
-                kth = full.topk(min(self.model.config.top_k, full.shape[1]), dim=1).values[:, -1:]
-                # Membership from the same full product the K-th came from: f, a product over fewer
-                # columns, sums in another order and may put the K-th token itself a bit below it.
-                kept = full.index_select(1, vocab_ids) >= kth
-            f = f * kept.to(f.dtype)
+        passage = full_passage = None
+        if self.passages is not None:
+            passage = self._passage_term(sentences, vocab_ids)
+            if self.config.top_k_aware:
+                full_passage = self._passage_term(sentences).detach()
+        lexical = None
         if self.log_alpha is not None:
             own, siblings = self._lexical_term(sentences, vocab_ids)
-            f = f + self.log_alpha.exp() * own + self.model.config.stem_weight * siblings
-        return f
+            lexical = (self.log_alpha.exp(), own, self.model.config.stem_weight, siblings)
+        return self.model.pipeline.training_scores(hidden, mask, vocab_ids, passage, full_passage,
+                                                   self.config.top_k_aware, lexical)
 
     def _lexical_term(self, sentences: list[Sentence], vocab_ids):
         """BM25(v, s) over the training corpus for the batch's sentences and the question tokens:
@@ -478,40 +426,13 @@ def _set_rng_state(state, device: str) -> None:
         torch.cuda.set_rng_state(state[1])
 
 
-def cached_examples(cache: Path, root: str | Path | None, bm25_depth: int, limit: int | None,
-                    validation_articles: int = VALIDATION_ARTICLES) -> list[Example]:
-    """:func:`load_examples`, kept in ``cache`` (JSON) so runs with the same data share the BM25 pass.
-
-    Each sentence is stored once and examples refer to it by id (a paragraph per BM25 candidate
-    made the file a gigabyte).
-    """
-    key = {"format": 2, "root": str(Path(root) if root else data_dir()), "bm25_depth": bm25_depth, "limit": limit,
-           "validation_articles": validation_articles}
-    if cache.is_file():
-        stored = json.loads(cache.read_text())
-        if stored.get("key") == key:
-            by_id = {d["id"]: Sentence(**d) for d in stored["sentences"]}
-            return [Example(e["question"], e["answer"], by_id[e["positive"]], [by_id[i] for i in e["same_passage"]],
-                            [by_id[i] for i in e["bm25"]]) for e in stored["examples"]]
-    examples = load_examples(root, bm25_depth, workdir=cache.parent, limit=limit,
-                             validation_articles=validation_articles)
-    sentences = {s.id: dataclasses.asdict(s) for e in examples for s in [e.positive, *e.same_passage, *e.bm25]}
-    refs = [{"question": e.question, "answer": e.answer, "positive": e.positive.id,
-             "same_passage": [s.id for s in e.same_passage], "bm25": [s.id for s in e.bm25]} for e in examples]
-    tmp = cache.with_name(cache.name + ".tmp")
-    tmp.write_text(json.dumps({"key": key, "sentences": list(sentences.values()), "examples": refs}))
-    tmp.replace(cache)
-    return examples
-
-
-def train(config: TrainConfig, output: str | Path, progress: bool = True, limit: int | None = None,
-          examples_cache: str | Path | None = None) -> dict:
-    """Build the examples (or read them from ``examples_cache``) and train; resumes from
-    ``output/checkpoint`` when present."""
+def train(config: TrainConfig, output: str | Path, examples: Callable[[], list[Example]],
+          progress: bool = True) -> dict:
+    """Train on ``examples()`` (called once the output folder is locked: building them can take
+    minutes); resumes from ``output/checkpoint`` when present. The source corpus's examples are
+    mined by :func:`sparc_es.experiments.examples.squad_examples`."""
     output = Path(output)
     with exclusive(output, "sparc-es train"):
         output.mkdir(parents=True, exist_ok=True)
         resume_checkpoint(output)
-        cache = Path(examples_cache) if examples_cache else output / "examples.json"
-        examples = cached_examples(cache, config.data, config.bm25_depth, limit, config.validation_articles)
-        return Trainer(config, output, examples, progress=progress).train()
+        return Trainer(config, output, examples(), progress=progress).train()

@@ -10,7 +10,8 @@ import torch
 
 from sparc_es.experiments.datasets import data_dir
 from sparc_es.model import SparcModel
-from sparc_es.train import TrainConfig, Trainer, load_examples, sample_batch
+from sparc_es.experiments.examples import load_examples
+from sparc_es.train import TrainConfig, Trainer, sample_batch
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +55,8 @@ def test_batch_scores_equal_full_scoring(tiny_model_dir, examples, tmp_path):
             bag = model.queries.bag(q)
             vocab = torch.tensor(sorted({tok.convert_tokens_to_ids(t) for t in bag}))
             subset = model.token_scores(hidden, mask, vocab)
-            g_subset = subset @ torch.tensor([bag[t] for t in tok.convert_ids_to_tokens(vocab.tolist())], dtype=subset.dtype)
+            counts = [bag[t] for t in tok.convert_ids_to_tokens(vocab.tolist())]
+            g_subset = subset @ torch.tensor(counts, dtype=subset.dtype)
             g_full = sum(count * full[:, tok.convert_tokens_to_ids(t)] for t, count in bag.items())
             torch.testing.assert_close(g_subset, g_full)
 

@@ -269,7 +269,7 @@ def test_passage_encoder_of_a_passage_encoder_is_refused(tmp_path, load_guard):
 
 def test_every_field_is_validated():
     """The hand-written type table covers every SparcConfig field (a new field must be added there)."""
-    from sparc_es.model import _KINDS
+    from sparc_es.model.config import _KINDS
 
     assert set(_KINDS) == {f.name for f in dataclasses.fields(SparcConfig)}
 

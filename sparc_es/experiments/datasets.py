@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..corpus import Sentence
 from ..errors import InputError
+from ..train import VALIDATION_ARTICLES
 from ..trec import write_qrels, write_topics
 
 DATA_ENV = "SPARC_ES_DATA"
@@ -136,7 +137,6 @@ def _newsqa_sentences(contexts: list[dict], prefix: str) -> Iterator[Sentence]:
 # --- the training slice and its validation split --------------------------------------------
 
 TRAIN_FILE = Path("squad_train_slice") / "train-v1.1-articles-1-44.json"
-VALIDATION_ARTICLES = 6  # the slice's last articles (1,036 questions), never trained on by default
 
 
 def train_articles(root: str | Path | None = None, validation_articles: int = VALIDATION_ARTICLES,

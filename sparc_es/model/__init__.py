@@ -1,0 +1,16 @@
+"""The SPARC model package: the single owner of what a sentence stores.
+
+* :mod:`~sparc_es.model.config`: :class:`SparcConfig`, every setting of a model (``sparc_config.json``),
+  validated, with the fingerprint rule;
+* :mod:`~sparc_es.model.neural`: :class:`SparcModel`, the paper's f(v, s) (encoder, head, w) and
+  f_P of the passage encoder; loading, saving, the fingerprint;
+* :mod:`~sparc_es.model.stored`: :class:`Pipeline`, the composition of f with passage expansion,
+  the top-K cut, IDF and the lexical term, in one documented order, for encoding and training.
+"""
+
+from .config import FORMAT, Head, MaxOver, SparcConfig
+from .neural import HEAD_FILE, SparcModel, weights_fingerprint
+from .stored import EncodedSentence, Pipeline, Stages, passage_text, stored_weights
+
+__all__ = ["FORMAT", "HEAD_FILE", "EncodedSentence", "Head", "MaxOver", "Pipeline", "SparcConfig", "SparcModel",
+           "Stages", "passage_text", "stored_weights", "weights_fingerprint"]

@@ -1,0 +1,317 @@
+"""What a sentence stores: the one place its weights are composed, for encoding and training.
+
+For a sentence s with passage P (its context, or itself without one), in this order:
+
+1. **neural**: f(v, s) of :mod:`sparc_es.model.neural` (the paper's f: encoder, head, w) for every
+   scorable vocabulary token v;
+2. **passage expansion**: + lambda x f_P(v, P), the passage encoded alone by the passage encoder
+   (``passage_weight``; :class:`~sparc_es.layout.PassageCache` keeps them for updates);
+3. **top-K cut** of that sum (K = ``top_k``): the model chooses which tokens a sentence keeps;
+4. **IDF** (``encode --idf``): each kept weight x log(N / N_v) over the corpus being encoded;
+5. **lexical term** (:mod:`sparc_es.lexical`): + alpha x BM25 of the sentence's own tokens
+   + beta x BM25 of its words' Porter stems for their siblings, with the corpus statistics
+   (not IDF-weighted: BM25 weighs by IDF already); tokens outside the top K join the map;
+6. **whole words**: + gamma x BM25 of each whole technical word, stored as a ``w|word`` feature;
+7. **quantisation** (:func:`sparc_es.layout.quantize`): integer impacts ``round(weight x factor)``.
+
+:class:`Pipeline` runs steps 1-6 for ``encode`` (sparse maps) and gives ``train`` the same sum as
+dense, differentiable scores over the question tokens (:meth:`Pipeline.training_scores`);
+``requantize --idf`` re-applies steps 4-6 to kept parts with :func:`stored_weights`; ``explain``
+and ``scripts/bench.py`` call it too, the benchmark with a :class:`Stages` timer.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ModelError
+from ..lexical import (CorpusStatistics, LexicalTerm, Stems, Words, add_lexical, add_words, bm25_weights,
+                       count_corpus, sentence_token_ids, stem_weights, word_weights)
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+@dataclass(frozen=True)
+class EncodedSentence:
+    """One sentence's top-K map and what happened while encoding it."""
+
+    tokens: list[str]
+    weights: np.ndarray  # float32, descending, all > 0
+    truncated_sentence: bool = False
+    truncated_context: bool = False
+    nonzero: int = 0  # tokens with f(v, s) > 0 before top-K
+    # With a lexical term: token -> (its neural weight before IDF, 0 outside the top K; its lexical weight)
+    lexical: dict[str, tuple[float, float]] | None = None
+
+
+def passage_text(sentence: str, context: str | None) -> str:
+    """The passage a sentence is expanded with: its context, or the sentence itself without one."""
+    return context or sentence
+
+
+class Stages:
+    """Seconds spent per stage of :class:`Pipeline` (what ``scripts/bench.py`` reports)."""
+
+    NAMES = ("tokenize", "transformer", "passages", "vocabulary product", "top-K", "lexical term",
+             "IDF and composition")
+
+    def __init__(self) -> None:
+        self.seconds = dict.fromkeys(self.NAMES, 0.0)
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] += time.perf_counter() - started
+
+    def shares(self) -> dict[str, float]:
+        total = sum(self.seconds.values()) or 1.0
+        return {k: round(v / total, 3) for k, v in self.seconds.items()}
+
+
+class _NoTimer:
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        yield
+
+
+_UNTIMED = _NoTimer()
+
+
+def stored_weights(tokens: np.ndarray, neural: np.ndarray, idf: np.ndarray | None = None,
+                   lexical: dict[int, float] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Steps 4-5 for one sentence, from its top-K neural map (token ids, float32 weights): the
+    neural weights times ``idf`` (one factor per vocabulary id), then the lexical term (already
+    scaled) added. ``encode`` and ``requantize --idf`` both call it.
+
+    Returns (token ids, float32 weights > 0), by weight descending."""
+    weights = np.asarray(neural, dtype=np.float32)
+    if idf is not None:
+        weights = weights * np.asarray(idf, dtype=np.float32)[tokens]
+        order = np.argsort(-weights, kind="stable")
+        tokens, weights = tokens[order], weights[order]
+    if lexical:
+        tokens, weights = add_lexical(tokens, weights, lexical)
+    weights = weights.astype(np.float32)
+    keep = weights > 0
+    return tokens[keep], weights[keep]
+
+
+class Pipeline:
+    """Steps 1-6 of the module docstring for one :class:`~sparc_es.model.neural.SparcModel`
+    (``model.pipeline``); it also keeps the model's Porter stems and whole-word splitter."""
+
+    def __init__(self, model) -> None:
+        self.model = model
+        self.config = model.config
+        self._stems: Stems | None = None
+        self._words: Words | None = None
+
+    # --- the lexical term's pieces ---------------------------------------------------------
+
+    @property
+    def words(self) -> Words | None:
+        """The whole-word splitter of the word term (None without a word weight)."""
+        if not self.model.config.word_weight:
+            return None
+        if self._words is None:
+            self._words = Words(self.model.tokenizer)
+        return self._words
+
+    @property
+    def stems(self) -> Stems | None:
+        """The vocabulary's Porter stems (built on first use: about a second), for the stem term."""
+        if not self.model.config.stem_weight:
+            return None
+        if self._stems is None:
+            self._stems = Stems(self.model.tokenizer, self.model.scorable.cpu().numpy())
+        return self._stems
+
+    def count_corpus(self, texts: Iterable[str]) -> CorpusStatistics:
+        """The statistics of :mod:`sparc_es.lexical` over a stream of sentence texts, as this model
+        needs them (IDF weighting and the lexical term)."""
+        model = self.model
+        return count_corpus(texts, model.tokenizer, model.scorable.cpu().numpy(), stems=self.stems, words=self.words)
+
+    def lexical_terms(self, sentences: list[str], corpus: CorpusStatistics | None) -> list[LexicalTerm] | None:
+        """Each sentence's lexical term before scaling (BM25 of its own tokens; of its words' stems
+        for their siblings; of its whole words), or None without one or without ``corpus``."""
+        c = self.model.config
+        if not c.lexical or corpus is None:
+            return None
+        ids = sentence_token_ids(self.model.tokenizer, sentences, self.model.scorable.cpu().numpy())
+        if c.stem_weight and corpus.stem_df is None:
+            raise ModelError("the model has a stem weight but the corpus statistics were counted without stems")
+        if c.word_weight and corpus.word_df is None:
+            raise ModelError("the model has a word weight but the corpus statistics were counted without whole words")
+        stems, words = self.stems, self.words
+        return [LexicalTerm(bm25_weights(x, corpus, c.lexical_k1, c.lexical_b),
+                            {} if stems is None else stem_weights(stems.of(t), x, corpus, stems, c.lexical_k1,
+                                                                  c.lexical_b),
+                            {} if words is None else word_weights(words.of(t), len(x), corpus, c.lexical_k1,
+                                                                  c.lexical_b))
+                for t, x in zip(sentences, ids)]
+
+    # --- encoding: sparse maps -------------------------------------------------------------
+
+    def encode_batch(self, sentences: list[str], contexts: list[str], top_k: int | None = None,
+                     idf=None, passages=None, corpus: CorpusStatistics | None = None,
+                     timer: Stages | None = None) -> list[EncodedSentence]:
+        """Steps 1-6 for one batch (no sorting, no progress bar).
+
+        ``idf`` (one float per vocabulary token) multiplies the kept weights after the top-K cut,
+        so the model still chooses which tokens a sentence keeps (weighting before the cut let
+        corpus-rare expansion tokens crowd out the sentence's own: 33.9 against 73.3 MRR on SQuAD
+        dev, docs/adaptation.md). With passage expansion, ``passages`` holds each sentence's row
+        of ``model.passage_scores`` (computed here when not given). With a lexical term,
+        ``corpus`` holds the statistics it is computed with; without them the term is left out
+        (``explain`` shows the neural part alone). ``timer`` adds each stage's seconds.
+        """
+        torch = _torch()
+        model, c, timer = self.model, self.model.config, timer or _UNTIMED
+        k = top_k or c.top_k
+        with timer.stage("tokenize"):
+            ids, seg, s_cut, c_cut = model.tokenize_pairs(sentences, contexts)
+        with torch.inference_mode():
+            with timer.stage("transformer"):
+                hidden, mask = model.hidden_states(ids, seg)
+            if c.passage_weight and passages is None:
+                with timer.stage("passages"):
+                    passages = model.passage_scores([passage_text(s, x) for s, x in zip(sentences, contexts)])
+            with timer.stage("vocabulary product"):
+                f = model.token_scores(hidden, mask, passage=c.passage_weight * passages if c.passage_weight else None)
+            with timer.stage("top-K"):
+                nonzero = (f > 0).sum(dim=1).tolist()
+                values, indices = torch.topk(f, min(k, f.shape[1]), dim=1)
+                values, indices = values.cpu().numpy(), indices.cpu().numpy()
+        with timer.stage("lexical term"):
+            lexical = self.lexical_terms(sentences, corpus)
+        out = []
+        with timer.stage("IDF and composition"):
+            names = model._id_to_token
+            for i in range(len(sentences)):
+                extra = None if lexical is None else lexical[i].scaled(c.lexical_weight, c.stem_weight)
+                ix, v = stored_weights(indices[i], values[i], idf, extra)
+                words = None if lexical is None else {t: c.word_weight * w for t, w in lexical[i].words.items()}
+                tokens, v = add_words([names[j] for j in ix], v, words)
+                parts = None
+                if extra or words:  # each lexical token's (neural, lexical) parts: requantize --idf needs them apart
+                    neural = dict(zip(indices[i].tolist(), values[i].tolist()))
+                    parts = {names[t]: (neural.get(t, 0.0), w) for t, w in extra.items() if w > 0}
+                    parts.update({t: (0.0, w) for t, w in (words or {}).items() if w > 0})
+                out.append(EncodedSentence(tokens=tokens, weights=v, truncated_sentence=s_cut[i],
+                                           truncated_context=c_cut[i], nonzero=nonzero[i], lexical=parts))
+        return out
+
+    def encode(self, pairs: Iterable[tuple[str, str]], batch_size: int = 32, window: int = 8,
+               top_k: int | None = None, idf=None, on_batch: Callable[[int], object] | None = None,
+               corpus: CorpusStatistics | None = None, passage_cache=None,
+               timer: Stages | None = None) -> Iterator[EncodedSentence]:
+        """Encode (sentence, context) pairs as a stream, in input order.
+
+        Pairs are read ``batch_size * window`` at a time and sorted by length so each batch pads
+        little; results come back in the order they went in. With passage expansion each distinct
+        context of a window is encoded once (a sentence without context stands for its own passage).
+        ``on_batch(n)`` is called as each batch of n sentences is done (progress bars); ``corpus``:
+        see :meth:`encode_batch`. ``passage_cache`` (a :class:`~sparc_es.layout.PassageCache`)
+        gives the passages it holds and keeps those computed here.
+        """
+        buffer: list[tuple[str, str]] = []
+        for pair in pairs:
+            buffer.append(pair)
+            if len(buffer) >= batch_size * window:
+                yield from self._encode_window(buffer, batch_size, top_k, idf, on_batch, corpus, passage_cache, timer)
+                buffer = []
+        if buffer:
+            yield from self._encode_window(buffer, batch_size, top_k, idf, on_batch, corpus, passage_cache, timer)
+
+    def _passages(self, texts: list[str], batch_size: int, cache, timer) -> object:
+        """f_P of each distinct passage of a window: from ``cache`` where it holds them, else encoded
+        (shortest first, ``batch_size`` at a time) and kept there."""
+        torch = _torch()
+        model = self.model
+        size = model.embeddings.shape[0]
+        with torch.inference_mode(), timer.stage("passages"):
+            scores = torch.empty((len(texts), size), device=model.device)
+            todo = []
+            for i, t in enumerate(texts):
+                stored = None if cache is None else cache.get(t, size)
+                if stored is None:
+                    todo.append(i)
+                else:
+                    scores[i] = torch.from_numpy(stored)
+            todo.sort(key=lambda i: len(texts[i]))
+            for b in range(0, len(todo), batch_size):
+                idx = todo[b: b + batch_size]
+                scores[idx] = model.passage_scores([texts[i] for i in idx])
+                if cache is not None:
+                    for i, r in zip(idx, scores[idx].cpu().numpy()):
+                        cache.put(texts[i], r)
+        return scores
+
+    def _encode_window(self, pairs: list[tuple[str, str]], batch_size: int, top_k: int | None, idf=None,
+                       on_batch=None, corpus=None, cache=None, timer: Stages | None = None) -> list[EncodedSentence]:
+        timer = timer or _UNTIMED
+        rows_of = None
+        if self.model.config.passage_weight:
+            texts = list(dict.fromkeys(passage_text(s, c) for s, c in pairs))
+            row = {t: i for i, t in enumerate(texts)}
+            scores = self._passages(texts, batch_size, cache, timer)
+            rows_of = [row[passage_text(s, c)] for s, c in pairs]
+        # Character length is a good enough proxy for token length to sort by.
+        order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
+        results: list[EncodedSentence | None] = [None] * len(pairs)
+        for b in range(0, len(order), batch_size):
+            idx = order[b: b + batch_size]
+            rows = None if rows_of is None else scores[[rows_of[i] for i in idx]]
+            encoded = self.encode_batch([pairs[i][0] for i in idx], [pairs[i][1] for i in idx], top_k, idf, rows,
+                                        corpus, timer)
+            for i, e in zip(idx, encoded):
+                results[i] = e
+            if on_batch is not None:
+                on_batch(len(idx))
+        return results  # type: ignore[return-value]
+
+    def explain(self, sentence: str, context: str = "", top: int = 20) -> list[tuple[str, float]]:
+        """The sentence's highest-scoring (token, f(v, s)) pairs, for people (SPARTA table 6)."""
+        e = self.encode_batch([sentence], [context], top_k=top)[0]
+        return list(zip(e.tokens, e.weights.tolist()))
+
+    # --- training: dense scores over the question tokens -----------------------------------
+
+    def training_scores(self, hidden, mask, vocab_ids, passage=None, full_passage=None, top_k_aware: bool = False,
+                        lexical=None):
+        """Steps 1-5 as dense, differentiable scores of a batch over the question tokens ``vocab_ids``.
+
+        ``passage``: lambda x f_P over ``vocab_ids`` (lambda learnable); ``full_passage``: the same
+        over the whole vocabulary, for ``top_k_aware`` (a question token scores only if it is among
+        the sentence's top K over the whole vocabulary, as the index will hold it; the cut is not
+        differentiated). ``lexical``: (alpha, own, beta, siblings) dense over ``vocab_ids``. No IDF:
+        training scores the source corpus, where encode's IDF is computed later, per corpus.
+        """
+        torch = _torch()
+        model = self.model
+        f = model.token_scores(hidden, mask, vocab_ids, passage)
+        if top_k_aware:
+            with torch.no_grad():
+                full = model.token_scores(hidden.detach(), mask, passage=full_passage)
+                kth = full.topk(min(model.config.top_k, full.shape[1]), dim=1).values[:, -1:]
+                # Membership from the same full product the K-th came from: f, a product over fewer
+                # columns, sums in another order and may put the K-th token itself a bit below it.
+                kept = full.index_select(1, vocab_ids) >= kth
+            f = f * kept.to(f.dtype)
+        if lexical is not None:
+            alpha, own, beta, siblings = lexical
+            f = f + alpha * own + beta * siblings
+        return f

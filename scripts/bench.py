@@ -84,56 +84,18 @@ def bench_encoding(model, sentences, repeats: int, workdir: Path) -> dict:
             pass
         single.append(len(single_pairs) / (time.perf_counter() - started))
 
-    # where the time goes, on the same batches encode_batch runs (length-sorted windows of 256)
-    stages = dict.fromkeys(["tokenize", "transformer", "passages (transformer + vocabulary product)",
-                            "vocabulary product and max", "top-K", "lexical term", "quantise and serialise"], 0.0)
-    import orjson
+    # where the time goes: the pipeline's own stage timer (sparc_es.model.stored.Stages) over an
+    # encode of the sample, then quantising and serialising what it stored
+    from sparc_es.encoded import DEFAULT_FACTOR, quantize, record_line, vector_record
+    from sparc_es.model import Stages
 
-    from sparc_es.encoded import DEFAULT_FACTOR, quantize, vector_record
-    from sparc_es.lexical import add_lexical
-
-    with torch.inference_mode():
-        for w in range(0, len(pairs), 256):
-            window = pairs[w: w + 256]
-            t = time.perf_counter()
-            if model.config.passage_weight:  # each distinct passage of the window once, as encode does
-                texts = list(dict.fromkeys(c or s for s, c in window))
-                row = {text: i for i, text in enumerate(texts)}
-                by_length = sorted(texts, key=len)
-                scores = torch.cat([model.passage_scores(by_length[p: p + 32]) for p in range(0, len(texts), 32)])
-                scores = scores[[by_length.index(text) for text in texts]]
-            stages["passages (transformer + vocabulary product)"] += time.perf_counter() - t
-            order = sorted(range(len(window)), key=lambda i: len(window[i][0]) + len(window[i][1]))
-            for b in range(0, len(order), 32):
-                batch = [window[i] for i in order[b: b + 32]]
-                t0 = time.perf_counter()
-                ids, seg, _, _ = model.tokenize_pairs([s for s, _ in batch], [c for _, c in batch])
-                t1 = time.perf_counter()
-                hidden, mask = model.hidden_states(ids, seg)
-                t2 = time.perf_counter()
-                passage = None
-                if model.config.passage_weight:
-                    passage = model.config.passage_weight * scores[[row[c or s] for s, c in batch]]
-                t3 = time.perf_counter()
-                f = model.token_scores(hidden, mask, passage=passage)
-                t4 = time.perf_counter()
-                values, indices = torch.topk(f, model.config.top_k, dim=1)
-                t5 = time.perf_counter()
-                maps = list(zip(indices.numpy(), values.numpy()))
-                lexical = model.lexical_terms([s for s, _ in batch], corpus)
-                if lexical is not None:
-                    c = model.config
-                    maps = [add_lexical(ix, v, lex.scaled(c.lexical_weight, c.stem_weight))
-                            for (ix, v), lex in zip(maps, lexical)]
-                t6 = time.perf_counter()
-                for ix, v in maps:
-                    keep = v > 0
-                    vector = quantize([model._id_to_token[j] for j in ix[keep]], v[keep], DEFAULT_FACTOR)
-                    orjson.dumps(vector_record("x", "text", vector))
-                t7 = time.perf_counter()
-                for key, dt in zip(("tokenize", "transformer", "vocabulary product and max", "top-K", "lexical term",
-                                    "quantise and serialise"), (t1 - t0, t2 - t1, t4 - t3, t5 - t4, t6 - t5, t7 - t6)):
-                    stages[key] += dt
+    timer = Stages()
+    encoded = list(model.encode(pairs, batch_size=32, corpus=corpus, timer=timer))
+    stages = dict(timer.seconds)
+    started = time.perf_counter()
+    for e in encoded:
+        record_line(vector_record("x", "text", quantize(e.tokens, e.weights, DEFAULT_FACTOR)))
+    stages["quantise and serialise"] = time.perf_counter() - started
     total = sum(stages.values())
 
     # the full encode of the corpus (written to disk), then an update with 1% of sentences changed

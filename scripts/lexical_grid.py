@@ -2,10 +2,10 @@
 
 Scores, exactly in floating point, the neural weights of an encoded folder that has no lexical term
 (``sparc-es table --systems sparc-exact:model=M,lexical_weight=0`` writes one with float weights)
-plus alpha x the sentences' own BM25 weights plus beta x their stem siblings' BM25 weights, both
-computed by the model's own code (:meth:`SparcModel.lexical_terms`) with the evaluation corpus's
-statistics: the weights an encode with that alpha and beta would store, for every (alpha, beta)
-of a grid at the cost of one encode. Use it on the validation split only::
+plus alpha x the sentences' own BM25 weights plus beta x their stem siblings' BM25 weights, composed
+by the product's own pipeline (``sparc_es.model.stored``: ``lexical_terms`` and ``stored_weights``)
+with the evaluation corpus's statistics: the weights an encode with that alpha and beta would
+store (without IDF), for every (alpha, beta) of a grid at the cost of one encode. Use it on the validation split only::
 
     .venv/bin/python scripts/lexical_grid.py runs/val/encoded-<fingerprint>-k500 runs/models/e2 \\
         --alphas 0.2,0.25,0.3,0.35,0.4 --betas 0,0.3,0.4,0.5 --json runs/lexical-grid.json
@@ -34,46 +34,61 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", type=Path, help="write the grid here")
     args = p.parse_args(argv)
 
+    import numpy as np
     from scipy import sparse
 
-    from sparc_es.engines.exact import ExactEngine, top_k_rows
+    from sparc_es.encoded import Manifest, iter_vectors
+    from sparc_es.engines.exact import top_k_rows
     from sparc_es.eval import evaluate
     from sparc_es.experiments.datasets import EvalSet
-    from sparc_es.model import SparcModel
+    from sparc_es.model import SparcModel, stored_weights
 
-    engine = ExactEngine(args.encoded, floats=True)
-    if engine.manifest.model.lexical_weight or engine.manifest.model.stem_weight:
+    manifest = Manifest.read(args.encoded)
+    if manifest.model.lexical_weight or manifest.model.stem_weight:
         raise SystemExit(f"{args.encoded}: already has a lexical term; encode with lexical_weight=0")
     model = SparcModel.load(args.model, lexical_weight=1.0, stem_weight=1.0)
+    vocab = model.tokenizer.get_vocab()
     evalset = EvalSet.read(args.evalset)
+    ids, neural = [], []
+    for record in iter_vectors(args.encoded):
+        if "weights" not in record:
+            raise SystemExit(f"{args.encoded}: no float weights; encode with --keep-floats")
+        ids.append(record["id"])
+        tokens = sorted(record["weights"].items(), key=lambda tw: -tw[1])
+        neural.append((np.array([vocab[t] for t, _ in tokens], dtype=np.int64),
+                       np.array([w for _, w in tokens], dtype=np.float32)))
     text = {s.id: s.text for s in evalset.sentences}
-    sentences = [text[i] for i in engine.ids]
+    sentences = [text[i] for i in ids]
     terms = model.lexical_terms(sentences, model.count_corpus(sentences))
+    shape = (len(ids), len(vocab))
 
-    def matrix(part: str):
+    def docs(alpha: float, beta: float):
+        """What an encode with this alpha and beta stores (model.stored.stored_weights, no IDF)."""
         rows, cols, vals = [], [], []
-        for r, term in enumerate(terms):
-            for v, w in getattr(term, part).items():
-                rows.append(r)
-                cols.append(v)
-                vals.append(w)
-        return sparse.csr_matrix((vals, (rows, cols)), shape=engine.docs.shape)
+        for r, ((tokens, weights), term) in enumerate(zip(neural, terms)):
+            kept, w = stored_weights(tokens, weights, None, term.scaled(alpha, beta) if alpha or beta else None)
+            rows += [r] * len(kept)
+            cols += kept.tolist()
+            vals += w.tolist()
+        return sparse.csr_matrix((vals, (rows, cols)), shape=shape, dtype=np.float64)
 
-    own, siblings = matrix("own"), matrix("siblings")
-    questions = engine._query_matrix([q for _, q in evalset.topics])
+    bags = [model.queries.bag(q) for _, q in evalset.topics]
+    questions = sparse.csr_matrix(([c for b in bags for c in b.values()],
+                                   ([i for i, b in enumerate(bags) for _ in b], [vocab[t] for b in bags for t in b])),
+                                  shape=(len(bags), len(vocab)), dtype=np.float64)
 
-    def score(docs) -> dict[str, float]:
-        ranked = top_k_rows((questions @ docs.T).toarray(), 1000)
-        run = {qid: {engine.ids[j]: s for j, s in row} for (qid, _), row in zip(evalset.topics, ranked)}
+    def score(matrix) -> dict[str, float]:
+        ranked = top_k_rows((questions @ matrix.T).toarray(), 1000)
+        run = {qid: {ids[j]: s for j, s in row} for (qid, _), row in zip(evalset.topics, ranked)}
         return {k: round(100 * v, 2) for k, v in evaluate(run, evalset.qrels).items()}
 
-    rows = [{"alpha": 0.0, "beta": 0.0, **score(engine.docs)}]
+    rows = [{"alpha": 0.0, "beta": 0.0, **score(docs(0.0, 0.0))}]
     print(f"neural weights alone: MRR@1000 {rows[0]['MRR@1000']:.2f}  R@1 {rows[0]['R@1']:.2f}", flush=True)
     print("alpha \\ beta " + "".join(f"{b:>14g}" for b in args.betas))
     for a in args.alphas:
         line = []
         for b in args.betas:
-            rows.append({"alpha": a, "beta": b, **score(engine.docs + a * own + b * siblings)})
+            rows.append({"alpha": a, "beta": b, **score(docs(a, b))})
             line.append(f"{rows[-1]['MRR@1000']:6.2f} / {rows[-1]['R@1']:5.2f}")
         print(f"{a:<13g}" + "".join(f"{x:>14}" for x in line), flush=True)
     best = max(rows, key=lambda r: r["MRR@1000"])

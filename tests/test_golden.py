@@ -1,0 +1,53 @@
+"""The shipped default model stores what it stored before the model package was split out.
+
+``tests/data/golden/parameters.rst.vectors.jsonl.gz`` is ``sparc-es encode --corpus
+tests/data/docs/parameters.rst --threads 1`` (the defaults: IDF on, K = 500, factor 5) written by
+the code of commit 37b827f, before :mod:`sparc_es.model` became a package, on an AMD EPYC (family
+25, model 17) with AVX-512 (torch's CPU capability "AVX512"). On such a CPU, at one thread, the
+output must be byte for byte the same; on any other (another vendor's or generation's kernels sum
+float32 in another order) the records must be the same within float noise (:mod:`tolerance`: same ids, texts and token sets except
+near-ties at the cut, impacts one step apart only at a .5 rounding boundary).
+"""
+
+from __future__ import annotations
+
+import gzip
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tolerance import assert_same_records
+
+DATA = Path(__file__).parent / "data"
+GOLDEN = DATA / "golden" / "parameters.rst.vectors.jsonl.gz"
+GOLDEN_CPU = {"vendor_id": "AuthenticAMD", "cpu family": "25", "model": "17", "capability": "AVX512"}
+
+
+def this_cpu() -> dict[str, str]:
+    import torch
+
+    found = {"capability": torch.backends.cpu.get_cpu_capability()}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() in GOLDEN_CPU and key.strip() not in found:
+                found[key.strip()] = value.strip()
+    except OSError:
+        pass
+    return found
+
+
+@pytest.mark.slow
+def test_the_default_model_stores_what_it_stored_before(tmp_path):
+    out = tmp_path / "enc"
+    done = subprocess.run([sys.executable, "-m", "sparc_es", "encode", "--corpus", DATA / "docs" / "parameters.rst",
+                           "--output", out, "--quiet", "--threads", "1"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    now = (out / "vectors" / "vectors.jsonl").read_bytes()
+    before = gzip.decompress(GOLDEN.read_bytes())
+    if this_cpu() == GOLDEN_CPU:
+        assert now == before
+    else:
+        assert_same_records(now.splitlines(), before.splitlines())

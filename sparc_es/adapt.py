@@ -36,6 +36,7 @@ from . import folders
 from .corpus import read_corpus
 from .errors import ModelError, SparcError, StoreError
 from .locks import exclusive
+from .options import setting
 from .checkpoint import (KNOWN_BASES, SPARC_CONFIG, base_provenance, known_base_path, quiet_transformers, read_state,
                          sha256_file, weights_file)
 from .model import SparcModel
@@ -47,17 +48,18 @@ CHECKPOINT = "adapt-checkpoint.pt"
 class AdaptConfig:
     """Settings of one adaptation run (paper defaults: 500 steps, batch 32, lr 5e-5)."""
 
-    steps: int = 500
-    batch_size: int = 32
-    lr: float = 5e-5
-    mask_probability: float = 0.15
-    max_length: int = 128  # tokens per sentence, [CLS] and [SEP] included
-    seed: int = 13
-    checkpoint_every: int = 100
+    steps: int = setting(500, "optimiser steps")
+    batch_size: int = setting(32, "sentences per step")
+    lr: float = setting(5e-5, "learning rate of E")
+    mask_probability: float = setting(0.15, "share of tokens masked")
+    max_length: int = setting(128, "tokens per sentence, [CLS] and [SEP] included")
+    seed: int = setting(13, "random seed")
+    checkpoint_every: int = setting(100, "steps between checkpoints")
     # How far the model's E moves towards the one trained on the corpus: E + strength x (E' - E).
     # Half the step kept the gains of the full one and lost less where the full one lost, on the
     # validation domains (docs/adaptation.md); 1 is the paper's replacement.
-    strength: float = 0.5
+    strength: float = setting(0.5, "how far E moves towards the one trained on your corpus, in (0, 1]; 1 is the "
+                                    "paper's full replacement (chosen on the validation domains: docs/adaptation.md)")
 
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size", "checkpoint_every"):

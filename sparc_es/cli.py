@@ -567,56 +567,13 @@ def cmd_query_dsl(args: argparse.Namespace) -> int:
 
 
 def _train_parser(sub) -> None:
+    from .options import add_arguments
     from .train import TrainConfig, __doc__ as train_doc
 
-    d = TrainConfig()
     p = sub.add_parser("train", help="train SPARC on the SQuAD train slice (resumable)",
                        description=train_doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--output", required=True, metavar="DIR", help="model folder to write (and resume from)")
-    p.add_argument("--model", default=d.model, help="starting checkpoint (default: %(default)s)")
-    p.add_argument("--data", metavar="DIR", help="data folder (default: $SPARC_ES_DATA or ../shared/data)")
-    p.add_argument("--max-length", type=_k, default=d.max_length, help="tokens per input (default: %(default)s)")
-    p.add_argument("--max-over", choices=["sentence", "all"], default=d.max_over, help="(default: %(default)s)")
-    p.add_argument("--batch-size", type=_k, default=d.batch_size, help="questions per step (default: %(default)s)")
-    p.add_argument("--chunk-size", type=_k, default=d.chunk_size,
-                   help="sentences per forward pass; smaller than 3 x batch uses the gradient cache "
-                        "(default: %(default)s)")
-    p.add_argument("--epochs", type=float, default=d.epochs, help="(default: %(default)s)")
-    p.add_argument("--max-steps", type=_k, default=None, help="stop after this many steps")
-    p.add_argument("--lr", type=float, default=d.lr, help="encoder learning rate (default: %(default)s)")
-    p.add_argument("--w-lr", type=float, default=d.w_lr, help="learning rate of w (default: %(default)s)")
-    p.add_argument("--warmup-steps", type=int, default=d.warmup_steps,
-                   help="linear warm-up, at most a tenth of the run (default: %(default)s)")
-    p.add_argument("--sparta", action="store_true", help="keep w at 0 (SPARTA) instead of learning it")
-    p.add_argument("--top-k-aware", action=argparse.BooleanOptionalAction, default=d.top_k_aware,
-                   help="a question token scores in training only if it is in the sentence's top K, as in the "
-                        "index (not in the paper; see docs/training.md) (default: on)")
-    p.add_argument("--head", choices=["dot", "mlm"], default=d.head,
-                   help="vocabulary logits: the paper's H . E^T, or the base's BERT MLM head (transform and "
-                        "bias, E still tied) (default: %(default)s)")
-    p.add_argument("--token-weights", action=argparse.BooleanOptionalAction, default=d.token_weights,
-                   help="also learn one multiplier per vocabulary token (a query-side weight that the index "
-                        "stores folded into each sentence's weights; queries stay plain bags) (default: on)")
-    p.add_argument("--token-weight-lr", type=float, default=d.token_weight_lr, help="(default: %(default)s)")
-    p.add_argument("--same-passage-negatives", type=int, default=d.same_passage_negatives,
-                   help="other sentences of the positive's passage per question (default: %(default)s)")
-    p.add_argument("--bm25-negatives", type=int, default=d.bm25_negatives,
-                   help="sentences from the question's BM25 top 100 without the answer (default: %(default)s)")
-    p.add_argument("--passage-weight", type=float, default=d.passage_weight,
-                   help="passage expansion: each sentence also stores lambda x the scores of its whole passage "
-                        "from a frozen passage encoder; this is lambda's starting value, learned from there; "
-                        "0 turns it off (default: %(default)s)")
-    p.add_argument("--passage-model", default=d.passage_model,
-                   help="the frozen passage encoder, scored through its MLM head (default: %(default)s)")
-    p.add_argument("--lexical-weight", type=float, default=d.lexical_weight,
-                   help="the lexical term: each sentence's own tokens also get alpha x their BM25 weight over the "
-                        "corpus being encoded (over the training sentences while training); this is alpha's "
-                        "starting value, learned from there; 0 turns it off (default: %(default)s)")
-    p.add_argument("--validation-articles", type=int, default=d.validation_articles,
-                   help="the training slice's last N articles are held out for model selection "
-                        "(`sparc-es table --domains val`) (default: %(default)s)")
-    p.add_argument("--seed", type=int, default=d.seed, help="(default: %(default)s)")
-    p.add_argument("--checkpoint-every", type=_k, default=d.checkpoint_every, help="steps (default: %(default)s)")
+    add_arguments(p, TrainConfig)  # every training setting, with its help, from the config's fields
     p.add_argument("--limit", type=_k, default=None, help="use only the first N questions (smoke tests)")
     p.add_argument("--examples-cache", metavar="JSON", help="where the questions with their negatives are "
                    "kept, to share between runs (default: OUTPUT/examples.json)")
@@ -627,19 +584,11 @@ def _train_parser(sub) -> None:
 
 def cmd_train(args: argparse.Namespace) -> int:
     from .experiments.examples import squad_examples
+    from .options import from_arguments
     from .train import TrainConfig, train
 
     _set_threads(args.threads)
-    config = TrainConfig(model=args.model, max_length=args.max_length, max_over=args.max_over,
-                         batch_size=args.batch_size, chunk_size=args.chunk_size, epochs=args.epochs,
-                         max_steps=args.max_steps, lr=args.lr, w_lr=args.w_lr, learn_w=not args.sparta,
-                         top_k_aware=args.top_k_aware, head=args.head, token_weights=args.token_weights,
-                         token_weight_lr=args.token_weight_lr, same_passage_negatives=args.same_passage_negatives,
-                         bm25_negatives=args.bm25_negatives, passage_weight=args.passage_weight,
-                         passage_model=args.passage_model, lexical_weight=args.lexical_weight,
-                         validation_articles=args.validation_articles,
-                         warmup_steps=args.warmup_steps, seed=args.seed, checkpoint_every=args.checkpoint_every,
-                         data=args.data)
+    config = from_arguments(args, TrainConfig)
     summary = train(config, args.output, squad_examples(config, args.output, args.limit, args.examples_cache),
                     progress=not args.quiet)
     print(f"trained {summary['steps']} steps in {summary['seconds']:.0f} s ({summary['questions_per_second']} "
@@ -649,8 +598,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def _adapt_parser(sub) -> None:
     from .adapt import AdaptConfig, __doc__ as adapt_doc
+    from .options import add_arguments
 
-    d = AdaptConfig()
     p = sub.add_parser("adapt", help="adapt a model to your corpus on the CPU (embedding replacement; resumable)",
                        description=adapt_doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--corpus", nargs="+", required=True, metavar="PATH",
@@ -658,16 +607,7 @@ def _adapt_parser(sub) -> None:
     p.add_argument("--output", required=True, metavar="DIR", help="adapted model folder to write (and resume from)")
     p.add_argument("--model", default="default", help="SPARC model folder to adapt (default: %(default)s)")
     p.add_argument("--base", metavar="DIR", help="its base checkpoint (default: found from the model's provenance)")
-    p.add_argument("--steps", type=_k, default=d.steps, help="(default: %(default)s)")
-    p.add_argument("--batch-size", type=_k, default=d.batch_size, help="sentences per step (default: %(default)s)")
-    p.add_argument("--lr", type=float, default=d.lr, help="learning rate of E (default: %(default)s)")
-    p.add_argument("--mask-probability", type=float, default=d.mask_probability, help="(default: %(default)s)")
-    p.add_argument("--max-length", type=_k, default=d.max_length, help="tokens per sentence (default: %(default)s)")
-    p.add_argument("--seed", type=int, default=d.seed, help="(default: %(default)s)")
-    p.add_argument("--checkpoint-every", type=_k, default=d.checkpoint_every, help="steps (default: %(default)s)")
-    p.add_argument("--strength", type=float, default=d.strength,
-                   help="how far E moves towards the one trained on your corpus, in (0, 1]; 1 is the paper's full "
-                        "replacement (default: %(default)s, chosen on the validation domains: docs/adaptation.md)")
+    add_arguments(p, AdaptConfig)  # every adaptation setting, with its help, from the config's fields
     p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
     p.add_argument("--threads", type=_k, default=None, help="torch CPU threads")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -676,11 +616,10 @@ def _adapt_parser(sub) -> None:
 
 def cmd_adapt(args: argparse.Namespace) -> int:
     from .adapt import AdaptConfig, adapt
+    from .options import from_arguments
 
     _set_threads(args.threads)
-    config = AdaptConfig(steps=args.steps, batch_size=args.batch_size, lr=args.lr,
-                         mask_probability=args.mask_probability, max_length=args.max_length, seed=args.seed,
-                         checkpoint_every=args.checkpoint_every, strength=args.strength)
+    config = from_arguments(args, AdaptConfig)
     record = adapt(args.model, args.corpus, args.output, config, base=args.base, overwrite=args.overwrite,
                    progress=not args.quiet)
     print(f"adapted E on {record['sentences']} sentences in {record['seconds']:.0f} s ({record['steps']} steps, "

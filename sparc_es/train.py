@@ -42,6 +42,7 @@ from .corpus import Sentence
 from .errors import SparcError, StoreError
 from .checkpoint import read_state
 from .locks import exclusive
+from .options import setting
 from .model import Head, MaxOver, SparcModel, passage_text
 from .query import query_bag
 
@@ -52,40 +53,62 @@ VALIDATION_ARTICLES = 6  # the SQuAD slice's last articles (1,036 questions), ne
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Settings of one training run; saved with every checkpoint and the final model."""
+    """Settings of one training run; saved with every checkpoint and the final model.
 
-    # Defaults are the shipped default's recipe (docs/training.md): `sparc-es train --output DIR`.
-    model: str = "splade-bert-tiny"
-    max_length: int = 128
-    max_over: str = "sentence"
-    batch_size: int = 32  # questions per optimiser step (3x as many sentences)
-    chunk_size: int = 96  # sentences per forward/backward pass; smaller saves memory
-    epochs: float = 3.0  # chosen on the validation articles: 73.31 MRR against 72.55 for two, 72.00 for one
-    max_steps: int | None = None
-    lr: float = 1e-4
-    w_lr: float = 1e-2
-    learn_w: bool = True  # False: SPARTA (w fixed at 0)
-    top_k_aware: bool = True  # score with the top-K cut that encoding applies (not in the paper)
-    head: str = "mlm"  # score through the base's BERT MLM head (transform and bias trained); "dot": H . E^T
-    token_weights: bool = True  # learn a per-token multiplier u_v (query-side weight, folded into f)
-    token_weight_lr: float = 1e-2
-    # Passage expansion (see SparcConfig): a frozen passage encoder, its scores computed once per
-    # training passage; the weight lambda starts at passage_weight and is learned with w's lr.
-    passage_weight: float = 2.0
-    passage_model: str = "splade-bert-tiny"
-    passage_head: str = "mlm"
-    # The lexical term (sparc_es.lexical): alpha starts here (0: none) and is learned with w's lr;
-    # its corpus statistics are the training sentences'.
-    lexical_weight: float = 0.0
-    warmup_steps: int = 500
-    weight_decay: float = 0.01
-    bm25_depth: int = 100
-    same_passage_negatives: int = 1  # per question; the paper's setting is one of each kind
-    bm25_negatives: int = 1
-    seed: int = 13
-    checkpoint_every: int = 50
-    data: str | None = None
-    validation_articles: int = VALIDATION_ARTICLES  # the slice's last articles, held out for model selection
+    Each field is a ``sparc-es train`` flag (``--max-length`` for ``max_length``) with the help
+    given here; defaults are the shipped default's recipe (docs/training.md)."""
+
+    model: str = setting("splade-bert-tiny", "starting checkpoint")
+    max_length: int = setting(128, "tokens per input")
+    max_over: str = setting("sentence", "which positions the max runs over", choices=("sentence", "all"))
+    batch_size: int = setting(32, "questions per optimiser step (3x as many sentences)")
+    chunk_size: int = setting(96, "sentences per forward pass; smaller than 3 x batch uses the gradient cache")
+    # chosen on the validation articles: 73.31 MRR against 72.55 for two, 72.00 for one
+    epochs: float = setting(3.0, "passes over the questions")
+    max_steps: int | None = setting(None, "stop after this many steps", type=int)
+    lr: float = setting(1e-4, "encoder learning rate")
+    w_lr: float = setting(1e-2, "learning rate of w, lambda and alpha")
+    learn_w: bool = setting(True, "learn w; --no-learn-w keeps it at 0 (SPARTA)")
+    top_k_aware: bool = setting(True, "a question token scores in training only if it is in the sentence's top K, "
+                                       "as in the index (not in the paper; see docs/training.md)")
+    head: str = setting("mlm", "vocabulary logits: the paper's H . E^T, or the base's BERT MLM head (transform and "
+                                "bias, E still tied)", choices=("dot", "mlm"))
+    token_weights: bool = setting(True, "also learn one multiplier per vocabulary token (a query-side weight that "
+                                         "the index stores folded into each sentence's weights)")
+    token_weight_lr: float = setting(1e-2, "learning rate of the token multipliers")
+    passage_weight: float = setting(2.0, "passage expansion: each sentence also stores lambda x the scores of its "
+                                          "whole passage from a frozen passage encoder (computed once per training "
+                                          "passage); lambda's starting value, learned from there; 0 turns it off")
+    passage_model: str = setting("splade-bert-tiny", "the frozen passage encoder")
+    passage_head: str = setting("mlm", "the passage encoder's vocabulary logits", choices=("dot", "mlm"))
+    lexical_weight: float = setting(0.0, "the lexical term: each sentence's own tokens also get alpha x their BM25 "
+                                          "weight over the training sentences; alpha's starting value, learned from "
+                                          "there; 0 turns it off")
+    warmup_steps: int = setting(500, "linear warm-up, at most a tenth of the run")
+    weight_decay: float = setting(0.01, "AdamW weight decay of the encoder")
+    bm25_depth: int = setting(100, "BM25 candidates per question, from which hard negatives are drawn")
+    same_passage_negatives: int = setting(1, "other sentences of the positive's passage per question (the paper: 1)")
+    bm25_negatives: int = setting(1, "sentences from the question's BM25 candidates without the answer per question")
+    seed: int = setting(13, "random seed")
+    checkpoint_every: int = setting(50, "steps between checkpoints")
+    data: str | None = setting(None, "data folder (default: $SPARC_ES_DATA or ../shared/data)", type=str,
+                                metavar="DIR")
+    validation_articles: int = setting(VALIDATION_ARTICLES, "the training slice's last N articles are held out for "
+                                                             "model selection (`sparc-es table --domains val`)")
+
+    def __post_init__(self) -> None:
+        for name in ("max_length", "batch_size", "chunk_size", "bm25_depth", "checkpoint_every"):
+            if getattr(self, name) < 1:
+                raise SparcError(f"training {name} must be at least 1")
+        if self.max_steps is not None and self.max_steps < 1:
+            raise SparcError("training max_steps must be at least 1")
+        for name in ("same_passage_negatives", "bm25_negatives", "warmup_steps", "validation_articles",
+                     "passage_weight", "lexical_weight", "weight_decay"):
+            if not getattr(self, name) >= 0:
+                raise SparcError(f"training {name} must be at least 0")
+        for name in ("epochs", "lr", "w_lr", "token_weight_lr"):
+            if not getattr(self, name) > 0:
+                raise SparcError(f"training {name} must be above 0")
 
 
 @dataclass(frozen=True)

@@ -322,23 +322,26 @@ class SparcModel:
         With ``head=mlm`` the logits are the base's MLM head's, ``LayerNorm(act(dense(H))) . E^T + b``
         (the bias is per token, so it is added after the max). ``passage`` (lambda f_P, same shape)
         is added next; with ``token_weights`` (and ``weighted``) the sum is then multiplied by the
-        learned u_v, a query-side weight that the index stores folded in. The product runs over unpadded positions only: padding
-        would otherwise cost as much as the sentences themselves.
+        learned u_v, a query-side weight that the index stores folded in. The vocabulary-wide product
+        and its max (:func:`sparc_es.model.kernels.relu_max_product`) run over unpadded positions
+        only: padding would otherwise cost as much as the sentences themselves.
         """
         torch = _torch()
         head = self.head
         E = self.embeddings if vocab_ids is None else self.embeddings[vocab_ids]
         if head is not None and hasattr(head, "transform"):
             hidden = head.transform(hidden)
-        m = _masked_max_product(hidden, mask, E)
+        bias = None
         if head is not None and hasattr(head, "bias"):
-            m = m + (head.bias if vocab_ids is None else head.bias[vocab_ids])
-        f = torch.log1p(torch.relu(m) * torch.exp(self.w))
+            bias = head.bias if vocab_ids is None else head.bias[vocab_ids]
+        keep = self.scorable if vocab_ids is None else self.scorable[vocab_ids]
+        from .kernels import relu_max_product
+
+        f = torch.log1p(relu_max_product(hidden, mask, E, bias, keep) * torch.exp(self.w))
         if passage is not None:
             f = f + passage
         if weighted and head is not None and hasattr(head, "log_u"):
             f = f * torch.exp(head.log_u if vocab_ids is None else head.log_u[vocab_ids])
-        keep = self.scorable if vocab_ids is None else self.scorable[vocab_ids]
         return f * keep.to(f.dtype)
 
     def passage_scores(self, passages: list[str]):
@@ -384,34 +387,6 @@ class SparcModel:
     def queries(self) -> QueryEncoder:
         """The question side: bags of this model's WordPiece tokens, as every engine scores them."""
         return QueryEncoder(self.tokenizer)
-
-
-def _masked_max_product(hidden, mask, E, positions: int = 2048):
-    """``max_i hidden[b, i] . E^T`` over the positions where ``mask`` is set, for each row b.
-
-    The valid positions of several sentences go into one product (a few large matrix products
-    run about 1.4 times faster than one small product per sentence), at most ``positions`` rows at
-    a time so memory stays bounded; ``index_reduce`` takes each sentence's max and back-propagates.
-    """
-    import warnings
-
-    torch = _torch()
-    lengths = mask.sum(dim=1).tolist()
-    packed = hidden[mask]
-    out, start, first = [], 0, 0
-    for b in range(len(lengths) + 1):
-        if b < len(lengths) and (b == first or sum(lengths[first: b + 1]) <= positions):
-            continue
-        n = sum(lengths[first:b])
-        logits = packed[start: start + n] @ E.T
-        rows = torch.repeat_interleave(torch.arange(b - first, device=logits.device),
-                                       torch.tensor(lengths[first:b], device=logits.device))
-        init = torch.full((b - first, E.shape[0]), float("-inf"), dtype=logits.dtype, device=logits.device)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # "index_reduce() is in beta"
-            out.append(init.index_reduce(0, rows, logits, "amax"))
-        start, first = start + n, b
-    return torch.cat(out)
 
 
 def weights_fingerprint(encoder, config: SparcConfig, head=None) -> str:

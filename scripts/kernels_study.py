@@ -89,7 +89,7 @@ def build_inputs(windows: int, data=None):
 
 
 def make_methods():
-    from sparc_es import kernels
+    from sparc_es.model import kernels
 
     ref = reference_product()
     # Each: (hidden, mask, E, bias, keep) -> relu(m + bias) where kept (what token_scores needs).
@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     global torch
     import torch
 
-    from sparc_es import kernels
+    from sparc_es.model import kernels
 
     warnings.simplefilter("ignore")
     torch.set_num_threads(2)

@@ -59,6 +59,52 @@ def scale_of(text: str) -> int:
 
 # --- encoding ------------------------------------------------------------------------------
 
+def cpu_model() -> str:
+    """The CPU's model name, vendor, family and model (what timings depend on)."""
+    info: dict[str, str] = {}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            info.setdefault(key.strip(), value.strip())
+    except OSError:
+        return platform.processor() or "unknown"
+    return (f"{info.get('model name', '?')} ({info.get('vendor_id', '?')}, family {info.get('cpu family', '?')}, "
+            f"model {info.get('model', '?')})")
+
+
+def bench_kernels(model, pairs, corpus, repeats: int) -> dict:
+    """Batched sentences/s with each vocabulary max-product kernel (sparc_es.model.kernels), side by
+    side in one run, interleaved (ABC, CBA, ...) so drifts in the machine's speed hit all alike."""
+    import os
+
+    import torch
+
+    from sparc_es.model.kernels import KERNELS, bf16_native
+
+    methods = ["reference", "blocked", "auto"]
+    assert set(methods) == set(KERNELS)
+    rates: dict[str, list[float]] = {m: [] for m in methods}
+    before = os.environ.get("SPARC_ES_KERNEL")
+    try:
+        for r in range(repeats):
+            for method in methods if r % 2 == 0 else reversed(methods):
+                os.environ["SPARC_ES_KERNEL"] = method
+                started = time.perf_counter()
+                for _ in model.encode(pairs, batch_size=32, corpus=corpus):
+                    pass
+                rates[method].append(len(pairs) / (time.perf_counter() - started))
+    finally:
+        if before is None:
+            os.environ.pop("SPARC_ES_KERNEL", None)
+        else:
+            os.environ["SPARC_ES_KERNEL"] = before
+    medians = {m: statistics.median(v) for m, v in rates.items()}
+    return {"sentences": len(pairs), "threads": torch.get_num_threads(), "bf16_native": bf16_native(),
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "sentences_per_second": {m: spread(v) for m, v in rates.items()},
+            "over_reference": {m: round(medians[m] / medians["reference"], 2) for m in methods}}
+
+
 def bench_encoding(model, sentences, repeats: int, workdir: Path) -> dict:
     """Batched vs batch size 1, the time per stage, and a 1% update against the full encode."""
     import torch
@@ -83,6 +129,7 @@ def bench_encoding(model, sentences, repeats: int, workdir: Path) -> dict:
         for _ in model.encode(single_pairs, batch_size=1, window=1, corpus=corpus):
             pass
         single.append(len(single_pairs) / (time.perf_counter() - started))
+    kernels = bench_kernels(model, pairs[:500], corpus, max(repeats, 3))
 
     # where the time goes: the pipeline's own stage timer (sparc_es.model.stored.Stages) over an
     # encode of the sample, then quantising and serialising what it stored
@@ -108,6 +155,7 @@ def bench_encoding(model, sentences, repeats: int, workdir: Path) -> dict:
     updates = bench_updates(model, sentences, workdir, full_seconds)
     return {
         "sentences_per_second_batched": spread(batched),
+        "kernels": kernels,
         "sentences_per_second_batch_size_1": spread(single),
         "batched_over_batch_size_1": round(statistics.median(batched) / statistics.median(single), 1),
         "sample": {"batched": len(pairs), "batch_size_1": len(single_pairs)},
@@ -343,13 +391,18 @@ def bench_es(encoded: Path) -> dict | None:
 
 def markdown(result: dict) -> str:
     e, scales = result["encoding"], result["scales"]
-    lines = [f"Measured {result['when']} on {result['machine']['cpus']} CPUs ({result['machine']['platform']}), "
+    lines = [f"Measured {result['when']} on {result['machine']['cpus']} CPU threads of a "
+             f"{result['machine'].get('cpu_model', '?')} ({result['machine']['platform']}; torch CPU capability "
+             f"{e['kernels']['cpu_capability']}, native bf16: {'yes' if e['kernels']['bf16_native'] else 'no'}), "
              f"model {result['model']}, K {result['top_k']}, factor {result['factor']:g}; "
              f"`{result['command']}`.", "",
              "| encoding | figure |", "|---|---|",
              f"| batched (32, length-sorted), sentences/s | {e['sentences_per_second_batched']['median']} "
              f"({e['sentences_per_second_batched']['min']}-{e['sentences_per_second_batched']['max']}) |",
              f"| batch size 1, sentences/s | {e['sentences_per_second_batch_size_1']['median']} |",
+             *(f"| kernel `{m}`, batched sentences/s (side by side, {e['kernels']['sentences']} sentences) | "
+               f"{r['median']} ({e['kernels']['over_reference'][m]}x the reference) |"
+               for m, r in e["kernels"]["sentences_per_second"].items()),
              f"| batched / batch size 1 | {e['batched_over_batch_size_1']}x |",
              f"| full encode of {e['full_encode']['sentences']:,} sentences (to disk) | "
              f"{e['full_encode']['seconds']} s, {e['full_encode']['sentences_per_second']} sentences/s |",
@@ -358,9 +411,11 @@ def markdown(result: dict) -> str:
                for name, u in e["update_1_percent"].items()),
              f"| process peak RSS | {e['peak_rss_megabytes']:,} MB |",
              "| time per stage | " + ", ".join(f"{k} {100 * v:.0f}%" for k, v in e["stages_share"].items()) + " |",
-             "", "| sentences | impact index build | BM25 build | impact / BM25 time | size impact / BM25 "
-             "| p50 k=10 SPARC / BM25 | p50 k=1000 SPARC / BM25 | p99 k=1000 SPARC / BM25 | 2-thread qps SPARC / BM25 |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             ]
+    if scales:
+        lines += ["", "| sentences | impact index build | BM25 build | impact / BM25 time | size impact / BM25 "
+                  "| p50 k=10 SPARC / BM25 | p50 k=1000 SPARC / BM25 | p99 k=1000 SPARC / BM25 | 2-thread qps SPARC / BM25 |",
+                  "|---|---|---|---|---|---|---|---|---|"]
     for label, s in scales.items():
         i, lat, qps = s["index"], s["latency_ms"], s["throughput_qps_2_threads"]
         lines.append(f"| {s['sentences']:,} | {i['sparc_seconds']} s ({i['sparc_sentences_per_second']:,}/s) | "
@@ -409,6 +464,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workdir", type=Path, default=ROOT / "bench" / "work")
     p.add_argument("--json", type=Path, default=ROOT / "bench" / "bench.json")
     p.add_argument("--markdown", type=Path, default=ROOT / "bench" / "bench.md")
+    p.add_argument("--encoding-only", action="store_true", help="time encoding only (no index scales, exact "
+                   "scoring or Elasticsearch)")
     p.add_argument("--update-docs", action="store_true", help="rewrite the generated tables in README.md and "
                    "docs/benchmarks.md (between the bench markers)")
     args = p.parse_args(argv)
@@ -434,13 +491,13 @@ def main(argv: list[str] | None = None) -> int:
     result = {"command": "python scripts/bench.py " + " ".join(argv if argv is not None else sys.argv[1:]),
               "when": time.strftime("%Y-%m-%d"), "model": model.fingerprint, "top_k": model.config.top_k,
               "factor": DEFAULT_FACTOR,
-              "machine": {"cpus": torch.get_num_threads(), "platform": platform.platform(),
+              "machine": {"cpus": torch.get_num_threads(), "cpu_model": cpu_model(), "platform": platform.platform(),
                           "python": platform.python_version(), "torch": torch.__version__,
                           "transformers": transformers.__version__, "pyserini": importlib.metadata.version("pyserini"),
                           "sparc_es": __version__},
               "encoding": bench_encoding(model, sentences, args.repeats, args.workdir), "scales": {}}
     encoded = args.workdir / "encoded"
-    for label in args.scales.split(","):
+    for label in [] if args.encoding_only else args.scales.split(","):
         n = scale_of(label)
         print(f"scale {label} ...", file=sys.stderr, flush=True)
         folder, n = (encoded, len(sentences)) if n <= len(sentences) else replicate(encoded, args.workdir / f"encoded-{label}", n)
@@ -448,9 +505,10 @@ def main(argv: list[str] | None = None) -> int:
     labels = list(result["scales"])
     if len(labels) > 1:
         result["growth_per_million"] = growth_per_million(result["scales"][labels[0]], result["scales"][labels[-1]])
-    print("exact scoring and Elasticsearch loading ...", file=sys.stderr, flush=True)
-    result["exact"] = bench_exact(encoded, questions)
-    result["elasticsearch"] = bench_es(encoded)
+    if not args.encoding_only:
+        print("exact scoring and Elasticsearch loading ...", file=sys.stderr, flush=True)
+        result["exact"] = bench_exact(encoded, questions)
+        result["elasticsearch"] = bench_es(encoded)
     result["seconds"] = round(time.time() - started)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(result, indent=2) + "\n")

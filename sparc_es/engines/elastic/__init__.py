@@ -1,0 +1,67 @@
+"""Elasticsearch engine: SPARC weights in a ``rank_features`` field, questions as dot-product queries.
+
+One concern per module; every public name is importable from here (``from
+sparc_es.engines.elastic import build_index``):
+
+    connection   :class:`Connection` (URL checks, secrets never shown), the retrying transport,
+                 cluster errors as one line, :func:`check_server`, :func:`check_index_name`, :func:`scan`
+    documents    feature names, :func:`es_features`, the :func:`mapping` and the weights' identity
+                 in it (:func:`same_weights`), :func:`query_body`, :class:`QueryMode`, :class:`FieldType`
+    loader       :func:`build_index`: an encoded folder streamed into an index, resumable, incremental
+    source       :class:`ElasticSource`: documents of a cluster as a corpus (``encode --from-es``)
+    engine       :class:`ElasticEngine`: search
+
+* Token names are made safe for ES in :func:`feature_name` (ES rejects ``.`` in feature names;
+  BERT's vocabulary has such tokens) and read back with :func:`token_name`.
+* Stored values are the same integer impacts as the Lucene index (``round(f * factor)``), dropped
+  when not positive in :func:`es_features` (ES requires strictly positive values). ES keeps 9
+  significant bits of each value, so impacts below 512 are stored exactly; larger ones lose at
+  most 0.4%.
+* A question is ``bool.should`` of ``rank_feature`` clauses with ``"linear": {}`` and ``boost`` =
+  the token's count: the score is the dot product (the default ``saturation`` function is not).
+  ``sparse_vector`` with a ``query_vector`` is the alternative on servers that have it (8.15+),
+  and needs the field mapped as ``sparse_vector``.
+* Loading streams records through the official client's ``streaming_bulk`` (chunks, retries with
+  backoff on 429), with document ids = sentence ids so a re-run replaces rather than duplicates;
+  failed items go to a JSONL report and the run ends with a check that the index holds exactly
+  the folder's ids.
+* Every request of the client :meth:`Connection.client` makes is retried with backoff on
+  connection errors, timeouts and 429/502/503/504 (:func:`retry_delays`); no message shows the
+  password of a URL (:func:`redact_url`).
+
+Supported servers: Elasticsearch 8.x (client 8.x or 9.x with 8-compatible headers) and 9.x.
+"""
+
+from __future__ import annotations
+
+from .connection import (
+    MAX_BACKOFF,
+    SUPPORTED_MAJORS,
+    Connection,
+    check_index_name,
+    check_server,
+    redact_url,
+    retry_delays,
+    scan,
+)
+from .documents import (
+    BASE_MAPPING,
+    FIELD,
+    FieldType,
+    QueryMode,
+    es_features,
+    feature_name,
+    mapping,
+    query_body,
+    same_weights,
+    token_name,
+)
+from .engine import ElasticEngine
+from .loader import build_index, id_differences
+from .source import ElasticSource
+
+__all__ = [
+    "BASE_MAPPING", "FIELD", "MAX_BACKOFF", "SUPPORTED_MAJORS", "Connection", "ElasticEngine", "ElasticSource",
+    "FieldType", "QueryMode", "build_index", "check_index_name", "check_server", "es_features", "feature_name",
+    "id_differences", "mapping", "query_body", "redact_url", "retry_delays", "same_weights", "scan", "token_name",
+]

@@ -1,0 +1,263 @@
+"""Talking to a cluster: where it is, how every request is retried, and its errors as one line.
+
+* :class:`Connection` holds the URL and credentials (from flags or ``SPARC_ES_*`` variables) and
+  checks the URL before the client sees it; :meth:`Connection.client` makes the client.
+* Every request of that client is retried with backoff on connection errors, timeouts and
+  429/502/503/504 (:func:`retry_delays`, in the transport of :func:`_transport_class`).
+* No message shows the password of a URL: :func:`redact_url` for one URL, :func:`_redacted` for
+  the messages of the client, :meth:`Connection._scrub` for this connection's own secrets.
+* :func:`_cluster_errors` turns the client's connection faults, timeouts and refusals into
+  one-line :class:`~sparc_es.errors.EngineError`; :func:`check_server` refuses servers other than
+  8.x and 9.x; :func:`check_index_name` refuses names Elasticsearch would.
+* :func:`scan` pages every hit of a query in a point in time (:func:`_point_in_time`): the loader
+  and :class:`~sparc_es.engines.elastic.source.ElasticSource` both read an index with it.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from ...errors import EngineError, SparcError
+
+
+def redact_url(url: str) -> str:
+    """``url`` fit to show: its user-info becomes ``user:***@`` (``***@`` when it has no ``:``, as
+    it may be a token). The user-info is everything up to the last ``@``, so a password with an
+    unencoded ``/``, ``#`` or ``@`` is hidden too, and a URL without its scheme as well."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    userinfo, at, host = rest.rpartition("@")
+    if not at:
+        return url
+    user, colon, _ = userinfo.partition(":")
+    return f"{scheme}{sep}{user + ':***' if colon else '***'}@{host}"
+
+
+# user-info in a URL inside a message of another library (one without a scheme: redact_url)
+_USERINFO = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://)[^\s/?#'\"]*@")
+
+
+def _redacted(text: str) -> str:
+    """``text`` with the user-info of every URL in it hidden: for messages of the client."""
+    return _USERINFO.sub(r"\1***@", text)
+
+
+MAX_BACKOFF = 10.0  # seconds: the longest wait between two attempts of one request
+
+
+def retry_delays(retries: int, first: float = 0.5) -> list[float]:
+    """The waits before each retry of one request: ``first`` seconds, doubling, at most
+    :data:`MAX_BACKOFF` (0.5, 1, 2 s for the default 3 retries)."""
+    return [min(first * 2 ** n, MAX_BACKOFF) for n in range(retries)]
+
+
+@functools.cache
+def _transport_class() -> type:
+    """The client's transport, with backoff between the attempts of a request.
+
+    elastic-transport retries connection errors, timeouts and the retry statuses at once (its
+    newest releases can wait between attempts, off by default and not for retried statuses; the
+    older ones this package supports cannot) and a single node never waits out its dead-node
+    timeout, so four attempts took 10 ms against a cluster that was restarting. It is asked for one
+    attempt at a time here, and the retries happen in this one place for every request: queries,
+    scans, bulk loading."""
+    from elastic_transport import ConnectionError, ConnectionTimeout, TlsError, Transport
+    from elastic_transport.client_utils import DEFAULT
+
+    class BackoffTransport(Transport):
+        backoff = 0.5  # seconds before the first retry; Connection.client sets its own
+
+        def perform_request(self, method: str, target: str, **kwargs):
+            def given(name, default):
+                value = kwargs.pop(name, DEFAULT)
+                return default if value is DEFAULT else value
+
+            retries = given("max_retries", self.max_retries)
+            on_timeout = given("retry_on_timeout", self.retry_on_timeout)
+            on_status = given("retry_on_status", self.retry_on_status)
+            for delay in [*retry_delays(retries, self.backoff), None]:
+                try:
+                    response = super().perform_request(method, target, max_retries=0, **kwargs)
+                except TlsError:
+                    raise  # a certificate, or https spoken to plain HTTP, does not heal by waiting
+                except ConnectionTimeout:
+                    if delay is None or not on_timeout:
+                        raise
+                except ConnectionError:
+                    if delay is None:
+                        raise
+                else:
+                    if delay is None or response.meta.status not in on_status:
+                        return response
+                time.sleep(delay)
+
+    return BackoffTransport
+
+
+@dataclass(frozen=True)
+class Connection:
+    """Where the cluster is and how to authenticate; secrets come from flags or the environment."""
+
+    url: str
+    api_key: str | None = None
+    username: str | None = None
+    password: str | None = None
+    ca_certs: str | None = None
+    timeout: float = 60.0  # seconds per request
+    retries: int = 3  # per request, on connection errors, timeouts and 429/502/503/504
+    backoff: float = 0.5  # seconds before the first retry, doubling (retry_delays)
+
+    def __post_init__(self) -> None:
+        shown = redact_url(self.url)
+        if not self.url.startswith(("http://", "https://")):
+            raise SparcError(f"Elasticsearch URL {shown!r} needs its scheme: http://HOST:9200 or https://HOST:9200")
+        why = self._unusable()
+        if why:
+            raise SparcError(f"cannot use the Elasticsearch URL {shown!r}: {why}")
+        if not self.timeout > 0 or self.retries < 0 or not self.backoff >= 0:
+            raise SparcError("the Elasticsearch timeout must be above 0, the retries and backoff at least 0")
+
+    def _unusable(self) -> str | None:
+        """Why the URL cannot be used, said here rather than by the client, whose messages
+        repeat the URL whole, password included."""
+        try:
+            parts = urlsplit(self.url)
+            _ = parts.port  # raises on a port that is not a number from 0 to 65535
+        except ValueError:
+            return "its host or port cannot be read (HOST:PORT, the port a number up to 65535)"
+        if "@" in self.url[len(f"{parts.scheme}://{parts.netloc}"):]:
+            return "a user name or password with / ? # or @ must be percent-encoded"
+        if not parts.hostname:
+            return "it has no host"
+        if self.ca_certs and parts.scheme != "https":
+            return "a CA bundle (--es-ca-certs) is for https:// URLs"
+        return None
+
+    def _scrub(self, text: str) -> str:
+        """``text`` without this connection's secrets: its URL redacted, its password and API key hidden."""
+        text = _redacted(text.replace(self.url, redact_url(self.url)))
+        userinfo = self.url.partition("://")[2].rpartition("@")[0]
+        for secret in (userinfo.partition(":")[2], self.password, self.api_key):
+            if secret and len(secret) >= 4:  # a shorter one would hide letters of the message
+                text = text.replace(secret, "***")
+        return text
+
+    @classmethod
+    def from_env(cls, url: str | None = None, timeout: float = 60.0, retries: int = 3, **given) -> Connection:
+        env = os.environ
+        url = url or env.get("SPARC_ES_URL")
+        if not url:
+            raise SparcError("no Elasticsearch URL: pass --es-url or set SPARC_ES_URL")
+        return cls(url=url, api_key=given.get("api_key") or env.get("SPARC_ES_API_KEY"),
+                   username=given.get("username") or env.get("SPARC_ES_USER"),
+                   password=given.get("password") or env.get("SPARC_ES_PASSWORD"),
+                   ca_certs=given.get("ca_certs") or env.get("SPARC_ES_CA_CERTS"), timeout=timeout, retries=retries)
+
+    def __repr__(self) -> str:  # never print secrets
+        auth = "api key" if self.api_key else "basic" if self.username else "none"
+        return f"Connection(url={redact_url(self.url)!r}, auth={auth})"
+
+    def client(self, **options):
+        """An ``Elasticsearch`` client whose every request is retried with backoff (:func:`retry_delays`)."""
+        try:
+            from elasticsearch import Elasticsearch
+        except ImportError:
+            raise SparcError("the Elasticsearch engine needs the client: pip install 'sparc-es[es]'") from None
+        kwargs = {"request_timeout": self.timeout, "max_retries": self.retries, "retry_on_timeout": True,
+                  "retry_on_status": (429, 502, 503, 504), "transport_class": _transport_class(), **options}
+        if self.api_key:
+            kwargs["api_key"] = self.api_key
+        elif self.username:
+            kwargs["basic_auth"] = (self.username, self.password or "")
+        if self.ca_certs:
+            kwargs["ca_certs"] = self.ca_certs
+        try:
+            client = Elasticsearch(self.url, **kwargs)
+        except (ValueError, TypeError) as e:
+            raise SparcError(f"cannot use the Elasticsearch URL {redact_url(self.url)!r}: {self._scrub(str(e))}") \
+                from None
+        client.transport.backoff = self.backoff
+        return client
+
+
+_BAD_NAME = re.compile(r'[\\/*?"<>| ,#:A-Z]')
+
+
+def check_index_name(name: str) -> str:
+    """``name`` if Elasticsearch accepts it as an index name, else a one-line error saying why."""
+    if not name or name in (".", "..") or name.startswith(("-", "_", "+")) or _BAD_NAME.search(name) \
+            or len(name.encode("utf-8")) > 255:
+        raise SparcError(f"invalid Elasticsearch index name {name!r}: lowercase, at most 255 bytes, not starting "
+                         'with - _ +, none of \\ / * ? " < > | , # : or spaces')
+    return name
+
+
+@contextmanager
+def _cluster_errors(doing: str, then: str = ""):
+    """Connection faults, timeouts and server errors of the client as one-line :class:`EngineError`."""
+    from elasticsearch import ApiError, TransportError
+
+    try:
+        yield
+    except TransportError as e:  # connection refused or lost, timeouts (after the client's retries)
+        raise EngineError(f"Elasticsearch did not answer while {doing} ({type(e).__name__}: {_redacted(str(e))})"
+                          f"{then}") from None
+    except ApiError as e:
+        raise EngineError(f"Elasticsearch refused {doing}: {_redacted(str(e))}{then}") from None
+
+
+SUPPORTED_MAJORS = (8, 9)
+
+
+def check_server(client) -> str:
+    """The server's version, refused unless its major is one sparc-es supports (8.x, 9.x)."""
+    try:
+        version = client.info()["version"]["number"]
+    except Exception as e:  # connection refused, auth, product check: the client's own message
+        raise EngineError(f"cannot reach Elasticsearch: {_redacted(str(e))}") from None
+    if int(version.split(".")[0]) not in SUPPORTED_MAJORS:
+        raise EngineError(f"Elasticsearch {version} is not supported (8.x or 9.x)")
+    return version
+
+
+@contextmanager
+def _point_in_time(client, index_name: str) -> Iterator[dict]:
+    """A point in time of ``index_name``, as a search's ``pit`` (its id kept current), closed after."""
+    with _cluster_errors(f"reading index {index_name!r}"):
+        pit = {"id": client.open_point_in_time(index=index_name, keep_alive="5m")["id"], "keep_alive": "5m"}
+    try:
+        yield pit
+    finally:
+        try:
+            client.close_point_in_time(id=pit["id"])
+        except Exception:
+            pass  # it expires by itself
+
+
+def scan(client, index_name: str, source: list[str] | bool = False, query: dict | None = None,
+         page: int = 1000, pit: dict | None = None) -> Iterator[dict]:
+    """Every hit of ``query`` in ``index_name``, paged with a point in time and ``search_after``
+    (a consistent view however long the caller takes between pages); in ``pit`` when given."""
+    if pit is None:
+        with _point_in_time(client, index_name) as pit:
+            yield from scan(client, index_name, source, query, page, pit)
+        return
+    after = None
+    while True:
+        with _cluster_errors(f"reading index {index_name!r}"):
+            response = client.search(pit=pit, sort=["_shard_doc"], size=page, source=source, search_after=after,
+                                     query=query or {"match_all": {}})
+        hits = response["hits"]["hits"]
+        if not hits:
+            return
+        pit["id"] = response.get("pit_id", pit["id"])
+        yield from hits
+        after = hits[-1]["sort"]

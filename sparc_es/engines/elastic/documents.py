@@ -1,0 +1,132 @@
+"""What an index holds and how it is asked: feature names, the mapping, the weights' identity, the query.
+
+* Token names are made safe for ES in :func:`feature_name` (ES rejects ``.`` in feature names;
+  BERT's vocabulary has such tokens) and read back with :func:`token_name`.
+* Stored values are the same integer impacts as the Lucene index (``round(f * factor)``), dropped
+  when not positive in :func:`es_features` (ES requires strictly positive values). ES keeps 9
+  significant bits of each value, so impacts below 512 are stored exactly; larger ones lose at
+  most 0.4%.
+* The mapping's ``_meta.sparc_es`` names the weights (:func:`_identity`); weights of another model,
+  K, factor or IDF are never mixed into an index (:func:`same_weights`, :func:`_differs`).
+* A question is ``bool.should`` of ``rank_feature`` clauses with ``"linear": {}`` and ``boost`` =
+  the token's count: the score is the dot product (the default ``saturation`` function is not).
+  ``sparse_vector`` with a ``query_vector`` is the alternative on servers that have it (8.15+),
+  and needs the field mapped as ``sparse_vector`` (:func:`query_body`).
+
+No cluster is needed here: these are plain values and functions.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from enum import Enum
+
+from ...encoded import Manifest
+from ...errors import choice
+
+FIELD = "weights"
+
+
+class QueryMode(str, Enum):
+    """How a question is sent: ``rank_feature`` clauses (linear, boost = count), or one
+    ``sparse_vector`` query (ES 8.15+, field mapped as ``sparse_vector``)."""
+
+    RANK_FEATURE = "rank_feature"
+    SPARSE_VECTOR = "sparse_vector"
+
+
+class FieldType(str, Enum):
+    """How the weights field is mapped."""
+
+    RANK_FEATURES = "rank_features"
+    SPARSE_VECTOR = "sparse_vector"
+
+
+def feature_name(token: str) -> str:
+    """Reversible ES-safe name for a token: ``%`` -> ``%25`` first, then ``.`` -> ``%2E``."""
+    return token.replace("%", "%25").replace(".", "%2E")
+
+
+def token_name(feature: str) -> str:
+    """Inverse of :func:`feature_name`."""
+    return feature.replace("%2E", ".").replace("%25", "%")
+
+
+def es_features(vector: dict[str, float]) -> dict[str, float]:
+    """The ``rank_features`` value of one sentence: safe names, strictly positive values only."""
+    return {feature_name(t): float(w) for t, w in vector.items() if w > 0}
+
+
+BASE_MAPPING = {
+    "dynamic": "strict",
+    "properties": {
+        "text": {"type": "text"},
+        "context": {"type": "text", "index": False},  # shown with a hit, not searched
+        "doc": {"type": "keyword"},
+        "start": {"type": "integer"},
+        "end": {"type": "integer"},
+        "hash": {"type": "keyword", "index": False},  # of text and context: an update skips unchanged sentences
+        FIELD: {"type": "rank_features"},
+    },
+}
+
+
+def mapping(manifest: Manifest | None = None, field_type: FieldType | str = FieldType.RANK_FEATURES) -> dict:
+    """The index mapping (also in ``mappings/sparc.json``), ``_meta`` describing the encoded weights."""
+    body = copy.deepcopy(BASE_MAPPING)
+    body["properties"][FIELD]["type"] = choice(FieldType, field_type, "field type").value
+    if manifest is not None:
+        body["_meta"] = {"sparc_es": _identity(manifest)}
+    return body
+
+
+def _identity(manifest: Manifest) -> dict:
+    """What the weights in an index must share to be mixed: the model (its fingerprint, which hashes
+    the weights and every setting that changes f(v, s)), K, the quantisation factor and IDF.
+
+    Only values that survive a round trip through a cluster: the factor is written as text because
+    a server may return a float one rounding step off (noida-db does for ``passage_weight``)."""
+    return {"fingerprint": manifest.model.fingerprint, "top_k": int(manifest.top_k),
+            "factor": repr(float(manifest.factor)), "idf": bool(manifest.idf)}
+
+
+def _differs(stored: dict | None, body: dict) -> str:
+    """What differs between an index's weights and the new ones, for the refusal message."""
+    if not isinstance(stored, dict):
+        return "it was not made by sparc-es"
+    new = body["_meta"]["sparc_es"]
+    old = {"fingerprint": stored.get("fingerprint") or (stored.get("model") or {}).get("fingerprint"),
+           "top_k": stored.get("top_k"), "factor": stored.get("factor"), "idf": stored.get("idf", False)}
+    return ", ".join(f"{k} {old[k]} there, {new[k]} here" for k in new if str(old[k]) != str(new[k])) or "unreadable"
+
+
+def same_weights(stored: dict | None, identity: dict) -> bool:
+    """Whether an index's ``_meta.sparc_es`` (as the cluster returns it) names the weights of
+    ``identity``. Indexes written before identities were reduced (the whole model record, the factor
+    as a number) are recognised too."""
+    if not isinstance(stored, dict):
+        return False
+    fingerprint = stored.get("fingerprint") or (stored.get("model") or {}).get("fingerprint")
+    try:
+        factor = float(stored.get("factor"))
+        top_k = int(stored.get("top_k"))
+    except (TypeError, ValueError):
+        return False
+    return (fingerprint == identity["fingerprint"] and top_k == identity["top_k"]
+            and math.isclose(factor, float(identity["factor"]), rel_tol=1e-9)
+            and bool(stored.get("idf", False)) == identity["idf"])
+
+
+def query_body(bag: dict[str, float], size: int = 10, mode: QueryMode | str = QueryMode.RANK_FEATURE,
+               bm25_text: str | None = None, bm25_weight: float = 0.0) -> dict:
+    """Search request whose score is sum over the question's tokens of count x stored impact."""
+    features = {feature_name(t): c for t, c in bag.items()}
+    if choice(QueryMode, mode, "query mode") is QueryMode.SPARSE_VECTOR:
+        should = [{"sparse_vector": {"field": FIELD, "query_vector": {k: float(v) for k, v in features.items()}}}]
+    else:
+        should = [{"rank_feature": {"field": f"{FIELD}.{name}", "linear": {}, "boost": count}}
+                  for name, count in features.items()]
+    if bm25_text and bm25_weight > 0:
+        should.append({"match": {"text": {"query": bm25_text, "boost": bm25_weight}}})
+    return {"size": size, "query": {"bool": {"should": should}}, "_source": ["text", "doc", "start", "end"]}

@@ -1,0 +1,315 @@
+"""Loading an encoded folder into an index: :func:`build_index`, the counterpart of ``lucene.build_index``.
+
+Records stream through the official client's ``streaming_bulk`` (chunks, retries with backoff on
+429), with document ids = sentence ids so a re-run replaces rather than duplicates; documents the
+index already holds unchanged (same content hash) are skipped, so an interrupted load resumes and
+a later one updates. Failed items go to a JSONL report and the run ends with a check that the
+index holds exactly the folder's ids (:func:`id_differences`, by an order-free digest).
+
+:func:`build_index` reads as its steps, each a function below it, in the order they run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ...encoded import Manifest, iter_vectors
+from ...errors import EngineError, count_mismatch
+from ...store import FILENAME as SENTENCES, SentenceStore
+from .connection import _cluster_errors, check_index_name, check_server, scan
+from .documents import BASE_MAPPING, FIELD, FieldType, _differs, _identity, es_features, mapping, same_weights
+
+# said after an error a re-run can get past
+_AGAIN = "; run the same command again when the cluster is back: loading resumes"
+
+
+@dataclass(frozen=True)
+class _Load:
+    """One run of :func:`build_index`: what is loaded, where, and how."""
+
+    client: object
+    index: str
+    encoded: Path
+    manifest: Manifest
+    report: Path  # the JSONL report of failed, missing and foreign ids
+    bulk: dict  # streaming_bulk's chunk_size, max_retries and initial_backoff
+    progress: bool
+
+
+@dataclass
+class _Counts:
+    """What happened to the folder's records, and to the index's stale documents."""
+
+    loaded: int = 0
+    failed: int = 0
+    already_there: int = 0
+    deleted: int = 0
+
+    @property
+    def seen(self) -> int:
+        return self.already_there + self.loaded + self.failed
+
+
+def build_index(encoded: str | Path, client, index_name: str, chunk_size: int = 500, max_retries: int = 5,
+                initial_backoff: float = 2.0, report: str | Path | None = None, progress: bool = True,
+                field_type: FieldType | str = FieldType.RANK_FEATURES, recreate: bool = False) -> dict:
+    """Stream an encoded folder into the index ``index_name`` (created with the SPARC mapping if
+    missing; deleted first with ``recreate``): the Elasticsearch counterpart of ``lucene.build_index``.
+
+    Loading into an index that already holds weights of the same model, K and factor updates it:
+    documents already there with the same content are skipped (which also resumes an interrupted
+    load), new and changed ones are written, and those the encoded folder no longer has are
+    deleted. The mapping's ``_meta.sparc_es_build`` records what the index was built from and
+    when. Returns counts; raises
+    :class:`EngineError` when any document failed or is missing at the end, with the ids in
+    ``report`` (default ``ENCODED/es-failures-INDEX.jsonl``).
+    """
+    index = check_index_name(index_name)
+    encoded, manifest = _check_folder(encoded)
+    check_server(client)
+    load = _Load(client, index, encoded, manifest,
+                 report=Path(report) if report else encoded / f"es-failures-{index}.jsonl",
+                 bulk={"chunk_size": chunk_size, "max_retries": max_retries, "initial_backoff": initial_backoff},
+                 progress=progress)
+    resume = _create_or_check_index(load, mapping(manifest, field_type), recreate)
+    counts = _stream_bulk(load, resume)
+    if resume:
+        counts.deleted = _delete_stale_ids(load)
+    count, missing, extra = _refresh_and_check_ids(load)
+    _record_failures(load, counts, missing, extra)
+    _check_count(load, count)
+    _write_build_record(load, count)
+    return {"index": index, "loaded": counts.loaded, "already_there": counts.already_there, "deleted": counts.deleted,
+            "failed": counts.failed, "count": count, "expected": manifest.retrievable}
+
+
+def _check_folder(encoded: str | Path) -> tuple[Path, Manifest]:
+    """The encoded folder and its manifest, refused (:class:`~sparc_es.errors.StoreError`) when it is
+    not a finished encoded folder."""
+    encoded = Path(encoded)
+    return encoded, Manifest.read(encoded)
+
+
+def _create_or_check_index(load: _Load, body: dict, recreate: bool) -> bool:
+    """Create the index with ``body`` (deleting it first with ``recreate``), or check the one there
+    holds the same weights. Whether the load resumes: the index was there with documents in it."""
+    client, index = load.client, load.index
+    with _cluster_errors(f"preparing index {index!r}", _AGAIN):
+        if recreate and client.indices.exists(index=index):
+            client.indices.delete(index=index)
+        if not client.indices.exists(index=index):
+            client.indices.create(index=index, mappings=body)
+            return False
+        # Re-running into the same index replaces documents by id; weights from another model or
+        # factor would be mixed in silently, so that is refused.
+        existing = client.indices.get_mapping(index=index)[index]["mappings"].get("_meta", {}).get("sparc_es")
+        if not same_weights(existing, body["_meta"]["sparc_es"]):
+            raise EngineError(f"index {index!r} already holds other weights ({_differs(existing, body)}); "
+                              "choose another index name or load with --recreate")
+        client.indices.refresh(index=index)  # a count sees only refreshed documents
+        resume = client.count(index=index)["count"] > 0
+        properties = client.indices.get_mapping(index=index)[index]["mappings"].get("properties", {})
+        if "hash" not in properties:  # made before content hashes were stored
+            client.indices.put_mapping(index=index, properties={"hash": BASE_MAPPING["properties"]["hash"]})
+        return resume
+
+
+def _stream_bulk(load: _Load, resume: bool) -> _Counts:
+    """Index every record of the folder through ``streaming_bulk`` (on a resume, only those the index
+    does not already hold unchanged), each failed item written to the report as it comes. Refused
+    when the folder turns out to hold more records than its manifest lists."""
+    from elasticsearch import helpers
+    from tqdm import tqdm
+
+    counts = _Counts()
+    skipped = [0]
+    expected = load.manifest.retrievable
+    with _cluster_errors(f"loading into {load.index!r}", _AGAIN), \
+            open(load.report, "w", encoding="utf-8") as failures, \
+            tqdm(total=expected, unit="sent", desc="bulk", disable=not load.progress, file=sys.stderr) as bar:
+        actions = _actions(load.encoded, load.index, load.client if resume else None, skipped)
+        for success, item in helpers.streaming_bulk(load.client, actions, **load.bulk,
+                                                    raise_on_error=False, raise_on_exception=False):
+            if success:
+                counts.loaded += 1
+            else:
+                counts.failed += 1
+                failures.write(json.dumps(item, default=str) + "\n")
+            counts.already_there = skipped[0]
+            bar.n = counts.seen
+            bar.update(0)
+    counts.already_there = skipped[0]
+    if counts.seen > expected:  # e.g. records written twice into one encoded folder
+        raise EngineError(count_mismatch(f"the encoded folder {load.encoded}", counts.seen, expected,
+                                         "sentences with weights its manifest lists"))
+    return counts
+
+
+def _delete_stale_ids(load: _Load) -> int:
+    """Delete the documents the index holds that the folder has not (:func:`_stale_ids`); how many were."""
+    from elasticsearch import helpers
+
+    client, index = load.client, load.index
+    deleted = 0
+    with _cluster_errors(f"deleting stale documents from {index!r}", _AGAIN):
+        client.indices.refresh(index=index)
+        stale = _stale_ids(client, index, load.encoded)
+        for success, _ in helpers.streaming_bulk(
+                client, ({"_op_type": "delete", "_index": index, "_id": i} for i in stale), **load.bulk,
+                raise_on_error=False):
+            deleted += success
+    return deleted
+
+
+def _refresh_and_check_ids(load: _Load) -> tuple[int, list[str], list[str]]:
+    """The index's document count, the folder's ids it lacks and the ids it holds that the folder has
+    not, after a refresh. Ids, not only their count: a lost document and a foreign one leave the
+    count right."""
+    client, index = load.client, load.index
+    with _cluster_errors(f"checking the ids in {index!r}", _AGAIN):
+        client.indices.refresh(index=index)
+        count = client.count(index=index)["count"]
+        missing, extra = id_differences(client, index, load.encoded)
+    return count, missing, extra
+
+
+def _record_failures(load: _Load, counts: _Counts, missing: list[str], extra: list[str]) -> None:
+    """Add the missing and foreign ids to the report, or delete the report when nothing failed; then
+    raise :class:`EngineError` naming the report when any document failed, is missing or is foreign."""
+    if missing or extra:
+        with open(load.report, "a", encoding="utf-8") as failures:
+            failures.writelines(json.dumps({"missing": i}) + "\n" for i in missing)
+            failures.writelines(json.dumps({"extra": i}) + "\n" for i in extra)
+    elif not counts.failed:
+        load.report.unlink()
+    if counts.failed or missing or extra:
+        foreign = f"; {len(extra)} it should not hold (e.g. {', '.join(extra[:3])})" if extra else ""
+        raise EngineError(f"{counts.failed} of {counts.loaded + counts.failed} documents failed to load into "
+                          f"{load.index!r}; {len(missing)} are missing from it (e.g. {', '.join(missing[:3]) or '-'})"
+                          f"{foreign}; ids in {load.report}{_AGAIN}")
+
+
+def _check_count(load: _Load, count: int) -> None:
+    """Refuse an index whose document count is not the number of the folder's records with weights."""
+    expected = load.manifest.retrievable
+    if count != expected:
+        raise EngineError(count_mismatch(f"index {load.index!r}", count, expected,
+                                         f"sentences with weights in {load.encoded}"))
+
+
+def _write_build_record(load: _Load, count: int) -> None:
+    """Record in the mapping's ``_meta`` the weights' identity and what the index was built from, and when."""
+    manifest = load.manifest
+    with _cluster_errors(f"recording the build in {load.index!r}"):
+        load.client.indices.put_mapping(index=load.index, meta={
+            "sparc_es": _identity(manifest),
+            "sparc_es_build": {"encoded": str(load.encoded.resolve()), "corpus": list(manifest.corpus),
+                               "sentences": manifest.sentences, "documents": count,
+                               "at": datetime.now(UTC).isoformat(timespec="seconds")}})
+
+
+# --- the folder's records, and the ids the index holds ------------------------------------------
+
+def _batches(encoded: Path, size: int = 500) -> Iterator[list[dict]]:
+    """The encoded folder's records with weights (what the index must hold), ``size`` at a time."""
+    batch: list[dict] = []
+    for record in iter_vectors(encoded):
+        if not es_features(record["vector"]):
+            continue  # nothing to retrieve it by: counted as an empty vector at encode time
+        batch.append(record)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _present(client, index_name: str, ids: list[str]) -> dict[str, str | None]:
+    """Which of ``ids`` the index holds, with the content hash each was stored with."""
+    docs = client.mget(index=index_name, ids=ids, source=["hash"])["docs"]
+    return {d["_id"]: d.get("_source", {}).get("hash") for d in docs if d.get("found")}
+
+
+def _actions(encoded: Path, index_name: str, client=None, skipped: list[int] | None = None) -> Iterator[dict]:
+    """Bulk actions for every record; with ``client``, those the index already holds unchanged
+    (same content hash) are skipped (a resumed load, or an update) and counted in ``skipped[0]``."""
+    store = SentenceStore(encoded / SENTENCES)
+    try:
+        for batch in _batches(encoded):
+            if client is not None:
+                there = _present(client, index_name, [r["id"] for r in batch])
+                fresh = [r for r in batch if r["id"] not in there or there[r["id"]] != r.get("hash")]
+                if skipped is not None:
+                    skipped[0] += len(batch) - len(fresh)
+                batch = fresh
+            yield from _with_text(batch, store, index_name)
+    finally:
+        store.close()
+
+
+def _with_text(records: list[dict], store: SentenceStore, index_name: str) -> Iterator[dict]:
+    """The index actions of ``records``: weights, with the text, context, document and offsets of the store."""
+    found = store.get([r["id"] for r in records], context=True)
+    for r in records:
+        features = es_features(r["vector"])
+        s = found[r["id"]]
+        source = {"text": s.text, FIELD: features}
+        if r.get("hash"):
+            source["hash"] = r["hash"]
+        for key in ("context", "doc", "start", "end"):
+            if getattr(s, key) not in (None, ""):
+                source[key] = getattr(s, key)
+        yield {"_op_type": "index", "_index": index_name, "_id": r["id"], "_source": source}
+
+
+def _stale_ids(client, index_name: str, encoded: Path) -> list[str]:
+    """Ids in the index that it should not hold: sentences the encoded folder no longer has
+    (sources edited or deleted), or has without weights, and documents of other writers."""
+    keep = set(_loaded_ids(encoded))
+    return [h["_id"] for h in scan(client, index_name, source=False) if h["_id"] not in keep]
+
+
+def _loaded_ids(encoded: Path) -> Iterator[str]:
+    """The ids the index must hold: those of the encoded folder's records with weights."""
+    for batch in _batches(encoded):
+        for record in batch:
+            yield record["id"]
+
+
+def _missing(client, index_name: str, encoded: Path) -> list[str]:
+    """The ids of the encoded folder's records that the index does not hold."""
+    out: list[str] = []
+    for batch in _batches(encoded):
+        ids = [r["id"] for r in batch]
+        there = _present(client, index_name, ids)
+        out += [i for i in ids if i not in there]
+    return out
+
+
+def _id_digest(ids: Iterable[str]) -> tuple[int, int]:
+    """How many ``ids`` and the sum of their 128-bit hashes: the same for the same ids in any order,
+    and different (but for a 2^-128 chance) when one is swapped for another, in constant memory."""
+    n = total = 0
+    for i in ids:
+        n += 1
+        total += int.from_bytes(hashlib.blake2b(i.encode("utf-8"), digest_size=16).digest(), "big")
+    return n, total % (1 << 128)
+
+
+def id_differences(client, index_name: str, encoded: str | Path) -> tuple[list[str], list[str]]:
+    """(the encoded folder's ids that ``index_name`` does not hold, the ids it holds that the folder
+    has not): what a count check misses when one document is lost and a foreign one came in.
+
+    The ids of both are compared by :func:`_id_digest`, streamed (constant memory, one pass over
+    each); only when they differ are the differences listed (the folder's ids then held in memory)."""
+    encoded = Path(encoded)
+    there = _id_digest(h["_id"] for h in scan(client, index_name, source=False, page=5000))
+    if there == _id_digest(_loaded_ids(encoded)):
+        return [], []
+    return _missing(client, index_name, encoded), _stale_ids(client, index_name, encoded)

@@ -55,22 +55,43 @@ FORMAT = "sparc-es-encoded/1"
 # at 3, 74.70 at 10). Impacts are written as one posting's term frequency, so a larger factor
 # does not add indexing work; it keeps more of the small lexical weights from rounding to 0.
 DEFAULT_FACTOR = 5.0
-# Lucene stores an impact as a term frequency; past this an index build fails deep in Java.
+# What the engines can hold of integer impacts (``round(weight * factor)``, those below 1 dropped):
+# * Lucene stores an impact as a term frequency, an int: at most 2**31 - 1, and so is the sum of a
+#   sentence's impacts (its field length: past it the build fails deep in Java, "too many tokens").
+# * Both engines score in 32-bit floats (Lucene's ImpactSimilarity: count x impact, summed), whose
+#   integers are exact only up to 2**24; the Lucene engine rounds a score back to its integer, which
+#   is right only below that. So a sentence's impacts may sum to at most 2**24 (a question that
+#   repeats a token multiplies its impact, so this bound is the least the scores need).
+# * Elasticsearch's rank_features keep 9 significant bits of a value: impacts up to 2**9 = 512 are
+#   stored exactly, larger ones within 0.4% (the default factor gives the default model's weights,
+#   at most about 10, impacts up to about 50). That is not refused here: the engine is chosen
+#   later, by ``index``, and Lucene keeps them exactly.
 MAX_IMPACT = 2**31 - 1
+MAX_IMPACT_SUM = 2**24
+# A factor that makes a weight of 1 (a common one) an impact past MAX_IMPACT_SUM cannot be right
+# for any model: refused before any sentence is encoded.
+MAX_FACTOR = float(MAX_IMPACT_SUM)
+_TOO_MUCH = "more than Lucene can store and score exactly (integers up to 2^24 = 16,777,216 in 32-bit float scores)"
 
 
 def check_factor(factor: float) -> float:
-    """``factor`` if it is a usable quantisation factor (finite, positive), else a typed error."""
-    if not isinstance(factor, (int, float)) or not math.isfinite(factor) or factor <= 0:
+    """``factor`` if it is a usable quantisation factor (finite, above 0, at most
+    :data:`MAX_FACTOR`), else a typed error."""
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not math.isfinite(factor) or factor <= 0:
         raise SparcError(f"the quantisation factor must be a finite number above 0 (got {factor!r})")
+    if factor > MAX_FACTOR:
+        raise SparcError(f"factor {factor:g} makes a weight of 1 an impact of {factor:,.0f}, {_TOO_MUCH}; "
+                         "lower --factor")
     return float(factor)
 
 
 def quantize(tokens: Iterable[str], weights: np.ndarray, factor: float) -> dict[str, int]:
-    """Integer impacts ``round(weight * factor)``; tokens whose impact is not positive are dropped."""
+    """Integer impacts ``round(weight * factor)``; tokens whose impact is not positive are dropped.
+    A sentence whose impacts sum past :data:`MAX_IMPACT_SUM` is a typed error (see there)."""
     impacts = np.rint(np.asarray(weights, dtype=np.float64) * factor)
-    if impacts.size and impacts.max() > MAX_IMPACT:
-        raise SparcError(f"factor {factor:g} gives impacts above {MAX_IMPACT}, more than Lucene can store; "
+    total = float(impacts[impacts > 0].sum())  # float: an int64 sum of huge impacts could wrap
+    if total > MAX_IMPACT_SUM:
+        raise SparcError(f"factor {factor:g} gives a sentence impacts that sum to {total:,.0f}, {_TOO_MUCH}; "
                          "lower --factor")
     return {t: int(q) for t, q in zip(tokens, impacts.astype(np.int64)) if q > 0}
 
@@ -360,13 +381,14 @@ def reading(folder: str | Path) -> Iterator[Manifest]:
                          "run the same command again")
 
 
-def _id_digest(ids: Iterable[str]) -> tuple[int, int]:
-    """(count, an order-independent digest) of ``ids``: equal for equal multisets, bounded memory."""
+def id_digest(ids: Iterable[str]) -> tuple[int, int]:
+    """How many ``ids`` and the sum of their 128-bit hashes: the same for the same ids in any order,
+    and different (but for a 2^-128 chance) when one is swapped for another, in constant memory."""
     n = total = 0
     for i in ids:
         n += 1
-        total += int.from_bytes(hashlib.blake2b(i.encode("utf-8"), digest_size=8).digest(), "little")
-    return n, total % 2**64
+        total += int.from_bytes(hashlib.blake2b(i.encode("utf-8"), digest_size=16).digest(), "big")
+    return n, total % (1 << 128)
 
 
 def check_ids(folder: str | Path) -> None:
@@ -374,10 +396,10 @@ def check_ids(folder: str | Path) -> None:
     from .store import SentenceStore
 
     folder = Path(folder)
-    vectors = _id_digest(orjson.loads(line)["id"] for line in open(folder / VECTORS / VECTORS_FILE, "rb"))
+    vectors = id_digest(orjson.loads(line)["id"] for line in open(folder / VECTORS / VECTORS_FILE, "rb"))
     store = SentenceStore(folder / SENTENCES)
     try:
-        stored = _id_digest(store.ids())
+        stored = id_digest(store.ids())
     finally:
         store.close()
     if vectors != stored:

@@ -2,7 +2,7 @@
 engine objects, and :func:`open_engine` is the one way to open one.
 
     lucene   a sparc-es Lucene impact index (``lucene.py``), the embedded default
-    es       a sparc-es index in Elasticsearch (``elastic.py``)
+    es       a sparc-es index in Elasticsearch (``elastic/``)
     bm25     the Lucene BM25 index that ``sparc-es index`` builds beside the impact index (``bm25.py``)
 
 plus :class:`~sparc_es.engines.hybrid.HybridEngine` (BM25 fused with SPARC) on top of the first, and

@@ -11,7 +11,6 @@ index holds exactly the folder's ids (:func:`id_differences`, by an order-free d
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 from collections.abc import Iterable, Iterator
@@ -19,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ...encoded import Manifest, iter_vectors
+from ...encoded import Manifest, id_digest, iter_vectors
 from ...errors import EngineError, count_mismatch
 from ...store import FILENAME as SENTENCES, SentenceStore
 from .connection import _cluster_errors, check_index_name, check_server, scan
@@ -292,16 +291,6 @@ def _missing(client, index_name: str, encoded: Path) -> list[str]:
     return out
 
 
-def _id_digest(ids: Iterable[str]) -> tuple[int, int]:
-    """How many ``ids`` and the sum of their 128-bit hashes: the same for the same ids in any order,
-    and different (but for a 2^-128 chance) when one is swapped for another, in constant memory."""
-    n = total = 0
-    for i in ids:
-        n += 1
-        total += int.from_bytes(hashlib.blake2b(i.encode("utf-8"), digest_size=16).digest(), "big")
-    return n, total % (1 << 128)
-
-
 def id_differences(client, index_name: str, encoded: str | Path) -> tuple[list[str], list[str]]:
     """(the encoded folder's ids that ``index_name`` does not hold, the ids it holds that the folder
     has not): what a count check misses when one document is lost and a foreign one came in.
@@ -309,7 +298,7 @@ def id_differences(client, index_name: str, encoded: str | Path) -> tuple[list[s
     The ids of both are compared by :func:`_id_digest`, streamed (constant memory, one pass over
     each); only when they differ are the differences listed (the folder's ids then held in memory)."""
     encoded = Path(encoded)
-    there = _id_digest(h["_id"] for h in scan(client, index_name, source=False, page=5000))
-    if there == _id_digest(_loaded_ids(encoded)):
+    there = id_digest(h["_id"] for h in scan(client, index_name, source=False, page=5000))
+    if there == id_digest(_loaded_ids(encoded)):
         return [], []
     return _missing(client, index_name, encoded), _stale_ids(client, index_name, encoded)

@@ -1,4 +1,6 @@
-"""Variants of an adapted model, to find out what of embedding replacement helps (research script).
+"""Concluded: half the replacement step (t = 0.5), +0.96 MRR over 5 domains, is adapt's default (docs/adaptation.md).
+
+Variants of an adapted model, to find out what of embedding replacement helps (research script).
 
 From the model ``sparc-es adapt`` started from (``--model``, default the shipped one) and the
 adapted folder, writes beside the adapted folder:

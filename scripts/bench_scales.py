@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench  # noqa: E402
-
 from sparc_es.experiments.datasets import data_dir  # noqa: E402
+
+import bench  # noqa: E402
 
 
 def main(labels: list[str]) -> int:

@@ -1,4 +1,6 @@
-"""Query latency against the tokens kept per sentence: the benchmark's 10k and 1M corpora cut to
+"""Concluded: K = 300 is 1.49x BM25 at k=1000 (1M) but loses 0.48 R@100 on val; K stays 500 (docs/benchmarks.md).
+
+Query latency against the tokens kept per sentence: the benchmark's 10k and 1M corpora cut to
 each sentence's top N impacts, indexed and searched exactly as ``scripts/bench.py`` does, BM25
 beside them, and the growth per million between the two.
 
@@ -19,10 +21,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench  # noqa: E402
-
 from sparc_es.encoded import VECTORS, VECTORS_FILE, Manifest, iter_vectors  # noqa: E402
 from sparc_es.experiments.datasets import data_dir  # noqa: E402
+
+import bench  # noqa: E402
 
 
 def cut(encoded: Path, out: Path, keep: int) -> Path:

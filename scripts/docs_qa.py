@@ -323,8 +323,9 @@ def sentence_splitter():
     try:
         import inspect
 
-        from sparc_es.corpus import split_document
         import blingfire  # noqa: F401
+
+        from sparc_es.corpus import split_document
     except ImportError:
         return None
     params = inspect.signature(split_document).parameters
@@ -431,7 +432,8 @@ def check(dest: Path, qa_set: Path, names: list[str], verbose: bool) -> int:
                 warnings.append(f"{where}: pattern matches no sentence of {rel or 'the docs'} as sparc_es splits it")
             if rel is None and everywhere > LOOSE:
                 flags.append("LOOSE")
-                problems.append(f"{where}: pattern matches {everywhere} places across the docs: tighten it or name the file")
+                problems.append(f"{where}: pattern matches {everywhere} places across the docs: "
+                                "tighten it or name the file")
             if verbose or flags:
                 print(f"{qid:10} {(rel or '*')[:42]:42} {in_scope:7d} {in_prose:5d} "
                       f"{'-' if n_sents is None else n_sents:>5} {everywhere:8d} {n_files:5d}  {pattern}"

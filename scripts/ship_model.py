@@ -66,19 +66,29 @@ def main(argv: list[str] | None = None) -> int:
               f"words with that stem{shipping_note}" if c.stem_weight else "",
               f"{cfg.get('same_passage_negatives', 1)} same-passage and {cfg.get('bm25_negatives', 1)} BM25 "
               "negatives per question"]
+    base = model.config.base_model
+    seen = training["steps"] * cfg["batch_size"]
+    top_k_aware = ", top-K-aware scoring in training" if cfg.get("top_k_aware") else ""
+    flags = "".join(f" --{k.replace('_', '-')} {v:g}" for k, v in overrides.items())
+
+    def weights_of(r: dict) -> str:
+        if r["system"] == "bm25":
+            return "-"
+        return "trained, float32" if r["settings"]["model"] == fingerprint else "shipped, half precision"
+
     lines = [
         "# sparc-es default model", "",
         f"SPARC ({'w learned' if cfg['learn_w'] else 'SPARTA, w fixed at 0'}) fine-tuned from "
         f"{model.config.base_model.get('name', cfg['model'])}; exp(w) = {training['exp_w']:.2f}.", "",
         "| | |", "|---|---|",
-        f"| base checkpoint | {model.config.base_model.get('name')} (sha256 {model.config.base_model.get('sha256', '?')[:16]}...) |",
+        f"| base checkpoint | {base.get('name')} (sha256 {base.get('sha256', '?')[:16]}...) |",
         f"| training data | SQuAD v1.1 train, articles 1-{44 - held_out} of `../shared/data/squad_train_slice` "
         f"({training['questions']:,} questions)"
         f"{f'; articles {45 - held_out}-44 held out for model selection' if held_out else ''} |",
-        f"| steps | {training['steps']} of {cfg['batch_size']} questions ({training['steps'] * cfg['batch_size']} questions seen) |",
+        f"| steps | {training['steps']} of {cfg['batch_size']} questions ({seen} questions seen) |",
         f"| settings | max length {cfg['max_length']}, max over {cfg['max_over']}, lr {cfg['lr']}, w lr {cfg['w_lr']}, "
         f"warm-up {cfg['warmup_steps']} (capped at a tenth of the run), seed {cfg['seed']}, K {model.config.top_k}"
-        f"{', top-K-aware scoring in training' if cfg.get('top_k_aware') else ''}; {'; '.join(e for e in extras if e)} |",
+        f"{top_k_aware}; {'; '.join(e for e in extras if e)} |",
         f"| objective | cross-entropy over in-batch sentences (positive, same-passage and BM25 negatives), "
         f"E frozen; final training loss {training['final_loss']} |",
         f"| hardware | {training['device']}, {training['torch_threads']} torch threads ({platform.machine()}) |",
@@ -87,12 +97,11 @@ def main(argv: list[str] | None = None) -> int:
         f"(trained float32: {fingerprint}) |", "",
         "## Results (MRR@1000 / R@1, revised MultiReQA dev pools)", "",
         "| domain | system | weights | scoring | MRR@1000 | R@1 |", "|---|---|---|---|---|---|",
-        *[f"| {r['domain']} | {r['system']} | "
-          f"{'-' if r['system'] == 'bm25' else 'trained, float32' if r['settings']['model'] == fingerprint else 'shipped, half precision'}"
-          f" | {r['settings'].get('scoring', 'Lucene BM25')} | {r['MRR@1000']:.2f} | {r['R@1']:.2f} |" for r in rows], "",
+        *[f"| {r['domain']} | {r['system']} | {weights_of(r)} | {r['settings'].get('scoring', 'Lucene BM25')} "
+          f"| {r['MRR@1000']:.2f} | {r['R@1']:.2f} |" for r in rows], "",
         "## Reproduce", "", "```sh", args.command,
         f".venv/bin/python scripts/ship_model.py {args.trained} --table {' '.join(map(str, args.table))} "
-        f"--command '{args.command}'" + "".join(f" --{k.replace('_', '-')} {v:g}" for k, v in overrides.items()), "```", "",
+        f"--command '{args.command}'" + flags, "```", "",
     ]
     (args.output / "MODEL_CARD.md").write_text("\n".join(lines))
     print(f"shipped {args.trained} to {args.output} ({size:.1f} MB, fingerprint {shipped.fingerprint})")

@@ -35,10 +35,11 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
+from typing import Protocol
 
 import orjson
 
@@ -51,7 +52,7 @@ from .errors import SparcError, StoreError
 from .idf import idf_from_statistics
 from .lexical import FILE as LEXICAL_FILE, CorpusStatistics
 from .locks import exclusive
-from .model import SparcModel, passage_text
+from .model import EncodedSentence, SparcModel, passage_text
 from .query import TOKENIZER
 from .store import FILENAME as SENTENCES, SentenceStore
 
@@ -142,10 +143,42 @@ def _notice(message: str) -> None:
 IDF_DEFAULT = True
 
 
+class Backend(Protocol):
+    """Where the two passes over a corpus run: this process (:class:`Local`, the default) or many
+    (``sparc_es.distributed.RayBackend``). Whatever runs them, the encoded folder is written here,
+    in input order, with the same records, progress and resume."""
+
+    #: Pieces of ``batch_size * 8`` sentences handed to :meth:`encode` at a time.
+    pieces_at_once: int
+
+    def count(self, source: Source, model: SparcModel | None) -> tuple[int, CorpusStatistics | None]:
+        """(sentences, the corpus statistics counted with ``model``'s tokenizer, or None without a model)."""
+
+    def encode(self, model: SparcModel, pieces: list[list[tuple[str, str]]], batch_size: int,
+               **options) -> Iterator[list[EncodedSentence]]:
+        """Each piece's (sentence, context) pairs encoded as ``model.encode(pairs, batch_size,
+        **options)`` would, yielded piece by piece in order."""
+
+
+class Local:
+    """The passes in this process: the default :class:`Backend`."""
+
+    pieces_at_once = 1
+
+    def count(self, source: Source, model: SparcModel | None) -> tuple[int, CorpusStatistics | None]:
+        return _first_pass(source, model)
+
+    def encode(self, model: SparcModel, pieces: list[list[tuple[str, str]]], batch_size: int,
+               **options) -> Iterator[list[EncodedSentence]]:
+        for pairs in pieces:
+            yield list(model.encode(pairs, batch_size=batch_size, **options))
+
+
 def encode_corpus(corpus: Source | Iterable[str | Path], output: str | Path, model: SparcModel,
                   factor: float = DEFAULT_FACTOR, batch_size: int = 32, shard_size: int = 10_000,
                   shard_seconds: float = 5.0, overwrite: bool = False, progress: bool = True,
-                  keep_floats: bool = False, idf: bool = False, update: bool = False) -> Manifest:
+                  keep_floats: bool = False, idf: bool = False, update: bool = False,
+                  backend: Backend | None = None) -> Manifest:
     """Encode every sentence of ``corpus`` (file and folder paths, or a :class:`~sparc_es.corpus.Source`
     such as an Elasticsearch index) into ``output``; returns the manifest written.
 
@@ -158,8 +191,11 @@ def encode_corpus(corpus: Source | Iterable[str | Path], output: str | Path, mod
     sentence whose text and context are unchanged keeps its stored weights (same model, K and
     factor), only new and changed sentences are encoded, and sentences no longer in the corpus
     are left out. The new folder is built beside the old one and replaces it when complete.
+
+    ``backend`` runs the corpus statistics and the encoding (default: this process, :class:`Local`).
     """
     source = as_source(corpus)
+    backend = backend or Local()
     factor = check_factor(factor)
     if batch_size < 1 or shard_size < 1 or not shard_seconds > 0:
         raise SparcError("batch size, shard size and shard seconds must be positive")
@@ -174,17 +210,17 @@ def encode_corpus(corpus: Source | Iterable[str | Path], output: str | Path, mod
                 # No validation pass: the old folder is replaced only once the new one is complete, so a
                 # bad line stops the update with the old folder intact. Its size stands in for the total.
                 return _update(source, out, model, factor, Manifest.read(out).sentences, batch_size, shard_size,
-                               shard_seconds, progress, keep_floats, idf)
+                               shard_seconds, progress, keep_floats, idf, backend)
             if overwrite:
                 folders.check_removable(out)  # refused before any work if sparc-es did not make the folder
             # Validates every record before anything is written (a bad line fails in seconds, not after
             # hours of encoding); also counts the corpus statistics of IDF weighting and the lexical term.
-            total, statistics = _first_pass(source, model if model.config.lexical or idf else None)
+            total, statistics = backend.count(source, model if model.config.lexical or idf else None)
             if overwrite:
                 folders.remove(out)
             settings = _settings(model, factor, source.describe(), keep_floats, idf, statistics)
             return _encode(source, out, model, settings, total, batch_size, shard_size, shard_seconds,
-                           progress, keep_floats, idf, corpus=statistics)
+                           progress, keep_floats, idf, backend, corpus=statistics)
         except OSError as e:  # disk full, permissions: say which folder, and that a rerun resumes
             raise StoreError(f"{e.filename or out}: {e.strerror or e}; the work done so far is kept: fix this "
                              "and run the same command again to resume") from None
@@ -260,7 +296,8 @@ _AGAIN = "encode it again: the same command without --update, with --overwrite"
 
 
 def _update(source: Source, out: Path, model: SparcModel, factor: float, total: int, batch_size: int,
-            shard_size: int, shard_seconds: float, progress: bool, keep_floats: bool, idf: bool) -> Manifest:
+            shard_size: int, shard_seconds: float, progress: bool, keep_floats: bool, idf: bool,
+            backend: Backend) -> Manifest:
     import shutil
 
     old = Manifest.read(out)
@@ -282,7 +319,7 @@ def _update(source: Source, out: Path, model: SparcModel, factor: float, total: 
     passages = PassageCache(out / PASSAGES, write=False) if model.config.passage_weight else None
     try:
         manifest = _encode(source, work, model, settings, total, batch_size, shard_size, shard_seconds,
-                           progress, keep_floats, idf, cache, corpus, passages, scratch=True)
+                           progress, keep_floats, idf, backend, cache, corpus, passages, scratch=True)
     finally:
         cache.close()
         if passages is not None:
@@ -319,7 +356,7 @@ def _finish_interrupted_update(out: Path) -> None:
 
 def _encode(source: Source, out: Path, model: SparcModel, settings: dict, total: int, batch_size: int,
             shard_size: int, shard_seconds: float, progress: bool, keep_floats: bool, idf: bool,
-            cache: _Cache | None = None, corpus: CorpusStatistics | None = None,
+            backend: Backend, cache: _Cache | None = None, corpus: CorpusStatistics | None = None,
             old_passages: PassageCache | None = None, scratch: bool = False) -> Manifest:
     """Encode into ``out``, resuming an interrupted run of the same settings on the same input.
     ``scratch``: ``out`` is an update's own work folder, discarded when it cannot be resumed."""
@@ -365,12 +402,17 @@ def _encode(source: Source, out: Path, model: SparcModel, settings: dict, total:
             shard: list[Sentence] = []
             shard_started = time.perf_counter()
             while len(shard) < shard_size and time.perf_counter() - shard_started < shard_seconds:
-                batch = list(islice(records, min(piece, shard_size - len(shard))))
-                if not batch:
+                pieces = []
+                for _ in range(backend.pieces_at_once):
+                    batch = list(islice(records, min(piece, shard_size - len(shard) - sum(map(len, pieces)))))
+                    if not batch:
+                        break
+                    pieces.append(batch)
+                if not pieces:
                     break
-                _write_shard(vectors, batch, model, settings["factor"], batch_size, stats, bar, keep_floats,
-                             term_weights, cache, corpus, passages)
-                shard += batch
+                _write_pieces(vectors, pieces, model, backend, settings["factor"], batch_size, stats, bar,
+                              keep_floats, term_weights, cache, corpus, passages)
+                shard += [s for batch in pieces for s in batch]
             if not shard:
                 break
             vectors.flush()
@@ -458,15 +500,23 @@ def _same_start(records: Iterable[Sentence], n: int, read, digest: str | None) -
     return seen == n and digest is not None and read.hexdigest() == digest
 
 
-def _write_shard(f, batch: list[Sentence], model: SparcModel, factor: float, batch_size: int,
-                 stats: EncodeStats, bar, keep_floats: bool = False, term_weights=None, cache: _Cache | None = None,
-                 corpus: CorpusStatistics | None = None, passages: PassageCache | None = None) -> None:
-    hashes = [content_hash(s) for s in batch]
-    known = [cache is not None and h in cache for h in hashes]
-    fresh = [s for s, k in zip(batch, known) if not k]
-    encoded = iter(model.encode(((s.text, s.context) for s in fresh), batch_size=batch_size,
-                                idf=term_weights, on_batch=bar.update, corpus=corpus,
-                                passage_cache=passages))
+def _write_pieces(f, pieces: list[list[Sentence]], model: SparcModel, backend: Backend, factor: float,
+                  batch_size: int, stats: EncodeStats, bar, keep_floats: bool = False, term_weights=None,
+                  cache: _Cache | None = None, corpus: CorpusStatistics | None = None,
+                  passages: PassageCache | None = None) -> None:
+    """Encode ``pieces`` (what an update kept is not encoded again) and append their records."""
+    hashes = [[content_hash(s) for s in batch] for batch in pieces]
+    known = [[cache is not None and h in cache for h in hs] for hs in hashes]
+    fresh = [[(s.text, s.context) for s, k in zip(batch, ks) if not k] for batch, ks in zip(pieces, known)]
+    encoded = backend.encode(model, fresh, batch_size, idf=term_weights, on_batch=bar.update, corpus=corpus,
+                             passage_cache=passages)
+    for batch, hs, ks in zip(pieces, hashes, known):
+        _write_piece(f, batch, hs, ks, iter(next(encoded)), factor, stats, bar, keep_floats, cache, passages)
+
+
+def _write_piece(f, batch: list[Sentence], hashes: list[str], known: list[bool], encoded: Iterator[EncodedSentence],
+                 factor: float, stats: EncodeStats, bar, keep_floats: bool, cache: _Cache | None,
+                 passages: PassageCache | None) -> None:
     lines = []
     for s, h, kept in zip(batch, hashes, known):
         same = cache.line(h, s.id) if kept else None

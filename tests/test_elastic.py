@@ -13,11 +13,20 @@ import pytest
 from sparc_es.cli import main
 from sparc_es.encode import encode_corpus
 from sparc_es.encoded import Manifest, iter_vectors
-from sparc_es.engines.elastic import BASE_MAPPING, Connection, ElasticEngine, es_features, feature_name, query_body, token_name
-from sparc_es.engines.elastic import build_index as load_es
+from sparc_es.engines.elastic import (
+    BASE_MAPPING,
+    Connection,
+    ElasticEngine,
+    build_index as load_es,
+    es_features,
+    feature_name,
+    query_body,
+    token_name,
+)
 from sparc_es.engines.lucene import LuceneEngine, build_index
 from sparc_es.errors import EngineError
 from sparc_es.query import QueryEncoder
+
 from loopback import noida_binary, noida_server
 from tolerance import assert_same_impacts, assert_same_records
 
@@ -82,6 +91,9 @@ def squad_both(tmp_path_factory, tiny_model, squad_sample, es_url):
     client.indices.delete(index=index, ignore_unavailable=True)
 
 
+@pytest.mark.es
+@pytest.mark.jvm
+@pytest.mark.data
 def test_elasticsearch_top10_equals_lucene(squad_both):
     root, questions, client, index = squad_both
     largest = max(max(r["vector"].values(), default=0) for r in iter_vectors(root / "encoded"))
@@ -101,6 +113,9 @@ def test_elasticsearch_top10_equals_lucene(squad_both):
     assert compared >= 100
 
 
+@pytest.mark.es
+@pytest.mark.jvm
+@pytest.mark.data
 def test_batch_search_and_cli_on_elasticsearch(squad_both, es_url, capsys, tmp_path):
     root, questions, client, index = squad_both
     es = ElasticEngine(client, index, QueryEncoder.load(root / "encoded"))
@@ -118,6 +133,9 @@ def test_batch_search_and_cli_on_elasticsearch(squad_both, es_url, capsys, tmp_p
     assert [(r[0], r[2]) for r in lines] == [(qid, h.id) for qid, q in topics[:5] for h in es.search(q, k=5)]
 
 
+@pytest.mark.es
+@pytest.mark.jvm
+@pytest.mark.data
 def test_reloading_is_idempotent_and_other_weights_are_refused(squad_both, tiny_model, tmp_path):
     root, _, client, index = squad_both
     first = next(iter_vectors(root / "encoded"))["id"]
@@ -161,6 +179,9 @@ class FlakyClient:
         return SimpleNamespace(body={"errors": True, "items": items})
 
 
+@pytest.mark.es
+@pytest.mark.jvm
+@pytest.mark.data
 def test_bulk_retries_429_with_backoff(squad_both, es_url):
     root, _, _, _ = squad_both
     flaky = FlakyClient(Connection(es_url).client(), busy_calls=2)
@@ -170,6 +191,9 @@ def test_bulk_retries_429_with_backoff(squad_both, es_url):
     flaky.real.indices.delete(index=f"retry-{os.getpid()}")
 
 
+@pytest.mark.es
+@pytest.mark.jvm
+@pytest.mark.data
 def test_partial_failure_is_reported_and_fails(squad_both, es_url, tmp_path):
     root, _, _, _ = squad_both
     victim = next(iter_vectors(root / "encoded"))["id"]
@@ -182,6 +206,9 @@ def test_partial_failure_is_reported_and_fails(squad_both, es_url, tmp_path):
     flaky.real.indices.delete(index=f"partial-{os.getpid()}")
 
 
+@pytest.mark.es
+@pytest.mark.jvm
+@pytest.mark.data
 def test_sparse_vector_field_and_query_give_the_same_ranking(squad_both, es_url):
     root, questions, client, index = squad_both
     other = f"sv-{os.getpid()}"
@@ -194,6 +221,9 @@ def test_sparse_vector_field_and_query_give_the_same_ranking(squad_both, es_url)
     client.indices.delete(index=other)
 
 
+@pytest.mark.es
+@pytest.mark.jvm
+@pytest.mark.data
 def test_hybrid_adds_a_bm25_clause(squad_both):
     root, questions, client, index = squad_both
     plain = ElasticEngine(client, index, QueryEncoder.load(root / "encoded"))
@@ -236,6 +266,9 @@ class DyingClient:
         return self.real.bulk(*args, **kwargs)
 
 
+@pytest.mark.es
+@pytest.mark.jvm
+@pytest.mark.data
 def test_cluster_lost_midway_is_one_error_and_the_rerun_resumes(squad_both, es_url):
     root, _, _, _ = squad_both
     name = f"lost-{os.getpid()}"
@@ -251,6 +284,8 @@ def test_cluster_lost_midway_is_one_error_and_the_rerun_resumes(squad_both, es_u
     real.indices.delete(index=name)
 
 
+@pytest.mark.es
+@pytest.mark.slow
 def test_a_killed_bulk_load_resumes_with_every_record_once(tmp_path, tiny_model, es_url):
     """A real `sparc-es index --engine es` process killed with SIGKILL partway, then run again."""
     import signal
@@ -291,6 +326,9 @@ def test_a_killed_bulk_load_resumes_with_every_record_once(tmp_path, tiny_model,
     client.indices.delete(index=name)
 
 
+@pytest.mark.es
+@pytest.mark.jvm
+@pytest.mark.data
 def test_an_encoded_folder_with_extra_records_is_refused(squad_both, es_url, tmp_path):
     import shutil
 
@@ -311,6 +349,7 @@ def _source_docs(n: int) -> dict[str, str]:
                      f"It ends document {i}." for i in range(n)}
 
 
+@pytest.mark.es
 def test_living_index_from_a_source_index(tmp_path, tiny_model_dir, es_url, capsys):
     """Encode from a cluster, change a few documents (edit, add, delete), update: the sparc index
     ends equal to a from-scratch build, and only the changed sentences were encoded again."""
@@ -382,7 +421,7 @@ def test_living_index_from_a_source_index(tmp_path, tiny_model_dir, es_url, caps
             client.indices.delete(index=index, ignore_unavailable=True)
 
 
-@pytest.mark.slow
+@pytest.mark.es
 def test_the_default_model_reloads_updates_and_resumes(tmp_path, es_url, capsys):
     """The shipped default model (whose passage weight a server may return one rounding step off):
     loading the same folder again, loading an update and resuming a cut-off load are accepted;

@@ -9,20 +9,19 @@ import numpy as np
 import pytest
 
 from sparc_es.cli import main
-from sparc_es.experiments.datasets import build_eval_set, data_dir
 from sparc_es.errors import SparcError
 from sparc_es.eval import compare, evaluate, per_query
-from sparc_es.trec import read_qrels, read_run
+from sparc_es.experiments.datasets import build_eval_set, data_dir
 from sparc_es.experiments.table import System
+from sparc_es.trec import read_qrels, read_run
+
+from shared_data import need_data
 
 TREC_EVAL = {"recip_rank": "RR", "map": "AP", "P_10": "P@10", "ndcg_cut_10": "nDCG@10"}
 
 
 def trec_eval_dir():
-    folder = data_dir() / "trec_eval"
-    if not (folder / "qrels.test").is_file():
-        pytest.skip(f"trec_eval test suite not found in {folder}")
-    return folder
+    return need_data("trec_eval/qrels.test") / "trec_eval"
 
 
 def reference(path) -> dict[tuple[str, str], float]:
@@ -36,6 +35,7 @@ def reference(path) -> dict[tuple[str, str], float]:
 
 
 @pytest.mark.parametrize("name", ["out.test", "out.test.a"])
+@pytest.mark.data
 def test_averages_reproduce_trec_eval(name):
     folder = trec_eval_dir()
     expected = reference(folder / name)
@@ -46,6 +46,7 @@ def test_averages_reproduce_trec_eval(name):
         assert round(got[measure], 4) == expected[(measure, "all")], measure
 
 
+@pytest.mark.data
 def test_per_query_values_reproduce_trec_eval():
     folder = trec_eval_dir()
     expected = reference(folder / "out.test.aq")
@@ -87,7 +88,8 @@ def test_eval_against_a_baseline(tmp_path, capsys):
         (tmp_path / f"{name}.trec").write_text("".join(
             f"q{i} Q0 {first if i == 0 else 'a'} 1 2.0 t\nq{i} Q0 {'a' if first == 'x' and i == 0 else 'x'} 2 1.0 t\n"
             for i in range(10)))
-    args = ["eval", "--run", str(tmp_path / "new.trec"), "--baseline", str(tmp_path / "base.trec"), "--qrels", str(qrels)]
+    args = ["eval", "--run", str(tmp_path / "new.trec"), "--baseline", str(tmp_path / "base.trec"),
+            "--qrels", str(qrels)]
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "MRR@1000    95.00 100.00  -5.00" in out and "paired bootstrap" in out
@@ -109,11 +111,11 @@ def test_bad_run_and_qrels_lines(tmp_path):
 
 @pytest.fixture(scope="module")
 def squad():
-    if not (data_dir() / "mrqa" / "SQuAD.jsonl.gz").is_file():
-        pytest.skip("SQuAD data not found (set SPARC_ES_DATA)")
+    need_data("mrqa/SQuAD.jsonl.gz")
     return build_eval_set("squad")
 
 
+@pytest.mark.data
 def test_squad_dev_counts(squad):
     assert len(squad.sentences) == 10_642
     assert len(squad.topics) == 10_472
@@ -123,6 +125,7 @@ def test_squad_dev_counts(squad):
     assert merged  # identical questions and multi-sentence answers give several relevant sentences
 
 
+@pytest.mark.data
 def test_relevant_sentences_contain_the_answer(squad):
     from sparc_es.experiments.datasets import read_mrqa
 
@@ -139,15 +142,17 @@ def test_relevant_sentences_contain_the_answer(squad):
     assert checked > 200
 
 
+@pytest.mark.data
 def test_newsqa_uses_the_projects_splitter():
-    if not (data_dir() / "mrqa" / "NewsQA.jsonl.gz").is_file():
-        pytest.skip("NewsQA data not found")
+    need_data("mrqa/NewsQA.jsonl.gz")
     news = build_eval_set("newsqa")
     assert len(news.sentences) > 10_000 and len(news.topics) > 4_000
     s = news.sentences[0]
     assert s.context[s.start:s.end].split() == s.text.split()
 
 
+@pytest.mark.data
+@pytest.mark.slow
 def test_paper_bm25_matches_rank_bm25_and_reproduces_the_paper(squad):
     from sparc_es.engines.bm25 import PaperBM25
 
@@ -163,13 +168,13 @@ def test_paper_bm25_matches_rank_bm25_and_reproduces_the_paper(squad):
     assert abs(100 * scores["R@1"] - 48.15) <= 0.1
 
 
+@pytest.mark.data
 def test_eval_and_evalset_commands(tmp_path, capsys):
     folder = trec_eval_dir()
     assert main(["eval", "--run", str(folder / "results.test"), "--qrels", str(folder / "qrels.test"), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["queries"] == 3 and round(out["MRR@1000"], 4) == 0.4064
-    if not (data_dir() / "mrqa" / "SQuAD.jsonl.gz").is_file():
-        return
+    need_data("mrqa/SQuAD.jsonl.gz")
     assert main(["evalset", "--domain", "squad", "--output", str(tmp_path / "squad")]) == 0
     assert "10642 sentences, 10472 merged queries" in capsys.readouterr().out
     topics = (tmp_path / "squad" / "topics.tsv").read_text().splitlines()

@@ -5,8 +5,9 @@ tests/data/docs/parameters.rst --threads 1`` (the defaults: IDF on, K = 500, fac
 the code of commit 37b827f, before :mod:`sparc_es.model` became a package, on an AMD EPYC (family
 25, model 17) with AVX-512 (torch's CPU capability "AVX512"). On such a CPU, at one thread, the
 output must be byte for byte the same; on any other (another vendor's or generation's kernels sum
-float32 in another order) the records must be the same within float noise (:mod:`tolerance`: same ids, texts and token sets except
-near-ties at the cut, impacts one step apart only at a .5 rounding boundary).
+float32 in another order) the records must be the same within float noise (:mod:`tolerance`: same
+ids, texts and token sets except near-ties at the cut, impacts one step apart only at a .5 rounding
+boundary).
 """
 
 from __future__ import annotations

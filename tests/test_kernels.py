@@ -79,8 +79,6 @@ def test_the_screen_recomputes_only_what_can_be_positive(shipped):
 
 
 def test_training_gradients_through_the_blocked_kernel_equal_the_reference(shipped):
-    import torch
-
     from sparc_es.model.kernels import masked_max_product, reference_max_product
 
     hidden, mask = _inputs(shipped, SENTENCES[:3])

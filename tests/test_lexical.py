@@ -16,6 +16,7 @@ from sparc_es.encode import encode_corpus
 from sparc_es.encoded import Manifest, iter_vectors
 from sparc_es.lexical import CorpusStatistics
 from sparc_es.model import SparcModel
+
 from tolerance import assert_impacts_match_floats
 
 TEXTS = ["The capital of France is Paris.", "Paris has many museums and many bridges.",

@@ -33,6 +33,8 @@ def brute_force(vectors: list[dict], bag: dict[str, int]) -> list[tuple[str, int
     return [(sid, -neg) for neg, _, sid in sorted(scored)]
 
 
+@pytest.mark.jvm
+@pytest.mark.data
 def test_lucene_scores_equal_brute_force_dot_products(squad_index):
     root, questions = squad_index
     vectors = list(iter_vectors(root / "encoded"))
@@ -50,6 +52,8 @@ def test_lucene_scores_equal_brute_force_dot_products(squad_index):
     assert answered >= 100
 
 
+@pytest.mark.jvm
+@pytest.mark.data
 def test_a_top_k_cut_keeps_the_brute_force_ranking(squad_index):
     """With k small Lucene skips what cannot compete; the k kept are the brute force's first k,
     ties at the cut going to the earlier sentence."""
@@ -65,6 +69,8 @@ def test_a_top_k_cut_keeps_the_brute_force_ranking(squad_index):
             assert [(h.id, h.impact) for h in batch[qid]] == expected, (k, q)
 
 
+@pytest.mark.jvm
+@pytest.mark.data
 def test_bm25_scores_what_pyserinis_searcher_scores(squad_index):
     """LuceneBM25 runs its own top-k search; Pyserini's LuceneSearcher is the reference. Pyserini
     rounds scores to 4 decimals and nudges ties apart, ordering them by id: equal within 1e-3,
@@ -104,6 +110,8 @@ def test_the_shipped_jar_is_built_from_the_java_sources():
     assert recorded == build_java.sources_hash(), "rebuild the jar: python scripts/build_java.py"
 
 
+@pytest.mark.jvm
+@pytest.mark.data
 def test_batch_search_equals_single_search(squad_index):
     root, questions = squad_index
     engine = LuceneEngine(root / "index")
@@ -113,6 +121,8 @@ def test_batch_search_equals_single_search(squad_index):
         assert [(h.id, h.impact) for h in batch[qid]] == [(h.id, h.impact) for h in engine.search(q, k=10)]
 
 
+@pytest.mark.jvm
+@pytest.mark.data
 def test_direct_impact_index_equals_anserinis(squad_index, tmp_path):
     """The index written with impacts as term frequencies is the one Anserini's JsonVectorCollection
     -impact builds from repeated tokens: same postings, same rankings, ties in the same order."""
@@ -123,7 +133,8 @@ def test_direct_impact_index_equals_anserinis(squad_index, tmp_path):
     root, questions = squad_index
     anserini = tmp_path / "anserini"
     shutil.copytree(root / "index", anserini, ignore=shutil.ignore_patterns("lucene", "bm25"))
-    index_collection("JsonVectorCollection", root / "encoded" / "vectors", anserini / "lucene", "-impact", "-pretokenized")
+    index_collection("JsonVectorCollection", root / "encoded" / "vectors", anserini / "lucene",
+                     "-impact", "-pretokenized")
     ours, theirs = LuceneEngine(root / "index"), LuceneEngine(anserini)
     topics = [(f"q{i}", q) for i, q in enumerate(questions)]
     a, b = ours.batch_search(topics, k=1000), theirs.batch_search(topics, k=1000)
@@ -132,6 +143,7 @@ def test_direct_impact_index_equals_anserinis(squad_index, tmp_path):
         assert [(h.id, h.impact) for h in a[qid]] == [(h.id, h.impact) for h in b[qid]]
 
 
+@pytest.mark.jvm
 def test_bad_vector_record_is_named_by_line(tmp_path):
     from sparc_es.engines._impacts import write_impact_index
     from sparc_es.errors import EngineError
@@ -146,6 +158,8 @@ def test_bad_vector_record_is_named_by_line(tmp_path):
                 write_impact_index(vectors, tmp_path / f"index-{threads}", threads=threads)
 
 
+@pytest.mark.jvm
+@pytest.mark.data
 def test_index_metadata_records_the_quantisation(squad_index):
     root, _ = squad_index
     meta = Manifest.read(root / "index")
@@ -170,6 +184,8 @@ def test_fusion_formulas_by_hand():
 
 
 @pytest.mark.parametrize("method", ["rrf", "sum"])
+@pytest.mark.jvm
+@pytest.mark.data
 def test_hybrid_fuses_the_two_real_lucene_runs(squad_index, method):
     from sparc_es.engines.bm25 import LuceneBM25
     from sparc_es.engines.hybrid import HybridEngine
@@ -198,6 +214,8 @@ def test_hybrid_fuses_the_two_real_lucene_runs(squad_index, method):
     assert hits and all(h.text for h in hits)
 
 
+@pytest.mark.jvm
+@pytest.mark.data
 def test_hybrid_needs_the_bm25_side(squad_index, tmp_path):
     from sparc_es.engines.hybrid import HybridEngine
     from sparc_es.errors import StoreError

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from sparc_es.model import MaxOver, SparcModel
+
 from tolerance import assert_same_top_k
 
 SENTENCES = ["The capital of France is Paris.", "Water boils at 100 degrees Celsius at sea level, we are told."]
@@ -68,7 +69,8 @@ def test_token_scores_and_top_k_match_brute_force(tiny_model, max_over):
 def test_special_and_unused_tokens_never_scored(tiny_model):
     e = tiny_model.encode_batch(SENTENCES, CONTEXTS, top_k=len(tiny_model.tokenizer))
     for enc in e:
-        assert not any(t.startswith("[unused") or t in ("[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]") for t in enc.tokens)
+        special = ("[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]")
+        assert not any(t.startswith("[unused") or t in special for t in enc.tokens)
         assert (enc.weights > 0).all() and (np.diff(enc.weights) <= 0).all()
 
 
@@ -103,7 +105,8 @@ def test_encode_stream_keeps_input_order(tiny_model):
 
 def test_model_folder_round_trip(tiny_model, tmp_path):
     folder = tiny_model.save(tmp_path / "copy")
-    assert {"sparc_config.json", "config.json", "model.safetensors", "tokenizer.json"} <= {p.name for p in folder.iterdir()}
+    expected = {"sparc_config.json", "config.json", "model.safetensors", "tokenizer.json"}
+    assert expected <= {p.name for p in folder.iterdir()}
     again = SparcModel.load(folder)
     assert again.fingerprint == tiny_model.fingerprint
     assert again.config == tiny_model.config
@@ -121,7 +124,6 @@ def test_missing_folder_is_a_model_error(tmp_path):
         SparcModel.load(tmp_path / "empty")
 
 
-@pytest.mark.slow
 def test_default_model_is_the_shipped_trained_one():
     from sparc_es.checkpoint import SHIPPED_MODEL
 

@@ -10,8 +10,9 @@ import pytest
 
 from sparc_es.cli import main
 from sparc_es.encoded import Manifest, iter_vectors
-from sparc_es.experiments.datasets import data_dir
 from sparc_es.model import SparcModel
+
+from shared_data import need_data
 
 
 def run_cli(capsys, *argv) -> tuple[int, str, str]:
@@ -23,9 +24,7 @@ def run_cli(capsys, *argv) -> tuple[int, str, str]:
 @pytest.fixture()
 def small_mrqa(tmp_path):
     """The first 12 SQuAD dev contexts as their own MRQA file, with their MultiReQA candidates."""
-    root = data_dir()
-    if not (root / "mrqa" / "SQuAD.jsonl.gz").is_file():
-        pytest.skip(f"SQuAD data not found in {root} (set SPARC_ES_DATA)")
+    root = need_data("mrqa/SQuAD.jsonl.gz", "multireqa/dev/SQuAD/candidates.json.gz")
     with gzip.open(root / "mrqa" / "SQuAD.jsonl.gz", "rt", encoding="utf-8") as f:
         lines = [next(f) for _ in range(13)]  # the header and 12 contexts
     qids = {qa["qid"] for line in lines[1:] for qa in json.loads(line)["qas"]}
@@ -59,6 +58,8 @@ def beir(tmp_path):
     return folder
 
 
+@pytest.mark.data
+@pytest.mark.jvm
 def test_an_mrqa_file_becomes_a_table_domain(tmp_path, small_mrqa, tiny_model_dir, capsys):
     mrqa, candidates = small_mrqa
     rc, out, err = run_cli(capsys, "evalset", "--mrqa", mrqa, "--candidates", candidates, "--output", tmp_path / "set")
@@ -79,6 +80,7 @@ def test_an_mrqa_file_becomes_a_table_domain(tmp_path, small_mrqa, tiny_model_di
     assert rows[0]["MRR@1000"] > 20  # BM25 on 12 passages finds answers
 
 
+@pytest.mark.jvm
 def test_a_beir_folder_end_to_end_with_documents(tmp_path, beir, tiny_model_dir, capsys):
     rc, out, err = run_cli(capsys, "evalset", "--beir", beir, "--output", tmp_path / "set")
     assert rc == 0 and "beir-mini: " in out and "3 queries" in out and "document judgements" in out, err
@@ -142,7 +144,8 @@ def test_idf_and_factor_without_re_encoding(tmp_path, beir, capsys):
         Manifest.read(tmp_path / "direct").idf_weighting["documents"]
     rc, _, err = run_cli(capsys, "requantize", "--input", tmp_path / "derived", "--output", tmp_path / "twice", "--idf")
     assert rc == 1 and "IDF-weighted already" in err
-    rc, _, err = run_cli(capsys, "requantize", "--input", tmp_path / "direct", "--output", tmp_path / "x", "--factor", 5)
+    rc, _, err = run_cli(capsys, "requantize", "--input", tmp_path / "direct", "--output", tmp_path / "x",
+                         "--factor", 5)
     assert rc == 1 and "--keep-floats" in err
     rc, _, err = run_cli(capsys, "requantize", "--input", tmp_path / "floats", "--output", tmp_path / "f20",
                          "--factor", 20)
@@ -150,6 +153,7 @@ def test_idf_and_factor_without_re_encoding(tmp_path, beir, capsys):
 
 
 @pytest.mark.slow
+@pytest.mark.data
 def test_requantize_idf_stores_what_encode_idf_stores_with_the_lexical_term(tmp_path, squad_sample, capsys):
     """The default model has a lexical term, which IDF leaves alone: re-weighting kept floats gives
     exactly the impacts that encoding with IDF stores, for every sentence."""
@@ -160,7 +164,8 @@ def test_requantize_idf_stores_what_encode_idf_stores_with_the_lexical_term(tmp_
     assert run_cli(capsys, "encode", "--corpus", corpus, "--output", tmp_path / "floats", "--keep-floats",
                    "--no-idf", "--quiet")[0] == 0
     assert run_cli(capsys, "encode", "--corpus", corpus, "--output", tmp_path / "direct", "--idf", "--quiet")[0] == 0
-    rc, _, err = run_cli(capsys, "requantize", "--input", tmp_path / "floats", "--output", tmp_path / "derived", "--idf")
+    rc, _, err = run_cli(capsys, "requantize", "--input", tmp_path / "floats", "--output", tmp_path / "derived",
+                         "--idf")
     assert rc == 0, err
     kept = list(iter_vectors(tmp_path / "floats"))
     assert sum("lexical" in r for r in kept) == len(kept)  # every sentence has lexical tokens

@@ -567,6 +567,7 @@ def test_a_word_before_a_closing_code_span_is_located_where_it_is():
 
     text = "* One with `f(word, s)`, and more, in both engines. Two lost on the docs), so it is off.\n"
     got = list(split_document(text, "t.md", format="markdown"))
-    assert [s.text for s in got] == ["One with f(word, s), and more, in both engines.", "Two lost on the docs), so it is off."]
+    assert [s.text for s in got] == ["One with f(word, s), and more, in both engines.",
+                                     "Two lost on the docs), so it is off."]
     assert text[got[0].start:got[0].end] == "One with `f(word, s)`, and more, in both engines."
     assert text[got[1].start:got[1].end] == "Two lost on the docs), so it is off."

@@ -26,6 +26,7 @@ from sparc_es import encode as encode_module
 from sparc_es.cli import main
 from sparc_es.encoded import Manifest, iter_vectors
 from sparc_es.locks import exclusive
+
 from tolerance import assert_same_records
 
 SENTENCES = ["Lucene stores integer impacts.", "Questions are bags of tokens.", "Elasticsearch keeps nine bits.",
@@ -123,13 +124,14 @@ def test_encode_killed_before_its_first_shard_resumes(tmp_path, tiny_model_dir, 
     def killed(*a, **kw):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(encode_module, "_write_shard", killed)
+    monkeypatch.setattr(encode_module, "_write_pieces", killed)
     rc, _, err = run_cli(capsys, *args, "--output", tmp_path / "cut")
     assert rc == 130 and "resume" in err
     monkeypatch.undo()
     rc, _, err = run_cli(capsys, *args, "--output", tmp_path / "cut")
     assert rc == 0, err
-    assert (tmp_path / "cut/vectors/vectors.jsonl").read_bytes() == (tmp_path / "whole/vectors/vectors.jsonl").read_bytes()
+    cut, whole = tmp_path / "cut/vectors/vectors.jsonl", tmp_path / "whole/vectors/vectors.jsonl"
+    assert cut.read_bytes() == whole.read_bytes()
 
 
 def test_update_copies_kept_records_and_reads_older_folders(tmp_path, tiny_model_dir, capsys):
@@ -238,6 +240,7 @@ def test_a_failed_encode_leaves_nothing_in_the_way(tmp_path, tiny_model_dir, cap
     assert rc == 0, err
 
 
+@pytest.mark.slow
 def test_a_real_encode_killed_midway_resumes_with_every_record_once(tmp_path, tiny_model_dir):
     n = 6000
     corpus = write_corpus(tmp_path / "c.jsonl", n)
@@ -345,6 +348,7 @@ def test_broken_model_folders_are_one_line_errors(tmp_path, tiny_model_dir, caps
         assert one_line_error(rc, err) and expected in err, err
 
 
+@pytest.mark.jvm
 def test_long_questions_do_not_warn(tmp_path, tiny_model, capsys):
     from sparc_es.encode import encode_corpus
     from sparc_es.engines.lucene import build_index
@@ -355,6 +359,7 @@ def test_long_questions_do_not_warn(tmp_path, tiny_model, capsys):
     assert rc == 0 and json.loads(out) and err == ""
 
 
+@pytest.mark.jvm
 def test_search_json_is_one_document(tmp_path, tiny_model, capsys):
     from sparc_es.encode import encode_corpus
     from sparc_es.engines.lucene import build_index
@@ -372,7 +377,7 @@ def test_search_json_is_one_document(tmp_path, tiny_model, capsys):
 def test_disk_full_while_encoding_names_the_folder_and_resumes(tmp_path, tiny_model_dir, capsys, monkeypatch):
     corpus = write_corpus(tmp_path / "c.jsonl")
     args = ["encode", "--corpus", corpus, "--model", tiny_model_dir, "--shard-size", 2, "--quiet"]
-    real, calls = encode_module._write_shard, []
+    real, calls = encode_module._write_pieces, []
 
     def full(*a, **kw):
         calls.append(1)
@@ -380,7 +385,7 @@ def test_disk_full_while_encoding_names_the_folder_and_resumes(tmp_path, tiny_mo
             raise OSError(errno.ENOSPC, "No space left on device")
         return real(*a, **kw)
 
-    monkeypatch.setattr(encode_module, "_write_shard", full)
+    monkeypatch.setattr(encode_module, "_write_pieces", full)
     rc, _, err = run_cli(capsys, *args, "--output", tmp_path / "enc")
     assert one_line_error(rc, err) and f"{tmp_path / 'enc'}: No space left on device" in err and "resume" in err
     monkeypatch.undo()
@@ -388,6 +393,7 @@ def test_disk_full_while_encoding_names_the_folder_and_resumes(tmp_path, tiny_mo
     assert rc == 0 and Manifest.read(tmp_path / "enc").sentences == 6, err
 
 
+@pytest.mark.jvm
 def test_disk_full_while_indexing_keeps_the_old_index(tmp_path, tiny_model, capsys, monkeypatch):
     from sparc_es.encode import encode_corpus
     from sparc_es.engines import lucene
@@ -466,6 +472,8 @@ def test_a_slow_cluster_times_out_in_one_line(tmp_path, capsys):
 
 # --- concurrency ---------------------------------------------------------------------------
 
+@pytest.mark.data
+@pytest.mark.jvm
 def test_many_threads_get_the_same_answers_as_one(squad_sample, tiny_model, tmp_path):
     from sparc_es.encode import encode_corpus
     from sparc_es.engines import open_engine

@@ -74,6 +74,7 @@ def records(folder: Path) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("idf", ["--idf", "--no-idf"])
+@pytest.mark.slow
 def test_a_file_added_before_the_kill_point_restarts_the_encode(tmp_path, tiny_model_dir, idf):
     """Killed midway, a file that sorts first added to the corpus folder: the rerun must not skip
     by count (which stored one sentence twice and lost the new one); it starts again and says so.
@@ -94,6 +95,7 @@ def test_a_file_added_before_the_kill_point_restarts_the_encode(tmp_path, tiny_m
     assert "corpus changed since the interrupted encode" in err and "starting again" in err
 
 
+@pytest.mark.slow
 def test_a_file_added_after_the_kill_point_is_simply_read(tmp_path, tiny_model_dir):
     """Without corpus statistics (--no-idf), sentences added after what was committed change
     nothing already encoded: the resume goes on, and reads them."""
@@ -124,6 +126,8 @@ def es_url():
         yield url
 
 
+@pytest.mark.es
+@pytest.mark.slow
 def test_an_edited_source_document_restarts_an_encode_from_elasticsearch(tmp_path, tiny_model_dir, es_url):
     """``--from-es``: killed midway, a document already encoded is edited in the source index; the
     rerun starts again and stores what the index holds now (it used to keep stale sentences)."""
@@ -214,7 +218,7 @@ def test_an_interrupted_update_resumes_with_the_path_written_another_way(tmp_pat
     assert run_cli(capsys, "encode", "--corpus", corpus, "--output", out, *model)[0] == 0
     write_jsonl(corpus, range(300), prefix="t")  # new ids: every sentence is written again
     shards = 0
-    real = encode_module._write_shard
+    real = encode_module._write_pieces
 
     def killed_after_two_shards(*a, **kw):
         nonlocal shards
@@ -223,7 +227,7 @@ def test_an_interrupted_update_resumes_with_the_path_written_another_way(tmp_pat
             raise KeyboardInterrupt
         return real(*a, **kw)
 
-    monkeypatch.setattr(encode_module, "_write_shard", killed_after_two_shards)
+    monkeypatch.setattr(encode_module, "_write_pieces", killed_after_two_shards)
     assert main([str(a) for a in ["encode", "--corpus", corpus, "--output", out, *model, "--update"]]) == 130
     monkeypatch.undo()
     assert json.loads((tmp_path / ".enc.update" / "progress.json").read_text())["sentences"] > 0
@@ -257,6 +261,7 @@ def test_encode_overwrite_refuses_a_folder_sparc_es_did_not_make(tmp_path, tiny_
         assert rc == 0, err
 
 
+@pytest.mark.jvm
 def test_index_overwrite_refuses_a_folder_sparc_es_did_not_make(tmp_path, tiny_model_dir, capsys):
     corpus = write_jsonl(tmp_path / "c.jsonl", range(6))
     enc = tmp_path / "enc"
@@ -280,6 +285,7 @@ def test_demo_refuses_a_workdir_it_did_not_make(tmp_path, capsys):
 
 # --- a reader sees one generation of an encoded folder ------------------------------------------
 
+@pytest.mark.jvm
 def test_an_index_built_while_an_update_swaps_its_input_fails_cleanly(tmp_path, tiny_model, capsys, monkeypatch):
     """The impact index read from the old folder, texts and BM25 from the new: refused, nothing left."""
     from sparc_es.encode import encode_corpus

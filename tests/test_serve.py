@@ -150,6 +150,7 @@ def search_get(base: str, question: str, k: int = 10, **extra) -> tuple[int, dic
     return call(base, "GET", "/search?" + urlencode({"q": question, "k": k, **extra}))
 
 
+@pytest.mark.jvm
 def test_health_names_the_index_model_and_engine(server, index):
     status, body, kind = call(server, "GET", "/health")
     manifest = Manifest.read(index)
@@ -160,6 +161,7 @@ def test_health_names_the_index_model_and_engine(server, index):
     assert body["engine"] == {"engine": "lucene", "hybrid": DEFAULT_METHOD.value, "hybrid_weight": BM25_WEIGHT}
 
 
+@pytest.mark.jvm
 def test_search_answers_what_the_search_command_answers(server, engine):
     for question in QUESTIONS:
         for k in (1, 3, 10):
@@ -174,6 +176,7 @@ def test_search_answers_what_the_search_command_answers(server, engine):
     assert top["where"] == f"docs/setup.md:0-{len(DOCS['docs/setup.md'][0])}"
 
 
+@pytest.mark.jvm
 def test_search_with_context_adds_each_hits_passage(server, engine):
     status, body, _ = search_get(server, "How long should the bread bake?", 2, context="true")
     assert status == 200 and [h["id"] for h in body["hits"]] == [h.id for h in engine.search(body["question"], 2)]
@@ -181,12 +184,14 @@ def test_search_with_context_adds_each_hits_passage(server, engine):
     assert bread["id"] == "notes/cooking.md#1" and bread["context"].startswith("Cooking. Bake the bread")
 
 
+@pytest.mark.jvm
 def test_batch_answers_each_question_in_order(server, engine):
     status, body, _ = call(server, "POST", "/batch", {"questions": QUESTIONS, "k": 4})
     assert status == 200 and body["k"] == 4
     assert body["results"] == [{"question": q, "hits": expected(engine.search(q, 4))} for q in QUESTIONS]
 
 
+@pytest.mark.jvm
 def test_a_sentence_is_shown_with_its_passage_and_place(server):
     sentence_id = "docs/encode.md#1"  # a slash and a hash: the id travels URL-encoded
     status, body, _ = call(server, "GET", "/sentences/" + quote(sentence_id, safe=""))
@@ -218,6 +223,7 @@ def test_a_sentence_is_shown_with_its_passage_and_place(server):
     ("GET", "/batch", None, None, 405, "GET is not allowed on /batch"),
     ("GET", "/nowhere", None, None, 404, "no such endpoint: /nowhere"),
 ])
+@pytest.mark.jvm
 def test_bad_requests_get_one_line_json_errors(server, method, path, body, raw, status, says):
     got, answer, kind = call(server, method, path, body, raw)
     assert got == status and kind.startswith("application/json"), answer
@@ -225,6 +231,7 @@ def test_bad_requests_get_one_line_json_errors(server, method, path, body, raw, 
     assert "\n" not in answer["error"] and "Traceback" not in answer["error"]
 
 
+@pytest.mark.jvm
 def test_concurrent_requests_all_get_their_own_answers(server, engine):
     """20 threads at once, each its own questions in its own order: every answer is the right one."""
     want = {q: expected(engine.search(q, 5)) for q in QUESTIONS}
@@ -248,6 +255,7 @@ def test_concurrent_requests_all_get_their_own_answers(server, engine):
     assert not any(t.is_alive() for t in threads) and wrong == []
 
 
+@pytest.mark.jvm
 def test_the_page_is_served(server):
     with urllib.request.urlopen(server + "/", timeout=30) as response:
         page = response.read().decode()
@@ -264,6 +272,7 @@ def _chromium() -> str | None:
 
 @pytest.mark.skipif(_chromium() is None, reason="no chromium binary; on Debian/Ubuntu: "
                     "apt-get update && apt-get install -y chromium (or chromium-browser)")
+@pytest.mark.jvm
 def test_the_page_shows_hits_with_the_questions_words_marked(server, engine, tmp_path):
     question = "Which Java version does Pyserini need?"
     url = f"{server}/?{urlencode({'q': question, 'k': 3})}"
@@ -361,6 +370,7 @@ def test_the_engine_is_never_called_from_two_threads_at_once(fake_server):
 
 # --- the CLI: search from stdin, a port already taken ---------------------------------------------
 
+@pytest.mark.jvm
 def test_search_reads_questions_from_stdin(index, engine, monkeypatch, capsys):
     monkeypatch.setattr(sys, "stdin", io.StringIO(f"{QUESTIONS[0]}\n\n  {QUESTIONS[2]}  \n"))
     assert main(["search", "--index", str(index), "-k", "2", "--json", "-"]) == 0
@@ -377,6 +387,7 @@ def test_search_reads_questions_from_stdin(index, engine, monkeypatch, capsys):
     assert "goes alone" in capsys.readouterr().err
 
 
+@pytest.mark.jvm
 def test_serve_on_a_taken_port_is_one_line(index, capsys):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -8,19 +8,21 @@ import dataclasses
 import pytest
 import torch
 
-from sparc_es.experiments.datasets import data_dir
-from sparc_es.model import SparcModel
 from sparc_es.experiments.examples import load_examples
+from sparc_es.model import SparcModel
 from sparc_es.train import TrainConfig, Trainer, sample_batch
+
+from shared_data import need_data
 
 
 @pytest.fixture(scope="module")
 def examples(tmp_path_factory):
-    if not (data_dir() / "squad_train_slice").is_dir():
-        pytest.skip("SQuAD train slice not found (set SPARC_ES_DATA)")
+    need_data("squad_train_slice")
     return load_examples(limit=48, workdir=tmp_path_factory.mktemp("train"))
 
 
+@pytest.mark.data
+@pytest.mark.jvm
 def test_examples_have_answer_bearing_positives_and_clean_negatives(examples):
     assert len(examples) == 48
     for e in examples:
@@ -38,6 +40,8 @@ def make_trainer(tiny_model_dir, examples, output, **changes) -> Trainer:
     return Trainer(config, output, examples, device="cpu", progress=False)
 
 
+@pytest.mark.data
+@pytest.mark.jvm
 def test_batch_scores_equal_full_scoring(tiny_model_dir, examples, tmp_path):
     import random
 
@@ -76,6 +80,8 @@ def _norm(grads: dict[str, torch.Tensor]) -> float:
     return float(torch.sqrt(sum(g.double().pow(2).sum() for g in grads.values())))
 
 
+@pytest.mark.data
+@pytest.mark.jvm
 def test_gradient_cache_gives_the_gradients_of_one_big_batch(tiny_model_dir, examples, tmp_path):
     import random
 
@@ -102,6 +108,8 @@ def test_gradient_cache_gives_the_gradients_of_one_big_batch(tiny_model_dir, exa
                    if p.grad is not None)
 
 
+@pytest.mark.data
+@pytest.mark.jvm
 def test_a_step_moves_w_and_the_encoder_and_leaves_the_embeddings_frozen(tiny_model_dir, examples, tmp_path):
     import random
 
@@ -117,6 +125,8 @@ def test_a_step_moves_w_and_the_encoder_and_leaves_the_embeddings_frozen(tiny_mo
     assert moved > 10
 
 
+@pytest.mark.data
+@pytest.mark.jvm
 def test_sparta_keeps_w(tiny_model_dir, examples, tmp_path):
     import random
 
@@ -125,6 +135,8 @@ def test_sparta_keeps_w(tiny_model_dir, examples, tmp_path):
     assert float(trainer.model.w.detach()) == pytest.approx(0.7)
 
 
+@pytest.mark.data
+@pytest.mark.jvm
 def test_killed_run_resumes_to_the_same_model(tiny_model_dir, examples, tmp_path, monkeypatch):
     whole = make_trainer(tiny_model_dir, examples, tmp_path / "whole").train()
 
@@ -159,7 +171,9 @@ def test_killed_run_resumes_to_the_same_model(tiny_model_dir, examples, tmp_path
         Trainer(changed, tmp_path / "cut2", examples, device="cpu", progress=False)
 
 
-@pytest.mark.parametrize("extra", ["plain", "passage", "lexical", "stems"])
+@pytest.mark.parametrize("extra", ["plain", pytest.param("passage", marks=pytest.mark.slow), "lexical", "stems"])
+@pytest.mark.data
+@pytest.mark.jvm
 def test_top_k_aware_scores_are_what_the_index_holds(tiny_model_dir, tiny_mlm_dir, examples, tmp_path, extra):
     """With --top-k-aware a question token scores f(v, s) when it is in the sentence's encoded
     top K and 0 otherwise: the same as scoring the encoded sentence (with passage expansion, or with
@@ -198,6 +212,9 @@ def test_defaults_are_the_shipped_recipe():
         == ("splade-bert-tiny", "mlm", True, 2.0, True, 3.0)
 
 
+@pytest.mark.data
+@pytest.mark.jvm
+@pytest.mark.slow
 def test_passage_weight_is_learned_and_saved(tiny_model_dir, tiny_mlm_dir, examples, tmp_path):
     summary = make_trainer(tiny_model_dir, examples, tmp_path, top_k_aware=True, passage_weight=1.5,
                            passage_model=str(tiny_mlm_dir)).train()
@@ -207,6 +224,8 @@ def test_passage_weight_is_learned_and_saved(tiny_model_dir, tiny_mlm_dir, examp
     assert torch.equal(model.passage_model.embeddings, SparcModel.load(tiny_mlm_dir).embeddings)  # frozen
 
 
+@pytest.mark.data
+@pytest.mark.jvm
 def test_lexical_weight_is_learned_and_saved(tiny_model_dir, examples, tmp_path):
     summary = make_trainer(tiny_model_dir, examples, tmp_path, lexical_weight=0.3).train()
     model = SparcModel.load(tmp_path)
@@ -214,6 +233,8 @@ def test_lexical_weight_is_learned_and_saved(tiny_model_dir, examples, tmp_path)
     assert model.fingerprint != SparcModel.load(tmp_path, lexical_weight=0.3).fingerprint
 
 
+@pytest.mark.data
+@pytest.mark.jvm
 def test_validation_articles_are_never_trained_on(examples):
     from sparc_es.experiments.datasets import build_eval_set
 

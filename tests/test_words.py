@@ -52,6 +52,7 @@ def test_whole_words_are_the_words_wordpiece_splits(words_model):
     assert words.of("storeDocvectors and StoreDocVectors") == ["storedocvectors", "storedocvectors"]
 
 
+@pytest.mark.jvm
 def test_sentences_store_their_whole_words_with_a_bm25_weight(encoded, words_model):
     records = {r["id"]: r for r in iter_vectors(encoded / "enc")}
     assert WORD_PREFIX + "storedocvectors" in records["flag"]["vector"]
@@ -66,12 +67,14 @@ def test_sentences_store_their_whole_words_with_a_bm25_weight(encoded, words_mod
     assert Manifest.read(encoded / "enc").model.word_weight == 0.5
 
 
+@pytest.mark.jvm
 def test_questions_ask_for_their_whole_words_only_where_the_index_stores_them(encoded, tiny_model_dir):
     bag = QueryEncoder.load(encoded / "idx").bag("What does storeDocvectors do?")
     assert bag[WORD_PREFIX + "storedocvectors"] == 1
     assert not any(t.startswith(WORD_PREFIX) for t in QueryEncoder.load(tiny_model_dir).bag("storeDocvectors"))
 
 
+@pytest.mark.jvm
 def test_lucene_scores_whole_words_as_the_exact_engine_does(encoded):
     exact, lucene = ExactEngine(encoded / "enc"), LuceneEngine(encoded / "idx")
     try:
@@ -86,6 +89,7 @@ def test_lucene_scores_whole_words_as_the_exact_engine_does(encoded):
         lucene.close()
 
 
+@pytest.mark.jvm
 def test_requantize_idf_keeps_whole_words_out_of_idf(encoded, tmp_path, words_model):
     requantize(encoded / "enc", tmp_path / "idf", idf=True)
     direct = tmp_path / "direct"
@@ -94,11 +98,12 @@ def test_requantize_idf_keeps_whole_words_out_of_idf(encoded, tmp_path, words_mo
         {r["id"]: r["vector"] for r in iter_vectors(tmp_path / "idf")}
 
 
+@pytest.mark.es
+@pytest.mark.jvm
 def test_elasticsearch_scores_whole_words_as_lucene_does(encoded):
-    from loopback import noida_binary, noida_server
+    from sparc_es.engines.elastic import Connection, ElasticEngine, build_index as load_es
 
-    from sparc_es.engines.elastic import Connection, ElasticEngine
-    from sparc_es.engines.elastic import build_index as load_es
+    from loopback import noida_binary, noida_server
 
     if not os.environ.get("SPARC_ES_URL") and noida_binary() is None:
         pytest.skip("noida-db not installed (pip install -e '.[test]')")

@@ -140,6 +140,7 @@ def assert_same_records(lines_a: Sequence[bytes | str], lines_b: Sequence[bytes 
             nonzero, truncated_sentence, truncated_context, n, total = r["stats"]
             assert (n, total) == (len(r["vector"]), sum(r["vector"].values())), (what, r["id"])
         assert ra["stats"][1:3] == rb["stats"][1:3], (what, ra["id"])
-        assert abs(ra["stats"][0] - rb["stats"][0]) <= 2, (what, ra["id"], "f > 0 counts", ra["stats"][0], rb["stats"][0])
+        assert abs(ra["stats"][0] - rb["stats"][0]) <= 2, (what, ra["id"], "f > 0 counts",
+                                                           ra["stats"][0], rb["stats"][0])
     assert differ_tokens <= max(2, max_share * postings), (what, differ_tokens, "of", postings, "impacts differ")
     return differ_lines

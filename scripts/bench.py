@@ -107,7 +107,6 @@ def bench_kernels(model, pairs, corpus, repeats: int) -> dict:
 
 def bench_encoding(model, sentences, repeats: int, workdir: Path) -> dict:
     """Batched vs batch size 1, the time per stage, and a 1% update against the full encode."""
-    import torch
 
     from sparc_es.encode import encode_corpus
 
@@ -414,15 +413,18 @@ def markdown(result: dict) -> str:
              ]
     if scales:
         lines += ["", "| sentences | impact index build | BM25 build | impact / BM25 time | size impact / BM25 "
-                  "| p50 k=10 SPARC / BM25 | p50 k=1000 SPARC / BM25 | p99 k=1000 SPARC / BM25 | 2-thread qps SPARC / BM25 |",
+                  "| p50 k=10 SPARC / BM25 | p50 k=1000 SPARC / BM25 | p99 k=1000 SPARC / BM25 "
+                  "| 2-thread qps SPARC / BM25 |",
                   "|---|---|---|---|---|---|---|---|---|"]
-    for label, s in scales.items():
+    for s in scales.values():
         i, lat, qps = s["index"], s["latency_ms"], s["throughput_qps_2_threads"]
         lines.append(f"| {s['sentences']:,} | {i['sparc_seconds']} s ({i['sparc_sentences_per_second']:,}/s) | "
-                     f"{i['bm25_seconds']} s ({i['bm25_sentences_per_second']:,}/s) | {i['sparc_over_bm25_build_time']}x | "
+                     f"{i['bm25_seconds']} s ({i['bm25_sentences_per_second']:,}/s) | "
+                     f"{i['sparc_over_bm25_build_time']}x | "
                      f"{i['sparc_megabytes']} / {i['bm25_megabytes']} MB | "
                      f"{lat['sparc_k10']['p50']} / {lat['bm25_k10']['p50']} ms ({lat['sparc_over_bm25_p50_k10']}x) | "
-                     f"{lat['sparc_k1000']['p50']} / {lat['bm25_k1000']['p50']} ms ({lat['sparc_over_bm25_p50_k1000']}x) | "
+                     f"{lat['sparc_k1000']['p50']} / {lat['bm25_k1000']['p50']} ms "
+                     f"({lat['sparc_over_bm25_p50_k1000']}x) | "
                      f"{lat['sparc_k1000']['p99']} / {lat['bm25_k1000']['p99']} ms | "
                      f"{qps['sparc']['median']:.0f} / {qps['bm25']['median']:.0f} |")
     g = result.get("growth_per_million")
@@ -476,8 +478,8 @@ def main(argv: list[str] | None = None) -> int:
     import transformers
 
     from sparc_es import __version__
-    from sparc_es.experiments.datasets import data_dir, squad_dev_sentences
     from sparc_es.encoded import DEFAULT_FACTOR
+    from sparc_es.experiments.datasets import data_dir, squad_dev_sentences
     from sparc_es.model import SparcModel
 
     torch.set_num_threads(args.threads)
@@ -500,7 +502,10 @@ def main(argv: list[str] | None = None) -> int:
     for label in [] if args.encoding_only else args.scales.split(","):
         n = scale_of(label)
         print(f"scale {label} ...", file=sys.stderr, flush=True)
-        folder, n = (encoded, len(sentences)) if n <= len(sentences) else replicate(encoded, args.workdir / f"encoded-{label}", n)
+        if n <= len(sentences):
+            folder, n = encoded, len(sentences)
+        else:
+            folder, n = replicate(encoded, args.workdir / f"encoded-{label}", n)
         result["scales"][label] = bench_scale(folder, args.workdir, questions, label)
     labels = list(result["scales"])
     if len(labels) > 1:

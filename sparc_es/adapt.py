@@ -33,13 +33,21 @@ from pathlib import Path
 import numpy as np
 
 from . import folders
+from .checkpoint import (
+    KNOWN_BASES,
+    SPARC_CONFIG,
+    base_provenance,
+    known_base_path,
+    quiet_transformers,
+    read_state,
+    sha256_file,
+    weights_file,
+)
 from .corpus import read_corpus
 from .errors import ModelError, SparcError, StoreError
 from .locks import exclusive
-from .options import setting
-from .checkpoint import (KNOWN_BASES, SPARC_CONFIG, base_provenance, known_base_path, quiet_transformers, read_state,
-                         sha256_file, weights_file)
 from .model import SparcModel
+from .options import setting
 
 CHECKPOINT = "adapt-checkpoint.pt"
 

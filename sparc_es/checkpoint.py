@@ -16,6 +16,7 @@ import importlib.util
 import os
 from contextlib import contextmanager
 from pathlib import Path
+
 from .errors import ModelError, StoreError
 
 SPARC_CONFIG = "sparc_config.json"  # marks a SPARC model folder (as against a plain base checkpoint)

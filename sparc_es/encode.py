@@ -45,9 +45,23 @@ import orjson
 
 from . import __version__, folders
 from .corpus import CorpusStats, Sentence, Source, as_source
-from .encoded import (DEFAULT_FACTOR, META, PASSAGES, VECTORS, VECTORS_FILE, Manifest, ModelInfo, PassageCache,
-                      check_factor, new_generation, quantize, record_has_id, record_line, record_tail,
-                      vector_record)
+from .encoded import (
+    DEFAULT_FACTOR,
+    META,
+    PASSAGES,
+    VECTORS,
+    VECTORS_FILE,
+    Manifest,
+    ModelInfo,
+    PassageCache,
+    check_factor,
+    new_generation,
+    quantize,
+    record_has_id,
+    record_line,
+    record_tail,
+    vector_record,
+)
 from .errors import SparcError, StoreError
 from .idf import idf_from_statistics
 from .lexical import FILE as LEXICAL_FILE, CorpusStatistics
@@ -243,7 +257,7 @@ def _first_pass(source: Source, model: SparcModel | None) -> tuple[int, CorpusSt
 
 def content_hash(sentence: Sentence) -> str:
     """What a sentence's weights depend on besides the model: its text and its context."""
-    return hashlib.sha1(f"{sentence.text}\0{sentence.context}".encode("utf-8")).hexdigest()[:20]
+    return hashlib.sha1(f"{sentence.text}\0{sentence.context}".encode()).hexdigest()[:20]
 
 
 # What each record's "stats" holds, so an update can count a kept record without parsing it.

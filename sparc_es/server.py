@@ -32,12 +32,12 @@ from .errors import SparcError
 from .store import FILENAME as SENTENCES, SentenceStore
 
 try:
+    import uvicorn
     from fastapi import FastAPI, Query, Request
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import HTMLResponse, JSONResponse
     from pydantic import BaseModel, ConfigDict, Field, field_validator
     from starlette.exceptions import HTTPException
-    import uvicorn
 except ImportError as e:  # an optional part: say which extra brings it
     raise SparcError(f"sparc-es serve needs FastAPI and uvicorn ({e}); pip install 'sparc-es[serve]'") from None
 

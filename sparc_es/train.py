@@ -38,12 +38,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .checkpoint import read_state
 from .corpus import Sentence
 from .errors import SparcError, StoreError
-from .checkpoint import read_state
 from .locks import exclusive
-from .options import setting
 from .model import Head, MaxOver, SparcModel, passage_text
+from .options import setting
 from .query import query_bag
 
 CHECKPOINT = "checkpoint"

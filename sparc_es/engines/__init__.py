@@ -21,7 +21,8 @@ __all__ = ["Engine", "EngineKind", "Hit", "Topics", "open_engine"]
 
 
 def open_engine(kind: EngineKind | str = EngineKind.LUCENE, index: str | Path | None = None, *,
-                hybrid: str | None = None, hybrid_weight: float | None = None, connection=None, es_index: str | None = None,
+                hybrid: str | None = None, hybrid_weight: float | None = None, connection=None,
+                es_index: str | None = None,
                 tokenizer: str | Path | None = None, query_mode: str = "rank_feature",
                 bm25_weight: float = 0.0) -> Engine:
     """Open a search engine.

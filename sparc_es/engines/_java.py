@@ -152,7 +152,8 @@ class TopK:
         """(docid, score, id) of the k best documents for a bag of weighted terms of ``contents``."""
         return self.weighted_batch([bag], k)[0]
 
-    def weighted_batch(self, bags: list[dict[str, float]], k: int, threads: int = 1) -> list[list[tuple[int, float, str]]]:
+    def weighted_batch(self, bags: list[dict[str, float]], k: int,
+                       threads: int = 1) -> list[list[tuple[int, float, str]]]:
         """:meth:`weighted` for many bags, ``threads`` Java threads; results in input order."""
         terms, weights, starts = [], [], [0]
         for bag in bags:

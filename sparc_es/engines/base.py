@@ -8,7 +8,6 @@ from enum import Enum
 from typing import Protocol, runtime_checkable
 
 
-
 @dataclass(frozen=True, slots=True)  # slots: a run of 10k queries x 1,000 hits is 10M of these
 class Hit:
     """One retrieved sentence. ``score`` is in model units: g(q, s) over the quantised weights."""

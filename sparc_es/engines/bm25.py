@@ -22,8 +22,8 @@ import numpy as np
 from ..corpus import Sentence
 from ..errors import StoreError
 from ..store import FILENAME as SENTENCES, SentenceStore
-from .base import Hit
 from ._java import TopK, folder_size, index_collection, parts, start_jvm
+from .base import Hit
 from .exact import ranked_batches
 
 LUCENE = "lucene"
@@ -59,7 +59,8 @@ class LuceneBM25:
         start_jvm()
         from jnius import autoclass
 
-        self.searcher = TopK(folder / LUCENE, autoclass("org.apache.lucene.search.similarities.BM25Similarity")(0.9, 0.4))
+        similarity = autoclass("org.apache.lucene.search.similarities.BM25Similarity")(0.9, 0.4)
+        self.searcher = TopK(folder / LUCENE, similarity)
         self._analyzer = autoclass("io.anserini.analysis.DefaultEnglishAnalyzer").newDefaultInstance()
         self._generator = autoclass("io.anserini.search.query.BagOfWordsQueryGenerator")()
         self.store = None

@@ -19,8 +19,8 @@ from __future__ import annotations
 import shutil
 import sys
 import time
-from datetime import datetime, timezone
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from pathlib import Path
 
 from .. import folders
@@ -29,9 +29,9 @@ from ..errors import EngineError, StoreError, count_mismatch
 from ..locks import exclusive
 from ..query import QueryEncoder
 from ..store import FILENAME as SENTENCES, SentenceStore
-from .base import Hit
 from ._impacts import write_impact_index
 from ._java import TopK, folder_size, index_documents, parts, start_jvm
+from .base import Hit
 
 LUCENE = "lucene"
 BM25 = "bm25"
@@ -96,7 +96,7 @@ def _build(encoded: Path, folder: Path, manifest: Manifest, bm25: bool, progress
         bm25_info = build_bm25_index(texts, folder / BM25)
     info = IndexInfo(engine=LUCENE, documents=docs, build_seconds=round(seconds, 2),
                      bytes=folder_size(folder / LUCENE), encoded=str(encoded.resolve()), bm25=bm25_info,
-                     built_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+                     built_at=datetime.now(UTC).isoformat(timespec="seconds"))
     manifest = manifest.replace(index=info)
     manifest.write(folder)
     return manifest

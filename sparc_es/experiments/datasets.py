@@ -115,7 +115,8 @@ class EvalSet:
         folder = Path(folder)
         missing = [name for key, name in cls.FILES.items() if key != "info" and not (folder / name).is_file()]
         if missing:
-            raise InputError(folder, f"not an evaluation set: {', '.join(missing)} missing (sparc-es evalset writes one)")
+            raise InputError(folder, f"not an evaluation set: {', '.join(missing)} missing "
+                                     "(sparc-es evalset writes one)")
         info = json.loads((folder / cls.FILES["info"]).read_text()) if (folder / cls.FILES["info"]).is_file() else {}
         level = info.get("level", "sentence")
         if level not in ("sentence", "document"):

@@ -81,8 +81,8 @@ class System:
             except ValueError:
                 raise SparcError(f"bad value in {item!r} of system {spec!r}") from None
         if "hybrid" in options:
-            from ..errors import choice
             from ..engines.hybrid import HybridMethod
+            from ..errors import choice
 
             choice(HybridMethod, options["hybrid"], f"hybrid method in system {spec!r}")
         return cls(spec, kind, options)
@@ -142,7 +142,8 @@ def _engine(system: System, evalset: EvalSet, paths: dict[str, Path], folder: Pa
                 "idf": manifest.idf}
     if model.adaptation:
         a = model.adaptation
-        settings["adapted"] = f"{a['corpus_fingerprint']} ({a['sentences']} sentences, {a['steps']} steps, {a['seconds']} s)"
+        settings["adapted"] = (f"{a['corpus_fingerprint']} ({a['sentences']} sentences, {a['steps']} steps, "
+                               f"{a['seconds']} s)")
     if system.kind == "sparc-exact":
         from ..engines.exact import ExactEngine
 

@@ -29,8 +29,15 @@ import os
 import re
 from pathlib import Path
 
-from ..checkpoint import (DEFAULT_MODEL, SPARC_CONFIG, base_provenance, quiet_transformers, resolve_model_path,
-                          versions, weights_file)
+from ..checkpoint import (
+    DEFAULT_MODEL,
+    SPARC_CONFIG,
+    base_provenance,
+    quiet_transformers,
+    resolve_model_path,
+    versions,
+    weights_file,
+)
 from ..errors import ModelError
 from ..query import QueryEncoder
 from .config import Head, MaxOver, SparcConfig

@@ -30,8 +30,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ModelError
-from ..lexical import (CorpusStatistics, LexicalTerm, Stems, Words, add_lexical, add_words, bm25_weights,
-                       count_corpus, sentence_token_ids, stem_weights, word_weights)
+from ..lexical import (
+    CorpusStatistics,
+    LexicalTerm,
+    Stems,
+    Words,
+    add_lexical,
+    add_words,
+    bm25_weights,
+    count_corpus,
+    sentence_token_ids,
+    stem_weights,
+    word_weights,
+)
 
 
 def _torch():

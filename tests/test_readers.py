@@ -514,15 +514,20 @@ def test_bad_format_and_broken_rst_are_located():
 # --- documents from Elasticsearch ------------------------------------------------------------
 
 class _Cluster:
-    """Just enough of a client for ElasticSource: one page of documents, then none."""
+    """Just enough of a client for ElasticSource: the ids in one page (then none), then the
+    documents asked for by id. (The real API is tested against the loopback server in
+    test_elastic.py; this checks the formats alone.)"""
 
     def __init__(self, docs: list[dict]) -> None:
-        self.pages = [[{"_id": str(n), "_source": d, "sort": [n]} for n, d in enumerate(docs)], []]
+        self.docs = {str(n): d for n, d in enumerate(docs)}
+        self.pages = [[{"_id": i, "sort": [n]} for n, i in enumerate(self.docs)], []]
 
     def open_point_in_time(self, **_):
         return {"id": "pit"}
 
-    def search(self, **_):
+    def search(self, query=None, **_):
+        if query and "ids" in query:
+            return {"hits": {"hits": [{"_id": i, "_source": self.docs[i]} for i in query["ids"]["values"]]}}
         return {"hits": {"hits": self.pages.pop(0)}}
 
     def close_point_in_time(self, **_):

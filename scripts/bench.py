@@ -132,7 +132,7 @@ def bench_encoding(model, sentences, repeats: int, workdir: Path) -> dict:
 
     # where the time goes: the pipeline's own stage timer (sparc_es.model.stored.Stages) over an
     # encode of the sample, then quantising and serialising what it stored
-    from sparc_es.encoded import DEFAULT_FACTOR, quantize, record_line, vector_record
+    from sparc_es.layout import DEFAULT_FACTOR, quantize, record_line, vector_record
     from sparc_es.model import Stages
 
     timer = Stages()
@@ -231,8 +231,8 @@ def encoded_folder(label: str, workdir: Path = ROOT / "bench" / "work") -> Path:
 def replicate(encoded: Path, out: Path, n: int) -> tuple[Path, int]:
     """An encoded folder of ``n`` sentences: the real ones, then perturbed copies (see the docstring)."""
     from sparc_es.corpus import Sentence
-    from sparc_es.encoded import VECTORS, VECTORS_FILE, Manifest, copy_into, iter_vectors
-    from sparc_es.store import FILENAME, SentenceStore
+    from sparc_es.layout import SENTENCES as FILENAME, VECTORS, VECTORS_FILE, Manifest, copy_into, iter_vectors
+    from sparc_es.store import SentenceStore
 
     if (out / "meta.json").is_file():  # kept from an earlier run: reused while the model is the same
         kept = Manifest.read(out)
@@ -282,10 +282,10 @@ def replicate(encoded: Path, out: Path, n: int) -> tuple[Path, int]:
 
 def bench_scale(encoded: Path, workdir: Path, questions: list[str], label: str) -> dict:
     from sparc_es.corpus import Sentence
-    from sparc_es.encoded import iter_vectors
     from sparc_es.engines import open_engine
     from sparc_es.engines.bm25 import LuceneBM25, build_bm25_index
     from sparc_es.engines.lucene import build_index
+    from sparc_es.layout import iter_vectors
 
     index = workdir / f"index-{label}"
     shutil.rmtree(index, ignore_errors=True)
@@ -478,8 +478,8 @@ def main(argv: list[str] | None = None) -> int:
     import transformers
 
     from sparc_es import __version__
-    from sparc_es.encoded import DEFAULT_FACTOR
     from sparc_es.experiments.datasets import data_dir, squad_dev_sentences
+    from sparc_es.layout import DEFAULT_FACTOR
     from sparc_es.model import SparcModel
 
     torch.set_num_threads(args.threads)

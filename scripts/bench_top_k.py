@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sparc_es.encoded import VECTORS, VECTORS_FILE, Manifest, iter_vectors  # noqa: E402
 from sparc_es.experiments.datasets import data_dir  # noqa: E402
+from sparc_es.layout import VECTORS, VECTORS_FILE, Manifest, iter_vectors  # noqa: E402
 
 import bench  # noqa: E402
 

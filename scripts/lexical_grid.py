@@ -39,10 +39,10 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
     from scipy import sparse
 
-    from sparc_es.encoded import Manifest, iter_vectors
     from sparc_es.engines.exact import top_k_rows
     from sparc_es.eval import evaluate
     from sparc_es.experiments.datasets import EvalSet
+    from sparc_es.layout import Manifest, iter_vectors
     from sparc_es.model import SparcModel, stored_weights
 
     manifest = Manifest.read(args.encoded)

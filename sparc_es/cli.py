@@ -133,7 +133,8 @@ def _es_connection_args(p: argparse.ArgumentParser, title: str):
     g.add_argument("--es-timeout", type=float, default=60.0, metavar="SECONDS",
                    help="per request (default: %(default)s)")
     g.add_argument("--es-retries", type=int, default=3, metavar="N",
-                   help="retries with backoff on connection errors, timeouts and 429/502/503/504 (default: %(default)s)")
+                   help="retries with backoff on connection errors, timeouts and 429/502/503/504 "
+                        "(default: %(default)s)")
     return g
 
 
@@ -217,7 +218,7 @@ def _report_encode(manifest) -> None:
 # --- commands ------------------------------------------------------------------------------
 
 def _encode_parser(sub) -> None:
-    from .encoded import DEFAULT_FACTOR
+    from .layout import DEFAULT_FACTOR
 
     p = sub.add_parser("encode", help="encode a corpus into top-K integer token weights",
                        description="Encode every sentence of a corpus (JSONL records {id, text, context?}, or "
@@ -309,7 +310,7 @@ def _requantize_parser(sub) -> None:
 
 
 def cmd_requantize(args: argparse.Namespace) -> int:
-    from .encoded import requantize
+    from .requantize import requantize
 
     manifest = requantize(args.input, args.output, args.factor, idf=args.idf)
     _report_encode(manifest)
@@ -532,9 +533,10 @@ def _by_document(args: argparse.Namespace, results: dict) -> dict:
     if args.engine == "es":  # hits carry their document
         doc_of = {h.id: h.doc for hits in results.values() for h in hits}
     else:
-        from .store import FILENAME, SentenceStore
+        from .layout import SENTENCES
+        from .store import SentenceStore
 
-        store = SentenceStore(Path(args.index) / FILENAME)
+        store = SentenceStore(Path(args.index) / SENTENCES)
         try:
             found = store.get(list({h.id for hits in results.values() for h in hits}))
         finally:

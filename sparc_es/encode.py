@@ -1,6 +1,6 @@
 """Encode a corpus into an *encoded folder*: top-K integer impacts ready for any engine.
 
-The folder's layout and manifest belong to :mod:`sparc_es.encoded`.
+The folder's layout and manifest belong to :mod:`sparc_es.layout`.
 
 With ``idf`` every kept weight (after the top-K cut) is multiplied by log(N / N_v) over the
 corpus being encoded (paper 004, eq. 6-7): N sentences, N_v of them with token v in their text,
@@ -45,10 +45,16 @@ import orjson
 
 from . import __version__, folders
 from .corpus import CorpusStats, Sentence, Source, as_source
-from .encoded import (
+from .errors import SparcError, StoreError
+from .idf import idf_from_statistics
+from .layout import (
     DEFAULT_FACTOR,
+    LEXICAL_FILE,
     META,
     PASSAGES,
+    PROGRESS,
+    SENTENCES,
+    TOKENIZER,
     VECTORS,
     VECTORS_FILE,
     Manifest,
@@ -62,15 +68,10 @@ from .encoded import (
     record_tail,
     vector_record,
 )
-from .errors import SparcError, StoreError
-from .idf import idf_from_statistics
-from .lexical import FILE as LEXICAL_FILE, CorpusStatistics
+from .lexical import CorpusStatistics
 from .locks import exclusive
 from .model import EncodedSentence, SparcModel, passage_text
-from .query import TOKENIZER
-from .store import FILENAME as SENTENCES, SentenceStore
-
-PROGRESS = "progress.json"
+from .store import SentenceStore
 
 
 @dataclass

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-FILE = "lexical.json"
+from .layout import LEXICAL_FILE
 
 
 @dataclass
@@ -100,11 +100,11 @@ class CorpusStatistics:
             data["stems"] = {"words": self.words, "df": dict(sorted(self.stem_df.items()))}
         if self.word_df is not None:
             data["whole_words"] = {"df": dict(sorted(self.word_df.items()))}
-        (Path(folder) / FILE).write_text(json.dumps(data, separators=(",", ":")) + "\n")
+        (Path(folder) / LEXICAL_FILE).write_text(json.dumps(data, separators=(",", ":")) + "\n")
 
     @classmethod
     def read(cls, folder: str | Path) -> CorpusStatistics | None:
-        path = Path(folder) / FILE
+        path = Path(folder) / LEXICAL_FILE
         if not path.is_file():
             return None
         d = json.loads(path.read_text())

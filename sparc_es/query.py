@@ -15,7 +15,7 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
-TOKENIZER = "tokenizer"  # the subfolder of an encoded folder or index that holds the question tokenizer
+from .layout import TOKENIZER
 
 
 def query_bag(tokenizer, question: str) -> dict[str, int]:

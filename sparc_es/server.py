@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from . import __version__
-from .encoded import Manifest
 from .engines.base import Engine, Hit
 from .errors import SparcError
-from .store import FILENAME as SENTENCES, SentenceStore
+from .layout import SENTENCES, Manifest
+from .store import SentenceStore
 
 try:
     import uvicorn

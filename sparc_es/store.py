@@ -13,10 +13,11 @@ import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+import orjson
+
 from .corpus import Sentence
 from .errors import StoreError
-
-FILENAME = "sentences.sqlite"
+from .layout import SENTENCES, VECTORS, VECTORS_FILE, id_digest
 
 
 def _key(context: str) -> str | None:
@@ -79,3 +80,19 @@ class SentenceStore:
 
     def close(self) -> None:
         self.db.close()
+
+
+def check_ids(folder: str | Path) -> None:
+    """Check that an encoded folder's vectors and sentence store hold the same ids, each once."""
+    folder = Path(folder)
+    with open(folder / VECTORS / VECTORS_FILE, "rb") as lines:
+        vectors = id_digest(orjson.loads(line)["id"] for line in lines)
+    store = SentenceStore(folder / SENTENCES)
+    try:
+        stored = id_digest(store.ids())
+    finally:
+        store.close()
+    if vectors != stored:
+        raise StoreError(f"{folder}: its vectors ({vectors[0]} records) and its sentence store ({stored[0]} ids) "
+                         "do not hold the same sentence ids (a record repeated or lost); encode it again "
+                         "with --overwrite")

@@ -21,8 +21,8 @@ from sparc_es.adapt import AdaptConfig, adapt, find_base
 from sparc_es.checkpoint import known_base_path
 from sparc_es.corpus import Sentence, read_corpus
 from sparc_es.encode import encode_corpus
-from sparc_es.encoded import Manifest, iter_vectors
 from sparc_es.errors import SparcError
+from sparc_es.layout import Manifest, iter_vectors
 from sparc_es.model import SparcModel
 
 from tolerance import assert_same_top_k, close

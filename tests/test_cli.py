@@ -8,7 +8,7 @@ import pytest
 
 from sparc_es import encode as encode_module
 from sparc_es.cli import main
-from sparc_es.encoded import DEFAULT_FACTOR
+from sparc_es.layout import DEFAULT_FACTOR
 
 
 @pytest.fixture()

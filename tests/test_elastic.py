@@ -12,7 +12,6 @@ import pytest
 
 from sparc_es.cli import main
 from sparc_es.encode import encode_corpus
-from sparc_es.encoded import Manifest, iter_vectors
 from sparc_es.engines.elastic import (
     BASE_MAPPING,
     Connection,
@@ -25,6 +24,7 @@ from sparc_es.engines.elastic import (
 )
 from sparc_es.engines.lucene import LuceneEngine, build_index
 from sparc_es.errors import EngineError
+from sparc_es.layout import Manifest, iter_vectors
 from sparc_es.query import QueryEncoder
 
 from loopback import noida_binary, noida_server

@@ -19,7 +19,6 @@ from elastic_transport import TransportError
 
 from sparc_es.cli import main
 from sparc_es.encode import encode_corpus
-from sparc_es.encoded import iter_vectors
 from sparc_es.engines.elastic import (
     Connection,
     ElasticEngine,
@@ -29,6 +28,7 @@ from sparc_es.engines.elastic import (
     es_features,
 )
 from sparc_es.errors import EngineError, SparcError
+from sparc_es.layout import iter_vectors
 from sparc_es.query import QueryEncoder
 
 from loopback import free_port, noida_binary, noida_server

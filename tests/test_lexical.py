@@ -13,7 +13,7 @@ import pytest
 import snowballstemmer
 
 from sparc_es.encode import encode_corpus
-from sparc_es.encoded import Manifest, iter_vectors
+from sparc_es.layout import Manifest, iter_vectors
 from sparc_es.lexical import CorpusStatistics
 from sparc_es.model import SparcModel
 

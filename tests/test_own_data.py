@@ -9,7 +9,7 @@ import json
 import pytest
 
 from sparc_es.cli import main
-from sparc_es.encoded import Manifest, iter_vectors
+from sparc_es.layout import Manifest, iter_vectors
 from sparc_es.model import SparcModel
 
 from shared_data import need_data

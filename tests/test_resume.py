@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from sparc_es.cli import main
-from sparc_es.encoded import Manifest, iter_vectors
+from sparc_es.layout import Manifest, iter_vectors
 
 SENTENCES = ["Lucene stores integer impacts.", "Questions are bags of tokens.", "Elasticsearch keeps nine bits.",
              "The demo corpus is tiny.", "Sentences are encoded once.", "Scores are sums of stored weights."]

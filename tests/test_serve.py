@@ -27,12 +27,12 @@ import pytest
 
 from sparc_es.cli import main
 from sparc_es.encode import IDF_DEFAULT, encode_corpus
-from sparc_es.encoded import Manifest
 from sparc_es.engines import open_engine
 from sparc_es.engines.base import Hit
 from sparc_es.engines.hybrid import BM25_WEIGHT, DEFAULT_METHOD
 from sparc_es.engines.lucene import build_index
 from sparc_es.errors import EngineError
+from sparc_es.layout import Manifest
 
 pytest.importorskip("fastapi", reason="the serve extra: pip install -e '.[serve]'")
 pytest.importorskip("uvicorn", reason="the serve extra: pip install -e '.[serve]'")

@@ -10,12 +10,13 @@ import os
 import pytest
 
 from sparc_es.encode import encode_corpus
-from sparc_es.encoded import Manifest, iter_vectors, requantize
 from sparc_es.engines.exact import ExactEngine
 from sparc_es.engines.lucene import LuceneEngine, build_index
+from sparc_es.layout import Manifest, iter_vectors
 from sparc_es.lexical import WORD_PREFIX, Words
 from sparc_es.model import SparcModel
 from sparc_es.query import QueryEncoder
+from sparc_es.requantize import requantize
 
 SENTENCES = {
     "flag": "Set storeDocvectors to keep the document vectors in the index.",

@@ -21,12 +21,12 @@ import numpy as np
 
 from ..corpus import Sentence
 from ..errors import StoreError
-from ..store import FILENAME as SENTENCES, SentenceStore
+from ..layout import BM25, LUCENE, SENTENCES
+from ..store import SentenceStore
 from ._java import TopK, folder_size, index_collection, parts, start_jvm
 from .base import Hit
 from .exact import ranked_batches
 
-LUCENE = "lucene"
 LUCENE_FIELD = "contents"  # the field Anserini indexes a JsonCollection's text in
 
 
@@ -69,7 +69,7 @@ class LuceneBM25:
     @staticmethod
     def exists_beside(index: str | Path) -> bool:
         """Whether ``sparc-es index`` built a BM25 index inside the sparc-es index ``index``."""
-        return (Path(index) / "bm25" / LUCENE).is_dir()
+        return (Path(index) / BM25 / LUCENE).is_dir()
 
     @classmethod
     def beside(cls, index: str | Path) -> LuceneBM25:
@@ -77,7 +77,7 @@ class LuceneBM25:
         if not cls.exists_beside(index):
             raise StoreError(f"{index}: has no BM25 index beside the impact index; rebuild it with "
                              "sparc-es index (without --no-bm25)")
-        engine = cls(Path(index) / "bm25")
+        engine = cls(Path(index) / BM25)
         if engine.store_path.is_file():
             engine.store = SentenceStore(engine.store_path)
         return engine

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..encoded import Manifest, iter_vectors, quantize
 from ..errors import StoreError
+from ..layout import Manifest, iter_vectors, quantize
 from ..query import QueryEncoder
 from .base import Hit
 

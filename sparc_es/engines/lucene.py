@@ -24,17 +24,25 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .. import folders
-from ..encoded import VECTORS, VECTORS_FILE, IndexInfo, Manifest, check_ids, copy_into, iter_vectors, reading
 from ..errors import EngineError, StoreError, count_mismatch
+from ..layout import (
+    BM25,
+    LUCENE,
+    SENTENCES,
+    VECTORS,
+    VECTORS_FILE,
+    IndexInfo,
+    Manifest,
+    copy_into,
+    iter_vectors,
+    reading,
+)
 from ..locks import exclusive
 from ..query import QueryEncoder
-from ..store import FILENAME as SENTENCES, SentenceStore
+from ..store import SentenceStore, check_ids
 from ._impacts import write_impact_index
 from ._java import TopK, folder_size, index_documents, parts, start_jvm
 from .base import Hit
-
-LUCENE = "lucene"
-BM25 = "bm25"
 
 
 def build_index(encoded: str | Path, folder: str | Path, overwrite: bool = False, bm25: bool = True,

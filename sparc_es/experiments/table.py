@@ -38,10 +38,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..encoded import DEFAULT_FACTOR, Manifest
 from ..engines.base import best_per_document
 from ..errors import SparcError
 from ..eval import MEASURES, evaluate
+from ..layout import DEFAULT_FACTOR, Manifest
 from ..trec import TrecRunWriter, run_of
 from .datasets import DOMAINS, EvalSet, build_eval_set
 
@@ -91,8 +91,8 @@ class System:
 def _sparc_encoded(system: System, evalset: EvalSet, corpus: Path, folder: Path) -> tuple[Path, Manifest]:
     """Encoded folder (with float weights) for this model and settings; encoded once, then reused."""
     from ..encode import encode_corpus
-    from ..encoded import requantize
     from ..model import Head, MaxOver, SparcModel
+    from ..requantize import requantize
 
     o = system.options
     overrides = {k: v for k, v in (("top_k", o.get("top_k")), ("max_length", o.get("max_length")),

@@ -22,8 +22,8 @@ import copy
 import math
 from enum import Enum
 
-from ...encoded import Manifest
 from ...errors import choice
+from ...layout import Manifest
 
 FIELD = "weights"
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ...encoded import Manifest, id_digest, iter_vectors
 from ...errors import EngineError, count_mismatch
-from ...store import FILENAME as SENTENCES, SentenceStore
+from ...layout import SENTENCES, Manifest, es_failures, id_digest, iter_vectors
+from ...store import SentenceStore
 from .connection import _cluster_errors, check_index_name, check_server, scan
 from .documents import BASE_MAPPING, FIELD, FieldType, _differs, _identity, es_features, mapping, same_weights
 
@@ -73,7 +73,7 @@ def build_index(encoded: str | Path, client, index_name: str, chunk_size: int = 
     encoded, manifest = _check_folder(encoded)
     check_server(client)
     load = _Load(client, index, encoded, manifest,
-                 report=Path(report) if report else encoded / f"es-failures-{index}.jsonl",
+                 report=Path(report) if report else encoded / es_failures(index),
                  bulk={"chunk_size": chunk_size, "max_retries": max_retries, "initial_backoff": initial_backoff},
                  progress=progress)
     resume = _create_or_check_index(load, mapping(manifest, field_type), recreate)

@@ -4,6 +4,8 @@
     .venv/bin/python scripts/bench.py                      # 10k and 100k sentences
     .venv/bin/python scripts/bench.py --scales 10k,100k,1m # and 1M: 24 minutes in all on the 2-core machine
     .venv/bin/python scripts/bench.py --update-docs        # also rewrite the tables in README.md and docs/benchmarks.md
+    .venv/bin/python scripts/bench.py --encoding-only      # encoding alone, the kernels side by side
+    .venv/bin/python scripts/bench.py --scales-only --scales 10k,1m  # the engines alone, over corpora encoded before
 
 Writes ``bench/bench.json`` (every figure, the machine and versions) and ``bench/bench.md``.
 Run it on a quiet machine: every ratio is measured in the same run, but absolute figures move
@@ -455,6 +457,22 @@ def update_docs(table: str) -> list[Path]:
     return changed
 
 
+def scales_only(args, questions: list[str]) -> int:
+    """``--scales-only``: :func:`bench_scale` over encoded corpora already in the work folder."""
+    out = {"command": "python scripts/bench.py " + " ".join(sys.argv[1:]), "when": time.strftime("%Y-%m-%d %H:%M"),
+           "machine": {"cpu_model": cpu_model(), "platform": platform.platform()}, "scales": {}}
+    for label in args.scales.split(","):
+        encoded = encoded_folder(label, args.workdir)
+        if not encoded.is_dir():
+            sys.exit(f"{encoded}: missing; run scripts/bench.py --scales {label} first")
+        out["scales"][label] = bench_scale(encoded, args.workdir, questions, label)
+        print(label, json.dumps(out["scales"][label]["latency_ms"]), file=sys.stderr, flush=True)
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(out, indent=2) + "\n")
+    print(json.dumps(out, indent=2))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--scales", default="10k,100k", help="corpus sizes (default: %(default)s)")
@@ -468,6 +486,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--markdown", type=Path, default=ROOT / "bench" / "bench.md")
     p.add_argument("--encoding-only", action="store_true", help="time encoding only (no index scales, exact "
                    "scoring or Elasticsearch)")
+    p.add_argument("--scales-only", action="store_true", help="index and search the encoded corpora already in "
+                   "--workdir only (a change to the engines, not the model): no encoding, exact scoring or "
+                   "Elasticsearch; a missing corpus is an error")
     p.add_argument("--update-docs", action="store_true", help="rewrite the generated tables in README.md and "
                    "docs/benchmarks.md (between the bench markers)")
     args = p.parse_args(argv)
@@ -489,6 +510,8 @@ def main(argv: list[str] | None = None) -> int:
     questions = squad_questions(root, args.queries)
     model = SparcModel.load("default")
     started = time.time()
+    if args.scales_only:
+        return scales_only(args, questions)
     print("encoding ...", file=sys.stderr, flush=True)
     result = {"command": "python scripts/bench.py " + " ".join(argv if argv is not None else sys.argv[1:]),
               "when": time.strftime("%Y-%m-%d"), "model": model.fingerprint, "top_k": model.config.top_k,

@@ -391,10 +391,10 @@ def _encode(source: Source, out: Path, model: SparcModel, settings: dict, total:
         records = source.read(cleaned)
         read = hashlib.sha256()
     passages = PassageCache(out / PASSAGES, previous=old_passages) if model.config.passage_weight else None
-    term_weights, extra_meta = None, {}
+    idf_weights, extra_meta = None, {}
     if idf:
         # the vocabulary may be longer than the tokenizer (padded vocabularies)
-        term_weights, record = idf_from_statistics(corpus, model.embeddings.shape[0])
+        idf_weights, record = idf_from_statistics(corpus, model.embeddings.shape[0])
         extra_meta["idf_weighting"] = record
     if model.config.lexical or idf:
         corpus.write(out)  # kept by --update
@@ -426,7 +426,7 @@ def _encode(source: Source, out: Path, model: SparcModel, settings: dict, total:
                 if not pieces:
                     break
                 _write_pieces(vectors, pieces, model, backend, settings["factor"], batch_size, stats, bar,
-                              keep_floats, term_weights, cache, corpus, passages)
+                              keep_floats, idf_weights, cache, corpus, passages)
                 shard += [s for batch in pieces for s in batch]
             if not shard:
                 break
@@ -516,14 +516,14 @@ def _same_start(records: Iterable[Sentence], n: int, read, digest: str | None) -
 
 
 def _write_pieces(f, pieces: list[list[Sentence]], model: SparcModel, backend: Backend, factor: float,
-                  batch_size: int, stats: EncodeStats, bar, keep_floats: bool = False, term_weights=None,
+                  batch_size: int, stats: EncodeStats, bar, keep_floats: bool = False, idf_weights=None,
                   cache: _Cache | None = None, corpus: CorpusStatistics | None = None,
                   passages: PassageCache | None = None) -> None:
     """Encode ``pieces`` (what an update kept is not encoded again) and append their records."""
     hashes = [[content_hash(s) for s in batch] for batch in pieces]
     known = [[cache is not None and h in cache for h in hs] for hs in hashes]
     fresh = [[(s.text, s.context) for s, k in zip(batch, ks) if not k] for batch, ks in zip(pieces, known)]
-    encoded = backend.encode(model, fresh, batch_size, idf=term_weights, on_batch=bar.update, corpus=corpus,
+    encoded = backend.encode(model, fresh, batch_size, idf=idf_weights, on_batch=bar.update, corpus=corpus,
                              passage_cache=passages)
     for batch, hs, ks in zip(pieces, hashes, known):
         _write_piece(f, batch, hs, ks, iter(next(encoded)), factor, stats, bar, keep_floats, cache, passages)

@@ -27,10 +27,10 @@ from .lexical import add_words
 from .model.stored import stored_weights
 
 
-def _idf_weighted(floats: dict[str, float], parts: dict[str, list[float]], term_weights) -> dict[str, float]:
+def _idf_weighted(floats: dict[str, float], parts: dict[str, list[float]], idf_weights) -> dict[str, float]:
     """A record's kept weights as ``encode --idf`` stores them: IDF on the neural part, then the
     lexical part added (``model.stored.stored_weights``), from the parts the record kept."""
-    vocab, inverse, idf = term_weights
+    vocab, inverse, idf = idf_weights
     neural = {t: w for t, w in floats.items() if t not in parts}
     neural.update({t: n for t, (n, _) in parts.items() if n > 0})
     neural = dict(sorted(neural.items(), key=lambda tw: -tw[1]))  # the top-K order encode weighs in
@@ -58,7 +58,7 @@ def _requantize(encoded: Path, out: Path, manifest: Manifest, factor: float | No
         raise StoreError(f"{encoded}: its weights are IDF-weighted already")
     if out.exists():
         raise StoreError(f"{out}: already exists")
-    term_weights, idf_record = None, None
+    idf_weights, idf_record = None, None
     if idf:
         from transformers import AutoTokenizer
 
@@ -67,15 +67,15 @@ def _requantize(encoded: Path, out: Path, manifest: Manifest, factor: float | No
         tokenizer = AutoTokenizer.from_pretrained(encoded / TOKENIZER, local_files_only=True)
         weights, idf_record = idf_vector((r["contents"] for r in iter_vectors(encoded)), tokenizer, len(tokenizer))
         vocab = tokenizer.get_vocab()
-        term_weights = (vocab, {i: t for t, i in vocab.items()}, weights)
+        idf_weights = (vocab, {i: t for t, i in vocab.items()}, weights)
     folders.claim(out, "requantize")
     (out / VECTORS).mkdir()
     postings = impact_sum = empty = 0
     with open(out / VECTORS / VECTORS_FILE, "wb") as f:
         for record in iter_vectors(encoded):
             floats, parts = record["weights"], record.get("lexical")
-            if term_weights is not None:
-                floats = _idf_weighted(floats, parts or {}, term_weights)
+            if idf_weights is not None:
+                floats = _idf_weighted(floats, parts or {}, idf_weights)
                 parts = None  # the weights are IDF-weighted: no further requantize --idf
             vector = quantize(list(floats), list(floats.values()), factor)
             postings += len(vector)

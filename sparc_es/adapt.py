@@ -119,7 +119,7 @@ def find_base(model: SparcModel, base: str | Path | None = None) -> Path:
 class _MaskedLM:
     """The base checkpoint with only E trainable, and its MLM loss."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, device: str = "cpu") -> None:
         import torch
         from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoTokenizer
 
@@ -138,6 +138,8 @@ class _MaskedLM:
             raise ModelError(f"{path}: the tokenizer has no [MASK] token; masked-language modelling needs one")
         for p in self.model.parameters():
             p.requires_grad_(False)
+        self.device = device
+        self.model.to(device)
         self.E = self.model.get_input_embeddings().weight
         self.E.requires_grad_(True)
         self.model.train()  # dropout, as in pre-training
@@ -167,6 +169,7 @@ class _MaskedLM:
     def loss(self, inputs, attention, labels):
         import torch
 
+        inputs, attention, labels = (t.to(self.device) for t in (inputs, attention, labels))
         if self.head == "mlm":
             return self.model(input_ids=inputs, attention_mask=attention, labels=labels).loss
         hidden = self.model(input_ids=inputs, attention_mask=attention).last_hidden_state
@@ -189,18 +192,18 @@ def _batch_indices(n: int, step: int, batch_size: int, seed: int) -> list[int]:
 
 
 def adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, config: AdaptConfig = AdaptConfig(),
-          base: str | Path | None = None, overwrite: bool = False, progress: bool = True) -> dict:
+          base: str | Path | None = None, overwrite: bool = False, progress: bool = True, device: str = "cpu") -> dict:
     """Adapt ``model`` to ``corpus`` and write the new model folder to ``output``; returns its provenance.
 
     ``corpus`` takes what ``encode`` takes (JSONL, .txt, .md); only the sentences' texts are used.
     Running the same call again after an interruption resumes from the last checkpoint.
     """
     with exclusive(output, "sparc-es adapt"):
-        return _adapt(model, corpus, output, config, base, overwrite, progress)
+        return _adapt(model, corpus, output, config, base, overwrite, progress, device)
 
 
 def _adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, config: AdaptConfig,
-           base: str | Path | None, overwrite: bool, progress: bool) -> dict:
+           base: str | Path | None, overwrite: bool, progress: bool, device: str = "cpu") -> dict:
     import torch
     from tqdm import tqdm
 
@@ -223,7 +226,7 @@ def _adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, 
     if out.exists() and any(out.iterdir()) and not checkpoint.is_file():
         raise StoreError(f"{out}: folder is not empty; choose a new folder or pass --overwrite")
 
-    mlm = _MaskedLM(base_path)
+    mlm = _MaskedLM(base_path, device)
     if len(mlm.tokenizer) != len(sparc.tokenizer) or mlm.E.shape != sparc.embeddings.shape:
         raise ModelError(f"{base_path}: vocabulary or embedding shape differs from the model's "
                          f"({tuple(mlm.E.shape)} against {tuple(sparc.embeddings.shape)})")
@@ -268,13 +271,14 @@ def _adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, 
             folders.claim(out, "adapt")  # made at the first checkpoint: an early Ctrl-C leaves no empty folder
             tmp = out / (CHECKPOINT + ".tmp")  # replaced atomically: a kill never leaves half a file
             torch.save({"settings": settings, "step": step, "elapsed": time.perf_counter() - started,
-                        "losses": losses, "E": mlm.E.detach().clone(), "optimizer": optimizer.state_dict()}, tmp)
+                        "losses": losses, "E": mlm.E.detach().cpu().clone(), "optimizer": optimizer.state_dict()},
+                       tmp)
             tmp.replace(checkpoint)
     bar.close()
     seconds = round(time.perf_counter() - started, 1)
 
     with torch.no_grad():
-        adapted = sparc.embeddings + config.strength * (mlm.E.detach() - sparc.embeddings)
+        adapted = sparc.embeddings + config.strength * (mlm.E.detach().cpu() - sparc.embeddings)
         sparc.embeddings.copy_(adapted)
         if sparc.passage_model is not None:  # both encoders started from the same base E
             sparc.passage_model.embeddings.copy_(adapted)
@@ -283,7 +287,7 @@ def _adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, 
               "adapted_from": {"fingerprint": source_fingerprint, "path": str(Path(model))},
               "base": base_provenance(base_path, weights_file(base_path)),
               "corpus": corpus, "corpus_fingerprint": settings["corpus_fingerprint"], "sentences": len(texts),
-              **dataclasses.asdict(config), "seconds": seconds, "torch_threads": torch.get_num_threads(),
+              **dataclasses.asdict(config), "seconds": seconds, "torch_threads": torch.get_num_threads(), "device": device,
               "loss_first_10": float(np.mean(losses[:10])), "loss_last_10": float(np.mean(losses[-10:]))}
     sparc.config = dataclasses.replace(sparc.config, adaptation=record)
     folders.claim(out, "adapt")

@@ -77,15 +77,20 @@ def _model_args(p: argparse.ArgumentParser) -> None:
                         "context (default: the model's, sentence)")
     g.add_argument("--threads", type=int, default=None, metavar="N",
                    help="torch CPU threads (default: torch's choice)")
+    g.add_argument("--device", default="auto", metavar="DEVICE",
+                   help="where the model runs: auto (a GPU when torch sees one, else the CPU), cpu, cuda or "
+                        "cuda:N (default: %(default)s)")
 
 
 def _load_model(args: argparse.Namespace):
-    from .model import SparcModel
+    from .model import SparcModel, resolve_device
 
     _set_threads(args.threads)
+    device = resolve_device(args.device)  # before loading: a wrong device fails at once
     overrides = {name: getattr(args, name) for name in ("top_k", "max_length", "max_over")
                  if getattr(args, name) is not None}
-    return SparcModel.load(args.model, **overrides)
+    model = SparcModel.load(args.model, **overrides)
+    return model if device == "cpu" else model.to(device)
 
 
 def _es_query_args(g) -> None:
@@ -234,7 +239,8 @@ def _encode_parser(sub) -> None:
                         "encode only new and changed ones, drop the ones gone (same model, K and factor)")
     p.add_argument("--factor", type=float, default=DEFAULT_FACTOR, metavar="F",
                    help="quantisation: integer weight = round(f(v, s) * F) (default: %(default)s)")
-    p.add_argument("--batch-size", type=_k, default=32, help="sentences per forward pass (default: %(default)s)")
+    p.add_argument("--batch-size", type=_k, default=None,
+                   help="sentences per forward pass (default: 32 on the CPU, 256 on a GPU)")
     p.add_argument("--shard-size", type=_k, default=10_000,
                    help="sentences per shard, the unit of resuming (default: %(default)s)")
     from .encode import IDF_DEFAULT
@@ -272,7 +278,8 @@ def cmd_encode(args: argparse.Namespace) -> int:
             _warn(listed.skipped_notice())
     corpus = args.corpus or _es_source(args)
     model = _load_model(args)
-    manifest = encode_corpus(corpus, args.output, model, factor=args.factor, batch_size=args.batch_size,
+    batch_size = args.batch_size or (32 if model.device.type == "cpu" else 256)  # a GPU wants larger batches
+    manifest = encode_corpus(corpus, args.output, model, factor=args.factor, batch_size=batch_size,
                              shard_size=args.shard_size, overwrite=args.overwrite, progress=not args.quiet,
                              idf=args.idf, keep_floats=args.keep_floats, update=args.update)
     _report_encode(manifest)
@@ -612,18 +619,21 @@ def _adapt_parser(sub) -> None:
     add_arguments(p, AdaptConfig)  # every adaptation setting, with its help, from the config's fields
     p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
     p.add_argument("--threads", type=_k, default=None, help="torch CPU threads")
+    p.add_argument("--device", default="auto", help="where E is trained: auto (a GPU when torch sees one), cpu, "
+                   "cuda or cuda:N (default: %(default)s)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_adapt)
 
 
 def cmd_adapt(args: argparse.Namespace) -> int:
     from .adapt import AdaptConfig, adapt
+    from .model import resolve_device
     from .options import from_arguments
 
     _set_threads(args.threads)
     config = from_arguments(args, AdaptConfig)
     record = adapt(args.model, args.corpus, args.output, config, base=args.base, overwrite=args.overwrite,
-                   progress=not args.quiet)
+                   progress=not args.quiet, device=resolve_device(args.device))
     print(f"adapted E on {record['sentences']} sentences in {record['seconds']:.0f} s ({record['steps']} steps, "
           f"MLM loss {record['loss_first_10']:.2f} -> {record['loss_last_10']:.2f}); model in {args.output}")
     return 0

@@ -9,8 +9,8 @@
 """
 
 from .config import FORMAT, Head, MaxOver, SparcConfig
-from .neural import HEAD_FILE, SparcModel, weights_fingerprint
+from .neural import HEAD_FILE, SparcModel, resolve_device, weights_fingerprint
 from .stored import EncodedSentence, Pipeline, Stages, passage_text, stored_weights
 
 __all__ = ["FORMAT", "HEAD_FILE", "EncodedSentence", "Head", "MaxOver", "Pipeline", "SparcConfig", "SparcModel",
-           "Stages", "passage_text", "stored_weights", "weights_fingerprint"]
+           "Stages", "passage_text", "resolve_device", "stored_weights", "weights_fingerprint"]

@@ -396,6 +396,26 @@ class SparcModel:
         return QueryEncoder(self.tokenizer)
 
 
+def resolve_device(name: str = "auto") -> str:
+    """A torch device for encoding: ``auto`` is the first CUDA device torch sees, else the CPU;
+    ``cpu``; ``cuda`` or ``cuda:N`` (a one-line :class:`ModelError` when torch sees no such device)."""
+    name = (name or "auto").strip().lower()
+    if name == "cpu":
+        return name
+    torch = _torch()
+    available = torch.cuda.is_available()
+    if name == "auto":
+        return "cuda:0" if available else "cpu"
+    if name == "cuda" or (name.startswith("cuda:") and name[5:].isdigit()):
+        index = int(name[5:]) if ":" in name else 0
+        count = torch.cuda.device_count() if available else 0
+        if index >= count:
+            raise ModelError(f"--device {name}: torch sees {count} CUDA device{'s' if count != 1 else ''} here "
+                             f"(torch {torch.__version__}{', a CPU-only build' if torch.version.cuda is None else ''})")
+        return f"cuda:{index}"
+    raise ModelError(f"--device {name!r}: choose auto, cpu, cuda or cuda:N")
+
+
 def weights_fingerprint(encoder, config: SparcConfig, head=None) -> str:
     """Short hash of the weights' values and the settings that change f(v, s): the key encoded
     folders, indexes and evaluation caches are tied to.

@@ -28,13 +28,14 @@ import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from typing import Protocol
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import orjson
 
 from .errors import InputError
+from .ids import ID_UNSAFE, SURROGATE, id_problem, shown
 from .readers import CODE, HEADING, ROW, SUFFIXES, Block, format_of, locate, read_blocks
 
 JSONL_SUFFIXES = (".jsonl", ".json")
@@ -43,8 +44,39 @@ READ_SUFFIXES = JSONL_SUFFIXES + TEXT_SUFFIXES
 _READABLE = ".jsonl, .txt, .md, .rst or .html"
 BOM = "\ufeff"
 # C0 controls but tab, newline and carriage return; DEL; C1 controls.
-_WHITESPACE = re.compile(r"\s")
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+# The C0 controls' names (tab, line feed and carriage return are kept in texts, so never named).
+_C0 = ("NUL SOH STX ETX EOT ENQ ACK BEL BS HT LF VT FF CR SO SI DLE DC1 DC2 DC3 DC4 NAK SYN ETB CAN EM SUB ESC "
+       "FS GS RS US").split()
+
+
+def control_name(code: int) -> str:
+    """``U+001B (ESC)``, ``U+007F (DEL)``, ``U+0080 (C1 control)``: a character CONTROL matches, named."""
+    name = _C0[code] if code < 0x20 else "DEL" if code == 0x7F else "C1 control" if 0x80 <= code <= 0x9F else None
+    return f"U+{code:04X}" + (f" ({name})" if name else "")
+
+
+def controls_found(kinds: dict[str, int], most: int = 4) -> str:
+    """``U+0080 (C1 control) x 2, U+001B (ESC)``: the control characters of :attr:`CorpusStats.control_kinds`,
+    most frequent first (the first ``most``, then how many other kinds)."""
+    ranked = sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))
+    named = [control_name(int(k[2:], 16)) + (f" x {n}" if n > 1 else "") for k, n in ranked[:most]]
+    if len(ranked) > most:
+        named.append(f"{len(ranked) - most} other kinds")
+    return ", ".join(named)
+
+
+# Elasticsearch refuses a longer _id (UTF-8 bytes); Lucene and TREC files take any length.
+ID_MAX_BYTES = 512
+
+
+def sentence_id_problem(sid: str) -> str | None:
+    """Why ``sid`` cannot be a sentence id (see :func:`sparc_es.ids.id_problem`; and at most
+    :data:`ID_MAX_BYTES` bytes), as the end of a sentence, or None when it can."""
+    problem = id_problem(sid)
+    if problem is None and len(sid.encode("utf-8")) > ID_MAX_BYTES:
+        problem = f"is {len(sid.encode('utf-8'))} bytes long (UTF-8); Elasticsearch takes ids of at most {ID_MAX_BYTES}"
+    return problem
 
 
 @dataclass
@@ -52,6 +84,7 @@ class CorpusStats:
     """What reading a corpus changed, for the user to hear about."""
 
     control_characters: int = 0  # removed from texts and contexts
+    control_kinds: dict[str, int] = field(default_factory=dict)  # those characters by code point ("U+0080": 2)
     sentences_cleaned: int = 0  # records that had any
     examples: list[str] = field(default_factory=list)  # the first few sentence ids concerned
     skipped_files: dict[str, int] = field(default_factory=dict)  # files in folders not read, by suffix
@@ -105,6 +138,11 @@ def _jsonl_lines(path: Path, stats: CorpusStats) -> Iterator[tuple[int, Sentence
                     obj = json.loads(line)
                 except json.JSONDecodeError as e:
                     raise InputError(path, f"malformed JSON at column {e.colno}: {e.msg}", lineno) from None
+                # json takes what orjson refuses: a lone surrogate escape ("\ud800") gives a string
+                # no file or database can hold as UTF-8, and failed only when the sentence was stored.
+                if SURROGATE.search(json.dumps(obj, ensure_ascii=False)):
+                    raise InputError(path, "a string holds a lone surrogate escape such as \"\\ud800\": "
+                                           "not valid Unicode", lineno) from None
             if isinstance(obj, dict) and "_id" in obj and "id" not in obj:
                 for sentence in _beir_document(obj, path, lineno, stats):
                     yield lineno, sentence
@@ -129,6 +167,10 @@ def _beir_document(obj: dict, path: Path, lineno: int, stats: CorpusStats) -> It
     doc_id, title, text = obj.get("_id"), obj.get("title") or "", obj.get("text")
     if isinstance(doc_id, bool) or not isinstance(doc_id, (str, int)) or not str(doc_id).strip():
         raise InputError(path, 'invalid "_id" (a non-empty string or an integer)', lineno)
+    size = len(ID_UNSAFE.sub("_", str(doc_id)).encode("utf-8")) + 2  # its sentences' ids: "<_id>#<n>"
+    if size > ID_MAX_BYTES:
+        raise InputError(path, f'"_id" {shown(str(doc_id))} is too long: its sentence ids ("<_id>#0") would '
+                               f"be {size} bytes, and Elasticsearch takes ids of at most {ID_MAX_BYTES}", lineno)
     if not isinstance(text, str) or not isinstance(title, str):
         raise InputError(path, '"text" and "title" must be strings', lineno)
     yield from document_sentences(text, str(doc_id), stats, title)
@@ -141,10 +183,11 @@ def document_sentences(text: str, doc_id: str, stats: CorpusStats | None = None,
     control characters become spaces (counted in ``stats``; offsets do not move), ``format`` says
     how the text is written (see :func:`split_document`), and each sentence's context starts with
     the document's ``title`` when there is one."""
+    raw = (text, title)
     text, removed = CONTROL.subn(" ", text)
     title, removed_title = CONTROL.subn(" ", title)
     if (removed or removed_title) and stats is not None:
-        _count(stats, doc_id, removed + removed_title)
+        _count(stats, doc_id, *raw)
     title = _SPACES.sub(" ", title).strip()
     for s in split_document(text, doc_id, format, keep_code, where):
         context = f"{title}. {s.context}" if title else s.context
@@ -157,19 +200,20 @@ def _record(obj: object, path: Path, lineno: int, stats: CorpusStats, contexts: 
     sid = obj.get("id")
     if isinstance(sid, bool) or not isinstance(sid, (str, int)) or str(sid).strip() == "":
         raise InputError(path, 'missing or invalid "id" (a non-empty string or an integer)', lineno)
-    if _WHITESPACE.search(str(sid)):
-        # Ids go into TREC run files, whose columns are separated by spaces.
-        raise InputError(path, f'"id" {sid!r} contains whitespace', lineno)
+    problem = sentence_id_problem(str(sid))
+    if problem:
+        raise InputError(path, f'"id" {shown(str(sid))} {problem}', lineno)
     text = obj.get("text")
     if not isinstance(text, str):
         raise InputError(path, 'missing or invalid "text" (a string)', lineno)
     context = obj.get("context", "")
     if not isinstance(context, str):
         raise InputError(path, '"context" must be a string', lineno)
+    raw = (text, context)
     text, n_text = CONTROL.subn("", text)
     context, n_context = (contexts or _Contexts())(context)
     if n_text or n_context:
-        _count(stats, str(sid), n_text + n_context)
+        _count(stats, str(sid), *raw)
     if not text.strip():
         raise InputError(path, f'empty sentence: "text" of id {sid!r} has no characters to encode', lineno)
     doc = obj.get("doc")
@@ -243,20 +287,37 @@ def split_document(text: str, doc_id: str, format: str = "text", keep_code: bool
     sentence of their section. ``keep_code`` makes each code block one sentence; ``where``
     names the document in errors (default: ``doc_id``).
     """
-    id_prefix = re.sub(r"\s", "_", doc_id)  # ids go into space-separated TREC run files
+    name = where or doc_id
+    if SURROGATE.search(doc_id):  # a file name that is not UTF-8 (Python keeps its bytes as surrogates)
+        raise InputError(name.encode("utf-8", "backslashreplace").decode(),
+                         "the name is not valid UTF-8, and sentence ids are text: rename it")
+    # A path may hold what an id cannot (ids.ID_UNSAFE): whitespace and control characters become
+    # "_" in the ids of its sentences ("my notes.md" -> "my_notes.md#0"). Rejecting the file would
+    # stop a whole folder for a name that is fine everywhere else, and "_" keeps the ids readable
+    # and the same as they always were; "doc" keeps the path itself.
+    id_prefix = ID_UNSAFE.sub("_", doc_id)
+    room = ID_MAX_BYTES - len(id_prefix.encode("utf-8")) - 1  # for "<n>" after "#"
     n = 0
-    for block in read_blocks(text, format, keep_code, name=where or doc_id):
+    for block in read_blocks(text, format, keep_code, name=name):
         if block.kind == HEADING:
             continue
         context = context_of(block)
         for sentence, start, end in _block_sentences(block, text, format):
+            if len(str(n)) > room:
+                raise InputError(name, f"sentence ids ({shown(id_prefix, 40)}#{n}) would be longer than the "
+                                       f"{ID_MAX_BYTES} bytes Elasticsearch takes: shorten the "
+                                       f"{'path' if where else 'document id'}")
             yield Sentence(id=f"{id_prefix}#{n}", text=sentence, context=context, doc=doc_id,
                            start=start, end=end)
             n += 1
 
 
-def _count(stats: CorpusStats, sid: str, n: int) -> None:
-    stats.control_characters += n
+def _count(stats: CorpusStats, sid: str, *raw: str) -> None:
+    """Count the control characters of one record's texts as they were read (``raw``), by code point."""
+    for c in CONTROL.findall("".join(raw)):
+        stats.control_characters += 1
+        kind = f"U+{ord(c):04X}"
+        stats.control_kinds[kind] = stats.control_kinds.get(kind, 0) + 1
     stats.sentences_cleaned += 1
     if len(stats.examples) < 3:
         stats.examples.append(sid)
@@ -347,7 +408,11 @@ def read_corpus(paths: Iterable[str | Path], stats: CorpusStats | None = None) -
                 # A second record with the same id would silently replace the first in an index.
                 first_file, first_line = seen[s.id]
                 first = f"{files[first_file][0]}" + (f":{first_line}" if first_line is not None else "")
-                raise InputError(path, f"duplicate sentence id {s.id!r} (first seen at {first})", lineno)
+                hint = ""
+                if lineno is None and first_line is None and ID_UNSAFE.search(doc_id + files[first_file][1]):
+                    hint = ("; whitespace and control characters in a path become '_' in sentence ids: "
+                            "rename one of the two")
+                raise InputError(path, f"duplicate sentence id {s.id!r} (first seen at {first}){hint}", lineno)
             seen[s.id] = (number, lineno)
             count += 1
             yield s

@@ -550,9 +550,34 @@ class _Html(HTMLParser):
         self.buf.append(data)
 
     def close(self) -> None:
-        super().close()
+        # At the end of its input, Python's HTMLParser (before 3.13.4: CVE-2025-6069) reads an
+        # unterminated "<..." to the end of the text, gives up on it, turns its "<" into text and
+        # starts again at the next "<": a 300 KB line of "<p " or "<a b=" took minutes. Every tag,
+        # comment, declaration and processing instruction ends with ">", so after the text's last
+        # ">" none can be complete: the parser would make all of it text, which is done here at once.
+        rest = self.rawdata
+        cut = rest.rfind(">") + 1
+        if self.cdata_elem is None and "<" in rest[cut:]:
+            from html import unescape
+
+            self.rawdata = rest[:cut]
+            super().close()
+            self.rawdata = rest[cut:]
+            self.handle_data(unescape(self.rawdata))
+            self.updatepos(0, len(self.rawdata))  # blocks end where the text ends
+            self.rawdata = ""
+        else:
+            super().close()
         self._close_to(0)
         self._flush()
+
+    def parse_marked_section(self, i: int, report: int = 1) -> int:
+        # "<![" without a known keyword after it ("<![<![", "<![foo[") makes _markupbase raise
+        # AssertionError; HTML5 reads it as a bogus comment, up to the next ">", and so does this.
+        try:
+            return super().parse_marked_section(i, report)
+        except AssertionError:
+            return self.parse_bogus_comment(i)
 
     # -- blocks
 
@@ -635,10 +660,17 @@ _RST_LABEL = {"seealso": "See also", "todo": "To do", "centered": "", "note": "N
               "tip": "Tip", "hint": "Hint", "important": "Important", "caution": "Caution", "danger": "Danger",
               "attention": "Attention", "error": "Error"}
 # Nothing reported or halted on, nothing read from other files or passed through raw, no config
-# files read; the document's own sections are kept as sections (no title promotion).
+# files read; the document's own sections are kept as sections (no title promotion). The line
+# length limit bounds substitutions only (lines: see LongLines in _rst_classes).
 _RST_SETTINGS = {"report_level": 5, "halt_level": 5, "file_insertion_enabled": False, "raw_enabled": False,
                  "doctitle_xform": False, "sectsubtitle_xform": False, "syntax_highlight": "none",
                  "_disable_config": True, "warning_stream": False, "line_length_limit": 100_000}
+# Past these (a paragraph's characters, the longest word in it) docutils' inline parser is
+# quadratic, and a paragraph keeps its text as it is, inline markup unresolved (see parse in
+# _rst_classes). 10,000 is docutils' own default line-length limit; 400 characters without a
+# space are a blob (base64, minified code), not prose, and 300 KB of them still read in seconds.
+_RST_INLINE_CHARS = 10_000
+_RST_INLINE_WORD = 400
 _CODE_ROLES = {"code", "func", "meth", "class", "attr", "mod", "obj", "data", "exc", "const", "option",
                "envvar", "command", "program", "file", "samp", "kbd", "literal", "makevar"}
 _RST_LOCK = threading.Lock()
@@ -669,11 +701,12 @@ def _fallback_role(name, rawtext, text, lineno, inliner, options=None, content=N
 
 @lru_cache(maxsize=1)
 def _rst_classes():
-    """Directive classes and the inliner, built once docutils is imported."""
+    """Directive classes, the inliner and the parser, built once docutils is imported."""
     from docutils import nodes
-    from docutils.parsers.rst import Directive, directives, roles
+    from docutils.parsers.rst import Directive, Parser, directives, roles
     from docutils.parsers.rst.languages import get_language
-    from docutils.parsers.rst.states import Inliner
+    from docutils.parsers.rst.states import Inliner, MarkupMismatch
+    from docutils.utils import escape2null
 
     class AnyOption(dict):
         """An option spec that takes every option (Sphinx's :linenos:, :caption:, :noindex: ...)."""
@@ -747,12 +780,58 @@ def _rst_classes():
         fn, _ = roles.role(role, self.language, lineno, self.reporter)
         return (fn or _fallback_role)(role, rawsource, text, lineno, self)
 
+    def parse(self, text, lineno, memo, parent):
+        # docutils' inline patterns are quadratic on long input: a name pattern tried from every
+        # "-", ":" or "/" of a long word ("a-a-a-...": 20 KB took 22 s), an end-string searched to
+        # the paragraph's end from every unmatched "`" or "*", a reference list scanned once per
+        # reference. A paragraph past these bounds keeps its text, inline markup unresolved.
+        if len(text) > _RST_INLINE_CHARS or any(len(word) > _RST_INLINE_WORD for word in text.split()):
+            return [nodes.Text(escape2null(text))], []  # backslash escapes kept as docutils keeps them
+        return Inliner.parse(self, text, lineno, memo, parent)
+
+    def implicit_inline(self, text, lineno):
+        # docutils' own recurses once per standalone URI or e-mail address: a paragraph of a
+        # thousand of them overflowed the stack. The same pieces in the same order, with a stack.
+        out, todo = [], [text]
+        while todo:
+            piece = todo.pop()
+            if not isinstance(piece, str):
+                out.extend(piece)
+                continue
+            for pattern, method in self.implicit_dispatch if piece else ():
+                match = pattern.search(piece)
+                if match:
+                    try:
+                        found = method(match, lineno)
+                    except MarkupMismatch:
+                        continue
+                    todo += [piece[match.end():], found, piece[:match.start()]]
+                    break
+            else:
+                if piece:
+                    out.append(nodes.Text(piece))
+        return out
+
     # Inliner builds its patterns from vars(type(self)): a subclass must carry Inliner's own.
     shared = {k: v for k, v in vars(Inliner).items() if not k.startswith("__")}
-    TolerantInliner = type("TolerantInliner", (Inliner,), {**shared, "interpreted": interpreted})
+    TolerantInliner = type("TolerantInliner", (Inliner,), {**shared, "interpreted": interpreted, "parse": parse,
+                                                          "implicit_inline": implicit_inline})
+
+    class LongLines(Parser):
+        """docutils' parser, reading lines of any length: with a line over ``line_length_limit``
+        docutils drops the whole document, silently (a system message). The limit still bounds
+        the expansion of substitutions, its other use; the inliner above bounds its own work."""
+
+        def parse(self, inputstring, document):
+            limit = document.settings.line_length_limit
+            document.settings.line_length_limit = len(inputstring)
+            try:
+                super().parse(inputstring, document)
+            finally:
+                document.settings.line_length_limit = limit
 
     overrides = {"code-block": Code, "sourcecode": Code, "code": Code}  # any Sphinx option, no pygments
-    return Tolerant, TolerantInliner, overrides
+    return Tolerant, TolerantInliner, overrides, LongLines
 
 
 @contextmanager
@@ -761,7 +840,7 @@ def _tolerant_directives():
     for its own namespace); a lock keeps two threads from swapping it at once."""
     from docutils.parsers.rst import directives
 
-    tolerant, _, overrides = _rst_classes()
+    tolerant, _, overrides, _ = _rst_classes()
     with _RST_LOCK:
         saved = directives._directives
         directives._directives = tolerant({**saved, **overrides})
@@ -775,12 +854,11 @@ def rst_doctree(text: str, name: str = "<document>") -> docutils.nodes.document:
     """Parse reStructuredText as sparc-es reads it: no reports, no file insertion, no ``raw``,
     Sphinx roles and directives tolerated. Returns the docutils document (a node tree)."""
     from docutils.core import publish_doctree
-    from docutils.parsers.rst import Parser
 
-    _, inliner, _ = _rst_classes()
+    _, inliner, _, parser = _rst_classes()
     with _tolerant_directives():
         try:
-            return publish_doctree(text, source_path=name, parser=Parser(inliner=inliner()),
+            return publish_doctree(text, source_path=name, parser=parser(inliner=inliner()),
                                    settings_overrides=_RST_SETTINGS)
         except Exception as e:  # docutils gives up on some input (too deep nesting, ...): say where
             line = getattr(e, "line", None)
@@ -863,8 +941,7 @@ class _RstWalker:
                 a, b = self.line_span(title.line - 1, 2) if title.line else (self.cursor, len(self.source))
                 yield Block(name, headings, kind=HEADING, start=a, end=b, level=len(headings) + 1)
             inner = headings + (name,) if name else headings
-            for block in self.children(n, inner, "", PARAGRAPH):
-                yield block
+            yield from self.children(n, inner, "", PARAGRAPH)
         elif isinstance(n, nodes.title):
             return  # a section's (above) or a box's (its lead-in, below)
         elif isinstance(n, (nodes.paragraph, nodes.line_block)):

@@ -6,33 +6,38 @@ Readers stream, check every line and name the file and line of the first bad one
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from .engines.base import Hit
 from .errors import InputError
+from .ids import id_problem, shown
 
 
 def read_topics(path: str | Path) -> Iterator[tuple[str, str]]:
-    """Yield (qid, question) from a ``qid<TAB>question`` file; blank lines are skipped."""
+    """Yield (qid, question) from a ``qid<TAB>question`` file; blank lines are skipped, the whitespace
+    around a qid is not part of it."""
     path = Path(path)
     if not path.is_file():
         raise InputError(path, "topics file not found")
-    seen: set[str] = set()
+    seen: dict[str, int] = {}  # qid -> line
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, start=1):
             line = _decode(raw, path, lineno).rstrip("\r\n")
             if not line.strip():
                 continue
             qid, tab, question = line.partition("\t")
-            if not tab or not qid.strip() or not question.strip():
+            qid = qid.strip()
+            if not tab or not question.strip():
                 raise InputError(path, "expected 'qid<TAB>question'", lineno)
-            if " " in qid.strip():
-                raise InputError(path, f"query id {qid!r} contains a space (TREC run files split on spaces)", lineno)
-            if qid in seen:
-                raise InputError(path, f"duplicate query id {qid!r}", lineno)
-            seen.add(qid)
-            yield qid.strip(), question.strip()
+            problem = id_problem(qid)
+            if problem:
+                raise InputError(path, f"query id {shown(qid)} {problem}", lineno)
+            if qid in seen:  # " q1" and "q1" are one query in every run and qrels file
+                raise InputError(path, f"duplicate query id {qid!r} (first at line {seen[qid]})", lineno)
+            seen[qid] = lineno
+            yield qid, question.strip()
 
 
 def _ordered_micro_scores(hits: list[Hit]) -> list[int]:
@@ -79,6 +84,16 @@ class TrecRunWriter:
         self._file.close()
 
 
+def run_tag(engine: str, hybrid: str | None = None, weight: float | None = None) -> str:
+    """The run tag (last column) that says how a run was made, one token: ``sparc-es-`` then the
+    engine, then the hybrid if any, e.g. ``sparc-es-lucene-sum0.3``, ``sparc-es-es-rrf``,
+    ``sparc-es-bm25``."""
+    tag = f"sparc-es-{engine}"
+    if hybrid:
+        tag += f"-{hybrid}" + (f"{weight:g}" if hybrid == "sum" and weight is not None else "")
+    return "".join(tag.split())
+
+
 def write_topics(path: str | Path, topics: Iterable[tuple[str, str]]) -> None:
     """Write (qid, question) pairs as ``qid<TAB>question``; whitespace in a question becomes single spaces."""
     path = Path(path)
@@ -101,7 +116,7 @@ def write_qrels(path: str | Path, qrels: Iterable[tuple[str, Mapping[str, int]]]
 def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
     """TREC qrels: ``qid iter docid relevance`` per line."""
     qrels: dict[str, dict[str, int]] = {}
-    for qid, docid, relevance in _columns(path, "qid iter docid relevance", (0, 2, 3), int, "an integer"):
+    for _, qid, docid, relevance in _columns(path, "qid iter docid relevance", (0, 2, 3), int, "an integer"):
         qrels.setdefault(qid, {})[docid] = relevance
     if not qrels:
         raise InputError(path, "no judgements in the qrels file")
@@ -109,25 +124,60 @@ def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
 
 
 def read_run(path: str | Path) -> dict[str, dict[str, float]]:
-    """TREC run: ``qid Q0 docid rank score tag`` per line."""
+    """TREC run: ``qid Q0 docid rank score tag`` per line; a document listed twice for one query
+    is an error (trec_eval refuses the file, and which score counts would be a guess)."""
     run: dict[str, dict[str, float]] = {}
-    for qid, docid, score in _columns(path, "qid Q0 docid rank score tag", (0, 2, 4), float, "a number"):
-        run.setdefault(qid, {})[docid] = score
+    for lineno, qid, docid, score in _columns(path, "qid Q0 docid rank score tag", (0, 2, 4), float, "a number"):
+        docs = run.setdefault(qid, {})
+        if docid in docs:
+            raise InputError(path, f"document {docid!r} is listed twice for query {qid!r}", lineno)
+        docs[docid] = score
     return run
 
 
+class RunNotGrouped(InputError):
+    """A run file in which the lines of a query are not all together: :func:`iter_run` cannot read
+    it one query at a time (:func:`read_run` reads it whole)."""
+
+
+def iter_run(path: str | Path) -> Iterator[tuple[str, dict[str, float]]]:
+    """The run :func:`read_run` reads, one query at a time: (qid, docid -> score) in file order,
+    holding one query's lines in memory, not the file's. That needs every line of a query
+    together, as sparc-es (and trec_eval's usual inputs) write them; a query whose lines come
+    back after another query's raises :class:`RunNotGrouped`."""
+    done: set[str] = set()
+    qid, docs = None, {}
+    for lineno, q, docid, score in _columns(path, "qid Q0 docid rank score tag", (0, 2, 4), float, "a number"):
+        if q != qid:
+            if qid is not None:
+                yield qid, docs
+                done.add(qid)
+            if q in done:
+                raise RunNotGrouped(path, f"the lines of query {q!r} are not all together", lineno)
+            qid, docs = q, {}
+        if docid in docs:
+            raise InputError(path, f"document {docid!r} is listed twice for query {q!r}", lineno)
+        docs[docid] = score
+    if qid is not None:
+        yield qid, docs
+
+
 def _columns(path: str | Path, layout: str, keep: tuple[int, int, int], kind: type, kind_name: str
-             ) -> Iterator[tuple[str, str, float]]:
-    """(qid, docid, value) of each line laid out as ``layout``, the value converted by ``kind``."""
+             ) -> Iterator[tuple[int, str, str, float]]:
+    """(line number, qid, docid, value) of each line laid out as ``layout``, the value converted by
+    ``kind`` and finite (NaN and infinity rank nowhere: trec_eval would sort them arbitrarily)."""
     width = len(layout.split())
     for lineno, fields in _lines(path):
         if len(fields) != width:
             raise InputError(path, f"expected '{layout}'", lineno)
         q, d, v = (fields[i] for i in keep)
         try:
-            yield q, d, kind(v)
+            value = kind(v)
         except ValueError:
             raise InputError(path, f"{layout.split()[keep[2]]} {v!r} is not {kind_name}", lineno) from None
+        if not math.isfinite(value):
+            raise InputError(path, f"{layout.split()[keep[2]]} {v!r} is not a finite number", lineno)
+        yield lineno, q, d, value
 
 
 def _lines(path: str | Path) -> Iterable[tuple[int, list[str]]]:

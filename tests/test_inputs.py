@@ -1,0 +1,300 @@
+"""Issue 28: bad input is refused where it is read, with a one-line error that names the file
+and line; input that is merely large is read in time linear in its size."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sparc_es.cli import main
+from sparc_es.corpus import ID_MAX_BYTES, read_corpus, read_document
+from sparc_es.errors import InputError, SparcError
+from sparc_es.layout import MAX_FACTOR, MAX_IMPACT_SUM, check_factor, quantize
+from sparc_es.trec import read_qrels, read_run, read_topics
+
+
+def _cli(capsys, *argv) -> tuple[int, str]:
+    rc = main([str(a) for a in argv])
+    return rc, capsys.readouterr().err
+
+
+def _one_line_error(capsys, *argv) -> str:
+    rc, err = _cli(capsys, *argv)
+    assert rc == 1 and err.count("\n") == 1 and err.startswith("sparc-es: error: "), err
+    return err
+
+
+# --- sentence and document ids ------------------------------------------------------------------
+
+@pytest.mark.parametrize("sid, expected", [
+    ("a\x01b", "contains a control character ('\\x01')"),
+    ("a\x7fb", "contains a control character"),
+    ("x" * (ID_MAX_BYTES + 1), f"is {ID_MAX_BYTES + 1} bytes long"),
+    ("é" * 300, "is 600 bytes long"),  # 300 characters, but Elasticsearch counts UTF-8 bytes
+], ids=["C0", "DEL", "513 bytes", "600 bytes in 300 characters"])
+def test_a_jsonl_id_that_an_engine_or_a_run_file_cannot_hold_is_refused_at_its_line(tmp_path, sid, expected):
+    path = tmp_path / "c.jsonl"
+    path.write_text("".join(json.dumps(record) + "\n" for record in ({"id": "ok", "text": "Fine."},
+                                                                   {"id": sid, "text": "Bad id."})))
+    with pytest.raises(InputError, match="c.jsonl:2: ") as e:
+        list(read_corpus([path]))
+    assert expected in str(e.value) and "\n" not in str(e.value) and len(str(e.value)) < 300
+
+
+def test_ids_up_to_the_limit_and_of_any_other_character_are_read(tmp_path):
+    ids = ["x" * ID_MAX_BYTES, "é" * (ID_MAX_BYTES // 2), "q/1:2#3", "日本語", "a_b-c.d"]
+    path = tmp_path / "c.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "text": "Fine."}) + "\n" for i in ids))
+    assert [s.id for s in read_corpus([path])] == ids
+
+
+def test_a_lone_surrogate_escape_is_refused_at_its_line_not_when_stored(tmp_path):
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"id": "a", "text": "Fine."}\n{"id": "b\\ud800", "text": "x"}\n')
+    with pytest.raises(InputError, match=r"c.jsonl:2: .*lone surrogate"):
+        list(read_corpus([path]))
+
+
+def test_a_beir_id_too_long_for_its_sentence_ids_is_refused_at_its_line(tmp_path):
+    path = tmp_path / "corpus.jsonl"
+    path.write_text(json.dumps({"_id": "d" * 511, "text": "One sentence."}) + "\n")
+    with pytest.raises(InputError, match=r"corpus.jsonl:1: \"_id\" 'd.*too long: .* 513 bytes"):
+        list(read_corpus([path]))
+
+
+def test_a_path_with_control_characters_gives_valid_ids_and_keeps_the_path(tmp_path):
+    # Whitespace and control characters in a path become "_" in sentence ids (as spaces always
+    # did): the ids stay readable and stable, and "doc" keeps the real path.
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "tab\there.md").write_text("One sentence here.\n")
+    (folder / "bell\x07.md").write_text("Another one.\n")
+    (folder / "my notes.md").write_text("A third one.\n")
+    got = {s.id: s.doc for s in read_corpus([folder])}
+    assert got == {"bell_.md#0": "bell\x07.md", "my_notes.md#0": "my notes.md", "tab_here.md#0": "tab\there.md"}
+
+
+def test_two_paths_that_give_the_same_ids_are_named_with_the_reason(tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "my notes.md").write_text("A sentence.\n")
+    (folder / "my_notes.md").write_text("Another sentence.\n")
+    with pytest.raises(InputError, match=r"duplicate sentence id 'my_notes.md#0' .*in a path become '_'.*rename"):
+        list(read_corpus([folder]))
+
+
+def test_a_path_too_long_for_its_sentence_ids_is_refused_naming_the_file(tmp_path):
+    deep = tmp_path / "docs" / ("d" * 200) / ("e" * 200)
+    deep.mkdir(parents=True)
+    (deep / ("f" * 120 + ".md")).write_text("A sentence.\n")
+    with pytest.raises(InputError, match=r"f\.md: sentence ids .* longer than the 512 bytes"):
+        list(read_corpus([tmp_path / "docs"]))
+
+
+def test_a_file_name_that_is_not_utf8_is_refused_naming_it(tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    try:
+        fd = os.open(os.fsencode(folder) + b"/caf\xe9.md", os.O_WRONLY | os.O_CREAT)
+    except OSError:
+        pytest.skip("this file system takes only UTF-8 names")
+    os.write(fd, b"A sentence.\n")
+    os.close(fd)
+    with pytest.raises(InputError, match=r"caf\\udce9.md: the name is not valid UTF-8"):
+        list(read_corpus([folder]))
+
+
+def test_encode_shows_a_bad_id_as_one_line(tmp_path, tiny_model_dir, capsys):
+    path = tmp_path / "c.jsonl"
+    path.write_text(json.dumps({"id": "x" * 600, "text": "Bad id."}) + "\n")
+    err = _one_line_error(capsys, "encode", "--corpus", path, "--output", tmp_path / "enc", "--model",
+                          tiny_model_dir, "--quiet")
+    assert "c.jsonl:1:" in err and "600 bytes" in err
+    assert not (tmp_path / "enc" / "meta.json").exists()
+
+
+# --- topics, runs, qrels ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, expected", [
+    ("q1\tWhat?\n q1 \tAgain?\n", "topics.tsv:2: duplicate query id 'q1' (first at line 1)"),
+    ("q1\tWhat?\n\tNo id?\n", "topics.tsv:2: query id '' is empty"),
+    ("q\u00a01\tWhat?\n", "topics.tsv:1: query id 'q\\xa01' contains whitespace"),
+    ("q\x0b1\tWhat?\n", "topics.tsv:1: query id 'q\\x0b1' contains whitespace"),
+    ("q\x1b1\tWhat?\n", "topics.tsv:1: query id 'q\\x1b1' contains a control character"),
+], ids=["same id once trimmed", "empty", "no-break space", "vertical tab", "escape"])
+def test_bad_topics_are_refused_at_their_line(tmp_path, text, expected):
+    path = tmp_path / "topics.tsv"
+    path.write_text(text)
+    with pytest.raises(InputError) as e:
+        list(read_topics(path))
+    assert expected in str(e.value)
+
+
+def test_topics_ids_are_trimmed(tmp_path):
+    path = tmp_path / "topics.tsv"
+    path.write_text(" q1 \tWhat?\nq2\tWhy?\n")
+    assert list(read_topics(path)) == [("q1", "What?"), ("q2", "Why?")]
+
+
+@pytest.mark.parametrize("score", ["nan", "NaN", "inf", "-inf", "Infinity"])
+def test_a_run_score_that_is_not_finite_is_refused_at_its_line(tmp_path, score):
+    path = tmp_path / "run"
+    path.write_text(f"q1 Q0 d1 1 2.5 tag\nq1 Q0 d2 2 {score} tag\n")
+    with pytest.raises(InputError, match=f"run:2: score '{score}' is not a finite number"):
+        read_run(path)
+
+
+def test_a_document_twice_in_one_query_of_a_run_is_refused_at_its_line(tmp_path, capsys):
+    run = tmp_path / "run"
+    run.write_text("q1 Q0 d1 1 3.0 tag\nq2 Q0 d1 1 3.0 tag\nq1 Q0 d2 2 2.0 tag\nq1 Q0 d1 3 1.0 tag\n")
+    with pytest.raises(InputError, match="run:4: document 'd1' is listed twice for query 'q1'"):
+        read_run(run)
+    qrels = tmp_path / "qrels"
+    qrels.write_text("q1 0 d1 1\n")
+    err = _one_line_error(capsys, "eval", "--run", run, "--qrels", qrels)
+    assert "run:4: document 'd1' is listed twice" in err
+
+
+def test_a_run_with_one_document_per_query_reads_as_before(tmp_path):
+    path = tmp_path / "run"
+    path.write_text("q1 Q0 d1 1 3.0 tag\nq2 Q0 d1 1 -1.5 tag\nq1 Q0 d2 2 2.0 tag\n")
+    assert read_run(path) == {"q1": {"d1": 3.0, "d2": 2.0}, "q2": {"d1": -1.5}}
+
+
+def test_a_relevance_that_is_not_an_integer_is_refused(tmp_path):
+    path = tmp_path / "qrels"
+    path.write_text("q1 0 d1 nan\n")
+    with pytest.raises(InputError, match="qrels:1: relevance 'nan' is not an integer"):
+        read_qrels(path)
+
+
+# --- --max-length past the model's positions ------------------------------------------------------
+
+def test_a_max_length_past_the_models_positions_is_one_line_giving_the_limit(tmp_path, tiny_model_dir, capsys):
+    path = tmp_path / "c.jsonl"
+    path.write_text(json.dumps({"id": "a", "text": "Fine."}) + "\n")
+    err = _one_line_error(capsys, "encode", "--corpus", path, "--output", tmp_path / "enc", "--model",
+                          tiny_model_dir, "--max-length", 4096, "--quiet")
+    assert "4096" in err and "at most 512" in err
+
+
+# --- quantisation factors ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("factor", [True, MAX_FACTOR * 2, 1e12])
+def test_a_factor_no_engine_can_score_exactly_is_refused(factor):
+    with pytest.raises(SparcError, match="factor"):
+        check_factor(factor)
+
+
+def test_factors_up_to_the_bound_are_taken():
+    assert check_factor(5) == 5.0 and check_factor(MAX_FACTOR) == MAX_FACTOR and check_factor(1e-3) == 1e-3
+
+
+def test_a_sentence_whose_impacts_sum_past_exact_float_scores_is_refused():
+    # Each impact fits Lucene's int term frequency, but their sum (a score) does not fit a float32 exactly.
+    quarter = MAX_IMPACT_SUM // 4
+    with pytest.raises(SparcError, match="sum to 16,777,217, more than Lucene can store and score exactly"):
+        quantize(["a", "b", "c", "d"], np.array([quarter, quarter, quarter, quarter + 1]), 1.0)
+    assert quantize(["a", "b", "c", "d"], np.full(4, quarter / 2), 2.0) == dict.fromkeys("abcd", quarter)
+    assert quantize(["a", "b", "c"], np.array([0.04, 1.0, 7.3]), 5.0) == {"b": 5, "c": 36}
+
+
+# --- linear time on pathological lines --------------------------------------------------------
+
+# A guard against quadratic blow-up, not a speed goal: each kind of 300 KB line below took from
+# 16 s to many minutes before (Python's HTMLParser on unterminated markup, in .html files and in
+# Markdown's HTML blocks; docutils' inline patterns on long .rst paragraphs), and reads in about
+# a second now. The bounds are generous, so that only a blow-up fails them: 5 s of CPU for a tenth
+# of the line, and for the whole line 5 s or 20 times what the tenth took (markdown-it alone needs
+# a few seconds for 300 KB of "["; linear time is 10 times as long for 10 times the text, quadratic
+# time 100 times).
+SIZE = 300_000
+KINDS = {
+    "one character": "a", "a.": "a.", "backticks": "`", "stars": "*", "brackets": "[", "spaces": " ",
+    "urls": "http://x.io/a ", "colons": ":", "a-": "a-", "open backquotes": "`a ", "references": "a_ ",
+    "e-mails": "a@b.c ", "open <p": "<p ", "attribute": "<a b=", "<?": "<?", "<![": "<![",
+}
+# The kinds that were quadratic or failed, per suffix, run in the quick tier; the rest are slow.
+QUICK = {".html": {"open <p", "attribute", "<?", "<!["}, ".md": {"open <p", "<?"},
+         ".rst": {"a-", "open backquotes", "e-mails", "urls"}, ".txt": {"one character"}}
+CASES = [pytest.param(suffix, unit, id=f"{suffix}-{name}",
+                      marks=() if name in QUICK[suffix] else pytest.mark.slow)
+         for suffix in (".md", ".rst", ".txt", ".html") for name, unit in KINDS.items()]
+
+
+def _read_cpu_seconds(path: Path, wall_limit: float) -> float:
+    """CPU seconds to read every sentence of ``path``; past ``wall_limit`` seconds, a failure (so
+    that a quadratic reader fails in bounded time)."""
+    def stop(*_):
+        raise TimeoutError(f"reading {path.name} ({path.stat().st_size:,} bytes) took more than {wall_limit:.0f} s")
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, wall_limit)
+    start = time.process_time()
+    try:
+        list(read_document(path))
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    return time.process_time() - start
+
+
+@pytest.mark.parametrize("suffix, unit", CASES)
+def test_a_300_kb_pathological_line_reads_in_linear_time(tmp_path, suffix, unit):
+    def line_file(size: int) -> Path:
+        path = tmp_path / f"{size}{suffix}"
+        path.write_text((unit * (size // len(unit) + 1))[:size] + "\n")
+        return path
+
+    tenth = _read_cpu_seconds(line_file(SIZE // 10), 30)
+    assert tenth < 5.0, f"{tenth:.1f} s of CPU for 30 KB"
+    bound = max(5.0, 20 * tenth)
+    seconds = _read_cpu_seconds(line_file(SIZE), 10 + 2 * bound)
+    assert seconds < bound, f"{seconds:.1f} s of CPU for 300 KB, {tenth:.2f} s for 30 KB"
+
+
+def test_a_long_rst_line_is_read_not_dropped(tmp_path):
+    # docutils drops a whole document with a line past its line-length limit, without a word.
+    path = tmp_path / "long.rst"
+    path.write_text("Title\n=====\n\nFirst paragraph.\n\n" + "word " * 40_000 + "\n")
+    got = list(read_document(path))
+    assert got[0].text == "First paragraph." and len(got) == 2 and got[1].text.startswith("word word")
+
+
+def test_many_urls_in_one_rst_paragraph_are_read(tmp_path):
+    # docutils recursed once per standalone URI or address: 2,000 overflowed the stack.
+    path = tmp_path / "links.rst"
+    path.write_text("See " + " ".join(f"a{i}@b.c" for i in range(2000)) + ".\n")
+    (sentence,) = read_document(path)
+    assert sentence.text.startswith("See a0@b.c a1@b.c") and sentence.text.endswith("a1999@b.c.")
+
+
+def test_rst_inline_markup_is_still_resolved_in_ordinary_paragraphs(tmp_path):
+    path = tmp_path / "doc.rst"
+    path.write_text("Use ``pip install`` and *read* `the docs <https://example.org/docs>`_, see a@b.c.\n")
+    (sentence,) = read_document(path)
+    assert sentence.text == "Use pip install and read the docs, see a@b.c."
+
+
+@pytest.mark.parametrize("markup", ["<![<![<![", "<![foo[ x", "<![if x]>kept<![endif]>"])
+def test_html_marked_sections_never_crash_the_reader(tmp_path, markup):
+    path = tmp_path / "page.html"
+    path.write_text(f"<p>Before.</p><p>{markup}</p><p>After the markup.</p>")
+    texts = [s.text for s in read_document(path)]
+    assert texts[0] == "Before." and texts[-1] == "After the markup."
+
+
+def test_html_after_the_last_tag_is_text_in_its_place(tmp_path):
+    # An unterminated tag at the end of a page is text, as Python's parser always made it.
+    path = tmp_path / "page.html"
+    text = "<h1>Title</h1>\n<p>One sentence.</p>\n<p>Cut <b>short</b> <a href='x\n  y &amp; z"
+    path.write_text(text)
+    got = list(read_document(path))
+    assert [s.text for s in got] == ["One sentence.", "Cut short <a href='x y & z"]
+    assert [text[s.start:s.end] for s in got] == ["One sentence.", "Cut <b>short</b> <a href='x\n  y &amp; z"]

@@ -6,6 +6,7 @@
     sparc-es search  --index INDEX "question"           top sentences with text, document, score
     sparc-es serve   --index INDEX [--port 8000]        HTTP JSON API and search page, one engine start
     sparc-es run     --index INDEX --topics T --output RUN   topics TSV -> TREC run file
+    sparc-es explain --index INDEX "question" 1 2       why those hits scored what they did, token by token
     sparc-es explain "sentence"                         the (token, weight) pairs a sentence gets
     sparc-es eval    --run RUN --qrels QRELS            MRR@1000, R@1, nDCG@10, R@100
     sparc-es evalset --domain squad --output DIR        corpus, topics, qrels (or --mrqa FILE, --beir DIR,
@@ -93,17 +94,32 @@ def _load_model(args: argparse.Namespace):
     return model if device == "cpu" else model.to(device)
 
 
-def _es_query_args(g) -> None:
-    """How a question is turned into an Elasticsearch request (search, run, query-dsl)."""
+def _es_query_args(g, index: bool = True) -> None:
+    """How a question is turned into an Elasticsearch request (search, run, query-dsl; ``index``:
+    the command has an --index the tokenizer defaults to)."""
     from .engines.elastic import QueryMode
 
     g.add_argument("--tokenizer", metavar="DIR", help="encoded folder, index or model folder whose tokenizer "
-                   "splits the question (default: --index, else the default model's)")
-    g.add_argument("--query-mode", choices=[m.value for m in QueryMode], default=QueryMode.RANK_FEATURE.value,
+                   "splits the question (default: " + ("--index, else " if index else "") + "the default model's"
+                   + ("" if index else "; an encoded folder or index also gives its quantisation factor") + ")")
+    g.add_argument("--query-mode", choices=[m.value for m in QueryMode],
                    help="dot product through rank_feature clauses (linear, boost = count) or one "
-                        "sparse_vector query (default: %(default)s)")
-    g.add_argument("--bm25-weight", type=float, default=0.0, metavar="B",
-                   help="add a BM25 match clause on the text with this boost (hybrid; default: off)")
+                        f"sparse_vector query (default: {QueryMode.RANK_FEATURE.value})")
+    g.add_argument("--bm25-weight", help=argparse.SUPPRESS)  # gone: refused with what to use instead
+
+
+def _hybrid_args(p: argparse.ArgumentParser, title: str) -> None:
+    from .engines.hybrid import BM25_WEIGHT, DEFAULT_METHOD
+
+    g = p.add_argument_group(title)
+    g.add_argument("--hybrid", choices=["sum", "rrf", "none"],
+                   help="fuse SPARC with BM25 over the same sentences, the same way on both engines: a weighted sum "
+                        "of min-max-normalised scores, reciprocal-rank fusion, or none (SPARC alone). Default: "
+                        f"{DEFAULT_METHOD.value} where the index can be searched by BM25 (chosen on the validation "
+                        "domains, docs/evaluation.md), else none, with a notice")
+    g.add_argument("--hybrid-weight", type=float, metavar="A",
+                   help=f"BM25's share of the sum (--hybrid sum or the default), 0 to 1 (default: {BM25_WEIGHT}, "
+                        "chosen with the default on the validation domains)")
 
 
 def _engine_args(p: argparse.ArgumentParser, kinds: list[str], query: bool = True) -> None:
@@ -111,21 +127,16 @@ def _engine_args(p: argparse.ArgumentParser, kinds: list[str], query: bool = Tru
                    help="lucene: the embedded impact index; es: an Elasticsearch cluster"
                         + ("; bm25: the Lucene BM25 index built beside the impact index (a baseline)"
                            if "bm25" in kinds else "") + " (default: %(default)s)")
-    g = _es_connection_args(p, "Elasticsearch (--engine es)")
+    g = _es_connection_args(p, "Elasticsearch (--engine es only)")
     g.add_argument("--es-index", help="index name (default: $SPARC_ES_INDEX)")
     if not query:
         return
     _es_query_args(g)
-    from .engines.hybrid import BM25_WEIGHT, DEFAULT_METHOD
+    _hybrid_args(p, "hybrid with BM25 (--engine lucene: the BM25 index built beside the impact index; --engine es: "
+                    "a match query on the index's text; fused the same way, docs/evaluation.md)")
 
-    g = p.add_argument_group("hybrid with BM25 (Lucene engine; uses the BM25 index built beside the impact index)")
-    g.add_argument("--hybrid", choices=["sum", "rrf", "none"],
-                   help="fuse with BM25: a weighted sum of min-max-normalised scores, reciprocal-rank fusion, or "
-                        f"none (SPARC alone). Default: {DEFAULT_METHOD.value} on the Lucene engine when the index "
-                        "has its BM25 index (chosen on the validation domains, docs/evaluation.md), else none")
-    g.add_argument("--hybrid-weight", type=float, metavar="A",
-                   help=f"BM25's share of the --hybrid sum, 0 to 1 (default: {BM25_WEIGHT}, chosen with the "
-                        "default on the validation domains)")
+
+ES_TIMEOUT, ES_RETRIES = 60.0, 3
 
 
 def _es_connection_args(p: argparse.ArgumentParser, title: str):
@@ -135,19 +146,47 @@ def _es_connection_args(p: argparse.ArgumentParser, title: str):
     g.add_argument("--es-user", help="basic auth user (default: $SPARC_ES_USER)")
     g.add_argument("--es-password", help="basic auth password (default: $SPARC_ES_PASSWORD)")
     g.add_argument("--es-ca-certs", help="CA bundle for TLS (default: $SPARC_ES_CA_CERTS)")
-    g.add_argument("--es-timeout", type=float, default=60.0, metavar="SECONDS",
-                   help="per request (default: %(default)s)")
-    g.add_argument("--es-retries", type=int, default=3, metavar="N",
-                   help="retries with backoff on connection errors, timeouts and 429/502/503/504 "
-                        "(default: %(default)s)")
+    g.add_argument("--es-timeout", type=float, metavar="SECONDS", help=f"per request (default: {ES_TIMEOUT})")
+    g.add_argument("--es-retries", type=int, metavar="N",
+                   help=f"retries with backoff on connection errors, timeouts and 429/502/503/504 "
+                        f"(default: {ES_RETRIES})")
     return g
+
+
+# Options by what they apply to (argparse destinations), for the one-line refusal of an option that
+# would otherwise be silently ignored.
+ES_CONNECTION = ("es_url", "es_api_key", "es_user", "es_password", "es_ca_certs", "es_timeout", "es_retries")
+ES_QUERY = ("es_index", "tokenizer", "query_mode")
+HYBRID = ("hybrid", "hybrid_weight")
+
+
+def _given(args: argparse.Namespace, names) -> list[str]:
+    """The options among ``names`` given on the command line (every one of them defaults to None or
+    False), as written there."""
+    return ["--" + n.replace("_", "-") for n in names if getattr(args, n, None) is not None
+            and getattr(args, n) is not False]
+
+
+def _refuse(args: argparse.Namespace, names, why: str) -> None:
+    """A one-line error for the first option of ``names`` given: ``OPTION why``."""
+    given = _given(args, names)
+    if given:
+        raise SparcError(f"{given[0]} {why}")
+
+
+def _no_bm25_weight(args: argparse.Namespace) -> None:
+    if getattr(args, "bm25_weight", None) is not None:
+        raise SparcError("--bm25-weight is gone: BM25 is fused with SPARC the same way on every engine; use "
+                         "--hybrid sum --hybrid-weight W")
 
 
 def _connection(args: argparse.Namespace):
     from .engines.elastic import Connection
 
-    return Connection.from_env(args.es_url, timeout=args.es_timeout, retries=args.es_retries, api_key=args.es_api_key,
-                               username=args.es_user, password=args.es_password, ca_certs=args.es_ca_certs)
+    return Connection.from_env(args.es_url, timeout=ES_TIMEOUT if args.es_timeout is None else args.es_timeout,
+                               retries=ES_RETRIES if args.es_retries is None else args.es_retries,
+                               api_key=args.es_api_key, username=args.es_user, password=args.es_password,
+                               ca_certs=args.es_ca_certs)
 
 
 def _es_index(args: argparse.Namespace) -> str:
@@ -158,34 +197,29 @@ def _es_index(args: argparse.Namespace) -> str:
 
 
 def _open_engine(args: argparse.Namespace):
+    """The engine of ``search``, ``serve`` and ``run``; an option that does not apply to it is refused."""
     from .engines import open_engine
 
+    _check_engine_options(args)
+    hybrid = "default" if args.hybrid is None and args.engine != "bm25" else args.hybrid
     if args.engine == "es":
         return open_engine("es", args.index, connection=_connection(args), es_index=_es_index(args),
-                           tokenizer=args.tokenizer, query_mode=args.query_mode, bm25_weight=args.bm25_weight,
-                           hybrid=_hybrid(args))
-    hybrid = _hybrid(args)
-    return open_engine(args.engine, args.index, hybrid=hybrid, hybrid_weight=args.hybrid_weight)
+                           tokenizer=args.tokenizer, query_mode=args.query_mode or "rank_feature", hybrid=hybrid,
+                           hybrid_weight=args.hybrid_weight, notice=_warn)
+    return open_engine(args.engine, args.index, hybrid=hybrid, hybrid_weight=args.hybrid_weight, notice=_warn)
 
 
-def _hybrid(args: argparse.Namespace) -> str | None:
-    """``--hybrid`` as given, else the default: the sum on the Lucene engine where the index has its BM25
-    index (a notice where it has none). ``--hybrid-weight`` applies to a sum only."""
-    from .engines.bm25 import LuceneBM25
-    from .engines.hybrid import DEFAULT_METHOD
-
-    hybrid = args.hybrid
-    if hybrid is None and args.engine == "lucene" and args.index:
-        if LuceneBM25.exists_beside(args.index):
-            hybrid = DEFAULT_METHOD.value
-        elif args.hybrid_weight is None:
-            _warn(f"{args.index} has no BM25 index beside it (built with --no-bm25): searching with SPARC alone, "
-                  "not the default hybrid")
-    hybrid = None if hybrid == "none" else hybrid
-    if args.hybrid_weight is not None and hybrid != "sum":
-        raise SparcError("--hybrid-weight is BM25's share of a hybrid sum: it needs --hybrid sum (or the default "
-                         "hybrid, on a Lucene index with its BM25 index)")
-    return hybrid
+def _check_engine_options(args: argparse.Namespace) -> None:
+    """``search``, ``serve`` and ``run``: Elasticsearch's options with --engine es only, the hybrid's
+    with the SPARC engines only, --hybrid-weight with a sum only (the default is one)."""
+    _no_bm25_weight(args)
+    if args.engine != "es":
+        _refuse(args, ES_CONNECTION + ES_QUERY, f"applies to --engine es only, not --engine {args.engine}")
+    if args.engine == "bm25":
+        _refuse(args, HYBRID, "fuses SPARC with BM25: it applies to --engine lucene and es, not to the BM25 engine")
+    if args.hybrid in ("rrf", "none") and args.hybrid_weight is not None:
+        raise SparcError(f"--hybrid-weight is BM25's share of a hybrid sum: it does not apply to --hybrid "
+                         f"{args.hybrid}")
 
 
 def _printable(text: str) -> str:
@@ -195,29 +229,64 @@ def _printable(text: str) -> str:
     return CONTROL.sub("\ufffd", text)
 
 
-def _print_hits(hits) -> None:
-    if not hits:
+def _print_hits(question: str, match, shown, color: bool | None = None) -> None:
+    """One question's answer for people (``sparc_es.show``): how it met the index, then each hit."""
+    from .show import render, use_color
+
+    color = use_color() if color is None else color
+    print(f"Q: {_printable(question)}")
+    for line in (match.summary(), match.notice() and f"! {match.notice()}"):
+        if line:
+            print(f"  {_printable(line)}")
+    if not shown:
         print("  (no sentence shares a token with the question)")
-    for rank, h in enumerate(hits, start=1):
-        where = h.doc or h.id
-        if h.start is not None:
-            where += f":{h.start}-{h.end}"
-        print(f"{rank:3d}. {h.score:8.2f}  {_printable(h.text)}\n{'':15}[{_printable(where)}]")
+    held = match.in_index
+    for s in shown:
+        print(render(s, question, color, of=len(held) if held is not None else None))
+
+
+def _answer(args: argparse.Namespace, engine, presenter, question: str):
+    """(how ``question`` met the index, its hits as ``search`` shows them): with ``--documents``,
+    each document's best sentence among the top ``--depth`` (``run --documents``'s aggregation)."""
+    from .engines.base import best_sentences
+
+    if args.documents:
+        hits = engine.search(question, max(args.k, args.depth or 1000))
+        hits = best_sentences(hits, {h.id: h.doc for h in hits}, args.k)
+    else:
+        hits = engine.search(question, args.k)
+    match = presenter.question(question)
+    return match, presenter.hits(question, hits, match)
+
+
+def _presenter(args: argparse.Namespace, engine):
+    from .show import Presenter
+
+    return Presenter(engine, args.index if args.engine != "es" else None, getattr(args, "tokenizer", None))
 
 
 def _report_encode(manifest) -> None:
     if manifest.truncated_sentences:
         _warn(f"{manifest.truncated_sentences} sentences were longer than {manifest.model.max_length} tokens and "
               f"were truncated (e.g. {', '.join(manifest.truncated_ids)}); raise --max-length to keep them whole")
-    if manifest.empty_vectors:
-        _warn(f"{manifest.empty_vectors} sentences have no token weight above 0.5/factor and cannot be "
-              "retrieved; raise --factor")
+    _report_empty(manifest)
     if manifest.control_characters_removed:
-        _warn(f"removed {manifest.control_characters_removed} control characters (NUL, ESC, ...) from the corpus "
-              f"text (e.g. in {', '.join(manifest.cleaned_ids)})")
+        from .corpus import controls_found
+
+        kinds = controls_found(manifest.control_character_kinds) if manifest.control_character_kinds else \
+            "C0 controls but tab and line ends, DEL, C1 controls"  # a folder written before kinds were kept
+        _warn(f"removed {manifest.control_characters_removed} control characters from the corpus text: {kinds}; "
+              f"e.g. in {', '.join(manifest.cleaned_ids)}")
     if manifest.truncated_contexts:
         _warn(f"{manifest.truncated_contexts} of {manifest.sentences} contexts were cut to fit "
               f"{manifest.model.max_length} tokens with their sentence (the sentence itself is kept whole)")
+
+
+def _report_empty(manifest) -> None:
+    """The one warning of encode's that requantize repeats: its factor decides which vectors are empty."""
+    if manifest.empty_vectors:
+        _warn(f"{manifest.empty_vectors} sentences have no token weight above 0.5/factor and cannot be "
+              "retrieved; raise --factor")
 
 
 # --- commands ------------------------------------------------------------------------------
@@ -247,14 +316,25 @@ def _encode_parser(sub) -> None:
 
     p.add_argument("--idf", action=argparse.BooleanOptionalAction, default=IDF_DEFAULT,
                    help="multiply each kept neural weight (after the top-K cut) by log(N / N_v) over this corpus "
-                        "(paper 004; recorded in meta.json, kept by --update). On by default: it gained on every "
-                        "validation domain, most on documentation (docs/evaluation.md)")
+                        "(Iida and Okazaki, \"Unsupervised Domain Adaptation for Sparse Retrieval by Filling "
+                        "Vocabulary and Word Frequency Gaps\"; recorded in meta.json, kept by --update). On by "
+                        "default: it gained on every validation domain, most on documentation (docs/evaluation.md)")
     p.add_argument("--keep-floats", action="store_true",
                    help="also store the unquantised weights, so `sparc-es requantize` can derive IDF-weighted or "
                         "re-quantised folders later without encoding again (about 2x the vectors file)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     _model_args(p)
+    g = p.add_argument_group("many machines: Ray (pip install 'sparc-es[ray]'; README, \"Many machines: Ray\")")
+    g.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help="encode on a pool of Ray actors, each loading --model from its own disk; this process reads "
+                        "the corpus and writes OUTPUT as without --ray (same records, resumable). Alone: a local Ray "
+                        "on this machine; 'auto' (on a node of a cluster) or ray://HEAD:10001: that cluster. "
+                        "--threads is then each actor's torch threads (default 1)")
+    g.add_argument("--ray-actors", type=_k, metavar="N",
+                   help="actors in the pool (default: one per GPU of the cluster, else one per --threads CPUs)")
+    g.add_argument("--ray-gpus-per-actor", type=float, metavar="F",
+                   help="GPUs each actor asks Ray for (default: 1 when the cluster has GPUs, else 0)")
     g = _es_connection_args(p, "reading from Elasticsearch (--from-es)")
     g.add_argument("--text-field", help="the field holding each document's text (required with --from-es)")
     g.add_argument("--id-field", help="take document ids from this field (default: _id)")
@@ -277,19 +357,47 @@ def cmd_encode(args: argparse.Namespace) -> int:
         if listed.skipped_files:
             _warn(listed.skipped_notice())
     corpus = args.corpus or _es_source(args)
-    model = _load_model(args)
-    batch_size = args.batch_size or (32 if model.device.type == "cpu" else 256)  # a GPU wants larger batches
-    manifest = encode_corpus(corpus, args.output, model, factor=args.factor, batch_size=batch_size,
-                             shard_size=args.shard_size, overwrite=args.overwrite, progress=not args.quiet,
-                             idf=args.idf, keep_floats=args.keep_floats, update=args.update)
+    backend = _ray_backend(args)
+    try:
+        model = _load_model(args)
+        gpu = backend.gpus_per_actor > 0 if backend is not None else model.device.type != "cpu"
+        batch_size = args.batch_size or (256 if gpu else 32)  # a GPU wants larger batches
+        manifest = encode_corpus(corpus, args.output, model, factor=args.factor, batch_size=batch_size,
+                                 shard_size=args.shard_size, overwrite=args.overwrite, progress=not args.quiet,
+                                 idf=args.idf, keep_floats=args.keep_floats, update=args.update, backend=backend)
+    finally:
+        if backend is not None:
+            backend.close()
     _report_encode(manifest)
-    reused = f", {manifest.reused} unchanged kept, {manifest.sentences - manifest.reused} encoded" \
-        if args.update else ""
+    reused = f", {manifest.reused} unchanged kept, {manifest.sentences - manifest.reused} encoded, " \
+        f"{manifest.removed} removed" if args.update else ""
     print(f"encoded {manifest.sentences} sentences into {args.output} "
           f"(K={manifest.top_k}, at most {manifest.max_postings} tokens stored per sentence, "
           f"factor={manifest.factor:g}{', IDF-weighted' if manifest.idf else ''}, "
           f"{manifest.sentences_per_second} sentences/s{reused})")
     return 0
+
+
+def _ray_backend(args: argparse.Namespace):
+    """The Ray backend of ``encode --ray`` (connected, so its pool's size and GPUs are known), or None."""
+    if args.ray is None:
+        if args.ray_actors is not None or args.ray_gpus_per_actor is not None:
+            raise SparcError("--ray-actors and --ray-gpus-per-actor go with --ray")
+        return None
+    if args.device not in ("auto", "cpu"):
+        raise SparcError(f"--device {args.device} is for an encode in this process; with --ray each actor uses the "
+                         "GPUs Ray gives it (--ray-gpus-per-actor)")
+    args.device = "cpu"  # this process only reads and writes: the GPUs are the actors'
+    from .distributed import RayBackend
+
+    backend = RayBackend(address=args.ray or None, actors=args.ray_actors, gpus_per_actor=args.ray_gpus_per_actor,
+                         model_path=args.model, threads=args.threads or 1)
+    try:
+        backend.connect()  # fails on one line before the model is loaded
+    except BaseException:
+        backend.close()
+        raise
+    return backend
 
 
 def _es_source(args: argparse.Namespace):
@@ -320,7 +428,7 @@ def cmd_requantize(args: argparse.Namespace) -> int:
     from .requantize import requantize
 
     manifest = requantize(args.input, args.output, args.factor, idf=args.idf)
-    _report_encode(manifest)
+    _report_empty(manifest)  # encode's own warnings (truncation, control characters) were said by encode
     print(f"wrote {manifest.sentences} sentences into {args.output} (factor={manifest.factor:g}"
           f"{', IDF-weighted' if manifest.idf else ''}, {manifest.postings / max(manifest.sentences, 1):.1f} "
           "postings per sentence)")
@@ -335,17 +443,17 @@ def _index_parser(sub) -> None:
                        "encoded folder, with a Lucene BM25 index of the same texts beside it, and check that no "
                        "sentence was lost; or load it into Elasticsearch.")
     p.add_argument("--input", required=True, metavar="ENCODED", help="folder written by sparc-es encode")
-    p.add_argument("--index", metavar="DIR", help="Lucene index folder to write")
+    p.add_argument("--index", metavar="DIR", help="Lucene index folder to write (--engine lucene)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing Lucene index folder")
     p.add_argument("--no-bm25", action="store_true",
                    help="skip the BM25 index of the sentence texts that --hybrid and --engine bm25 search")
     _engine_args(p, ["lucene", "es"], query=False)
-    g = p.add_argument_group("Elasticsearch loading")
-    g.add_argument("--chunk-size", type=_k, default=500, help="documents per bulk request (default: %(default)s)")
+    g = p.add_argument_group("Elasticsearch loading (--engine es only)")
+    g.add_argument("--chunk-size", type=_k, help="documents per bulk request (default: 500)")
     g.add_argument("--recreate", action="store_true", help="delete and recreate the ES index first")
-    g.add_argument("--field-type", choices=[t.value for t in FieldType], default=FieldType.RANK_FEATURES.value,
+    g.add_argument("--field-type", choices=[t.value for t in FieldType],
                    help="ES field type; sparse_vector (ES 8.15+) enables --query-mode sparse_vector "
-                        "(default: %(default)s)")
+                        f"(default: {FieldType.RANK_FEATURES.value})")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(func=cmd_index)
 
@@ -354,15 +462,20 @@ def cmd_index(args: argparse.Namespace) -> int:
     if args.engine == "es":
         from .engines import elastic
 
+        _refuse(args, ("index", "overwrite", "no_bm25"), "applies to --engine lucene only: Elasticsearch indexes "
+                "the text itself (--es-index names the index, --recreate replaces it)")
         client = _connection(args).client()
-        result = elastic.build_index(args.input, client, _es_index(args), chunk_size=args.chunk_size,
-                                     recreate=args.recreate, field_type=args.field_type, progress=not args.quiet)
+        result = elastic.build_index(args.input, client, _es_index(args), chunk_size=args.chunk_size or 500,
+                                     recreate=args.recreate, field_type=args.field_type or "rank_features",
+                                     progress=not args.quiet)
         print(f"loaded {result['loaded']} sentences into Elasticsearch index {result['index']!r} "
               f"({result['already_there']} unchanged, {result['deleted']} deleted; {result['count']} documents, "
               "count checked)")
         return 0
     from .engines import lucene
 
+    _refuse(args, ES_CONNECTION + ("es_index", "chunk_size", "recreate", "field_type"),
+            "applies to --engine es only, not --engine lucene")
     if not args.index:
         raise SparcError("--index DIR is required for the Lucene engine")
     manifest = lucene.build_index(args.input, args.index, overwrite=args.overwrite, bm25=not args.no_bm25,
@@ -380,15 +493,26 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 def _search_parser(sub) -> None:
     p = sub.add_parser("search", help="answer questions from an index",
-                       description="Print the top sentences for each question with score, text and "
-                       "document position. The question is a bag of WordPiece tokens: no model runs.")
+                       description="Print the top sentences for each question: rank, score, where each is "
+                       "(file:line, the 1-based line of its start in its file, and its heading path), its id, the "
+                       "sentence with the question's words marked (bold on a terminal, in \u00abguillemets\u00bb "
+                       "otherwise) and the rest of its paragraph, and how many of the question's tokens it stores. "
+                       "A line first says how many question tokens the index has, and when no word of the "
+                       "question is in the index at all. The question is a bag of WordPiece tokens: no model runs.")
     p.add_argument("--index", metavar="DIR", help="Lucene index folder")
     p.add_argument("question", nargs="+", help="one or more questions; '-' alone reads one question per line "
                    "from standard input (one engine start for all)")
     p.add_argument("-k", type=_k, default=10, help="hits per question (default: %(default)s)")
+    p.add_argument("--documents", action="store_true",
+                   help="rank documents, not sentences: each document by its best sentence among the top --depth "
+                        "sentences (as run --documents), shown with that sentence")
+    p.add_argument("--depth", type=_k, help="with --documents: sentences retrieved before grouping (default: 1000)")
     p.add_argument("--json", action="store_true", help="print hits as one JSON document: the list of hits of "
-                   "one question, or a list of {question, hits} for several; with '-', one {question, hits} "
-                   "object per line")
+                   "one question, or a list of {question, hits, match} for several; with '-', one {question, "
+                   "hits, match} object per line. Each hit adds to its id, score, text and offsets its rank, "
+                   "line, path (the file read), headings, context, marks ({text, context}: [start, end] of each "
+                   "marked word) and covers (the question tokens it stores); match says which question tokens "
+                   "have postings and which words are in the index (one question: said on stderr when none is)")
     _engine_args(p, ["lucene", "es", "bm25"])
     p.set_defaults(func=cmd_search)
 
@@ -400,19 +524,27 @@ def cmd_search(args: argparse.Namespace) -> int:
         return _search_stdin(args)
     if any(not q.strip() for q in args.question):
         raise SparcError("empty question")
+    if args.depth is not None and not args.documents:
+        raise SparcError("--depth is how many sentences are grouped into documents: it applies with --documents only")
     engine = _open_engine(args)
     answers = []
     try:
-        for question in args.question:
-            hits = engine.search(question, args.k)
-            if args.json:
-                answers.append({"question": question, "hits": [h.to_json() for h in hits]})
-            else:
-                print(f"Q: {_printable(question)}")
-                _print_hits(hits)
+        presenter = _presenter(args, engine)
+        try:
+            for question in args.question:
+                match, shown = _answer(args, engine, presenter, question)
+                if args.json:
+                    answers.append({"question": question, "hits": [s.to_json() for s in shown],
+                                    "match": match.to_json()})
+                    if len(args.question) == 1 and match.notice():
+                        _warn(match.notice())
+                else:
+                    _print_hits(question, match, shown)
+        finally:
+            presenter.close()
     finally:
         engine.close()
-    if args.json:  # one JSON document: the hits of one question, or a list of {question, hits}
+    if args.json:  # one JSON document: the hits of one question, or a list of {question, hits, match}
         print(json.dumps(answers[0]["hits"] if len(answers) == 1 else answers, ensure_ascii=False, indent=2))
     return 0
 
@@ -420,19 +552,25 @@ def cmd_search(args: argparse.Namespace) -> int:
 def _search_stdin(args: argparse.Namespace) -> int:
     """``search -``: one question per line of standard input (blank lines skipped), answered as it
     comes; with ``--json`` one ``{question, hits}`` object per line."""
+    if args.depth is not None and not args.documents:
+        raise SparcError("--depth is how many sentences are grouped into documents: it applies with --documents only")
     engine = _open_engine(args)
     try:
-        for line in sys.stdin:
-            question = line.strip()
-            if not question:
-                continue
-            hits = engine.search(question, args.k)
-            if args.json:
-                print(json.dumps({"question": question, "hits": [h.to_json() for h in hits]}, ensure_ascii=False))
-            else:
-                print(f"Q: {_printable(question)}")
-                _print_hits(hits)
-            sys.stdout.flush()  # a reader of a pipe gets each answer as it comes
+        presenter = _presenter(args, engine)
+        try:
+            for line in sys.stdin:
+                question = line.strip()
+                if not question:
+                    continue
+                match, shown = _answer(args, engine, presenter, question)
+                if args.json:
+                    print(json.dumps({"question": question, "hits": [s.to_json() for s in shown],
+                                      "match": match.to_json()}, ensure_ascii=False))
+                else:
+                    _print_hits(question, match, shown)
+                sys.stdout.flush()  # a reader of a pipe gets each answer as it comes
+        finally:
+            presenter.close()
     finally:
         engine.close()
     return 0
@@ -442,7 +580,7 @@ def _serve_parser(sub) -> None:
     p = sub.add_parser("serve", help="answer questions over HTTP: a JSON API and a search page",
                        description="Open the index once (the engine `search` opens, with the same defaults) and "
                        "serve it over HTTP until interrupted: GET /health, GET|POST /search, POST /batch, "
-                       "GET /sentences/{id}, and a search page at /. Needs the serve extra "
+                       "GET /sentences/{id}, GET /explain, and a search page at /. Needs the serve extra "
                        "(pip install 'sparc-es[serve]').")
     p.add_argument("--index", metavar="DIR", help="Lucene index folder")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on; the default is this machine only, "
@@ -450,6 +588,8 @@ def _serve_parser(sub) -> None:
     p.add_argument("--port", type=_port, default=8000, help="0 takes a free one (default: %(default)s)")
     p.add_argument("--log-level", choices=["critical", "error", "warning", "info", "debug"], default="info",
                    help="uvicorn's log level; info logs every request (default: %(default)s)")
+    p.add_argument("--model", default="default", help="the model GET /explain encodes hits again with: the one "
+                   "the index was encoded with (default: %(default)s, the shipped model)")
     _engine_args(p, ["lucene", "es", "bm25"])
     p.set_defaults(func=cmd_serve)
 
@@ -468,7 +608,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         engine = _open_engine(args)
         try:
-            service = server.Service(engine, args.index, args.engine)
+            service = server.Service(engine, args.index, args.engine, args.model)
         except BaseException:
             engine.close()
             raise
@@ -497,81 +637,149 @@ def _run_parser(sub) -> None:
     p.add_argument("--topics", required=True, metavar="TSV")
     p.add_argument("--output", required=True, metavar="RUN")
     p.add_argument("-k", type=_k, default=1000, help="hits per query (default: %(default)s)")
-    p.add_argument("--threads", type=_k, default=1, help="search threads (default: %(default)s)")
-    p.add_argument("--tag", default="sparc-es", help="run tag, last column (default: %(default)s)")
+    p.add_argument("--threads", type=_k, help="search threads of the Lucene engines (default: 1; Elasticsearch "
+                   "searches on the cluster)")
+    p.add_argument("--tag", help="run tag, last column (default: sparc-es, the engine and the hybrid, e.g. "
+                   "sparc-es-lucene-sum0.3)")
     p.add_argument("--documents", action="store_true",
                    help="rank documents, not sentences: each document scored by its best sentence among the "
                         "top --depth sentences, document ids in the run file (for document-level qrels)")
-    p.add_argument("--depth", type=_k, default=1000,
-                   help="with --documents: sentences retrieved per query before grouping (default: %(default)s)")
+    p.add_argument("--depth", type=_k,
+                   help="with --documents: sentences retrieved per query before grouping (default: 1000)")
     p.set_defaults(func=cmd_run)
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from .trec import TrecRunWriter, read_topics
+RUN_BATCH = 500  # questions searched at once by `run`: the hits it holds in memory are one batch's
 
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .trec import TrecRunWriter, read_topics, run_tag
+
+    if args.depth is not None and not args.documents:
+        raise SparcError("--depth is how many sentences are grouped into documents: it applies with --documents only")
+    if args.engine == "es":
+        _refuse(args, ("threads",), "applies to the Lucene engines only: Elasticsearch searches on the cluster")
+    if args.tag is not None and (not args.tag.strip() or len(args.tag.split()) > 1):
+        raise SparcError(f"--tag {args.tag!r}: a run tag is one word (TREC run files split on whitespace)")
+    depth = 1000 if args.depth is None else args.depth
     topics = list(read_topics(args.topics))
     engine = _open_engine(args)
+    output = Path(args.output)
+    partial = output.with_name(output.name + ".partial")  # renamed once complete: no half run under RUN
+    seconds, short = 0.0, 0
     try:
-        started = time.perf_counter()
-        results = engine.batch_search(topics, k=max(args.depth, args.k) if args.documents else args.k,
-                                      threads=args.threads)
-        seconds = time.perf_counter() - started
+        method = getattr(engine, "method", None)  # a hybrid's
+        tag = args.tag or run_tag(args.engine, method.value if method else None, getattr(engine, "bm25_weight", None))
+        document_of = _document_of(args) if args.documents else None
+        with TrecRunWriter(partial, tag=tag) as run:
+            for start in range(0, len(topics), RUN_BATCH):
+                part = topics[start: start + RUN_BATCH]
+                started = time.perf_counter()
+                results = engine.batch_search(part, k=max(depth, args.k) if args.documents else args.k,
+                                              threads=args.threads or 1)
+                seconds += time.perf_counter() - started
+                if document_of is not None:
+                    results = document_of(results)
+                    short += sum(len(hits) < args.k for hits in results.values())
+                for qid, _ in part:
+                    run.write(qid, results[qid])
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
     finally:
         engine.close()
-    if args.documents:
-        results = _by_document(args, results)
-        short = sum(len(hits) < args.k for hits in results.values())
-        if short:
-            _warn(f"{short} of {len(topics)} queries have fewer than {args.k} documents among their top "
-                  f"{args.depth} sentences; raise --depth for more")
-    with TrecRunWriter(args.output, tag=args.tag) as run:
-        for qid, _ in topics:
-            run.write(qid, results[qid])
+    os.replace(partial, output)
+    if short:
+        _warn(f"{short} of {len(topics)} queries have fewer than {args.k} documents among their top "
+              f"{depth} sentences; raise --depth for more")
     print(f"wrote {len(topics)} queries to {args.output} in {seconds:.1f} s "
           f"({1000 * seconds / max(len(topics), 1):.1f} ms/query)")
     return 0
 
 
-def _by_document(args: argparse.Namespace, results: dict) -> dict:
-    """Sentence hits -> the best sentence per document, ``args.k`` documents per query."""
+def _document_of(args: argparse.Namespace):
+    """Sentence hits -> the best sentence per document, ``args.k`` documents per query (a function
+    of one batch's results)."""
     from .engines.base import best_per_document
 
-    if args.engine == "es":  # hits carry their document
-        doc_of = {h.id: h.doc for hits in results.values() for h in hits}
-    else:
-        from .layout import SENTENCES
-        from .store import SentenceStore
+    def by_document(results: dict) -> dict:
+        if args.engine == "es":  # hits carry their document
+            doc_of = {h.id: h.doc for hits in results.values() for h in hits}
+        else:
+            from .layout import SENTENCES
+            from .store import SentenceStore
 
-        store = SentenceStore(Path(args.index) / SENTENCES)
-        try:
-            found = store.get(list({h.id for hits in results.values() for h in hits}))
-        finally:
-            store.close()
-        doc_of = {sid: s.doc for sid, s in found.items()}
-    return {qid: best_per_document(hits, doc_of, args.k) for qid, hits in results.items()}
+            store = SentenceStore(Path(args.index) / SENTENCES)
+            try:
+                found = store.get(list({h.id for hits in results.values() for h in hits}))
+            finally:
+                store.close()
+            doc_of = {sid: s.doc for sid, s in found.items()}
+        return {qid: best_per_document(hits, doc_of, args.k) for qid, hits in results.items()}
+
+    return by_document
 
 
 def _query_dsl_parser(sub) -> None:
-    p = sub.add_parser("query-dsl", help="print the Elasticsearch request for a question (for Kibana Dev Tools)",
-                       description="Print the search request whose score is the SPARC dot product, ready to "
-                       "paste into Kibana Dev Tools or send with any Elasticsearch client.")
+    p = sub.add_parser("query-dsl", help="print the Elasticsearch requests for a question (for Kibana Dev Tools)",
+                       description="Print what `search --engine es` sends for a question, with the same options, "
+                       "ready to paste into Kibana Dev Tools or send with any Elasticsearch client. With --hybrid "
+                       "none, the one search whose score is the SPARC dot product; with a hybrid (the default), an "
+                       "_msearch of that search and a BM25 match search on the text, whose two lists sparc-es "
+                       "fuses client-side (a # line says how: Elasticsearch does not min-max normalise).")
     p.add_argument("question")
     p.add_argument("-k", type=_k, default=10, help="hits (default: %(default)s)")
     p.add_argument("--es-index", help="index name for the request line (default: $SPARC_ES_INDEX or sparc)")
-    _es_query_args(p)
+    _es_query_args(p, index=False)
+    _hybrid_args(p, "hybrid with BM25 (as search --engine es on a sparc-es index, whose text field is searchable)")
     p.set_defaults(func=cmd_query_dsl)
 
 
+def _impact_comment(args: argparse.Namespace) -> str:
+    """What query-dsl's ``#`` line says of scores: the SPARC search's ``_score`` is the integer impact sum,
+    ``factor`` times the score ``search`` shows (the factor of ``--tokenizer``'s encoded folder or index,
+    else encode's default)."""
+    from .layout import DEFAULT_FACTOR, META, Manifest
+
+    folder = Path(args.tokenizer) if args.tokenizer else None
+    if folder is not None and (folder / META).is_file():
+        factor, source = Manifest.read(folder).factor, f"the quantisation factor of {folder}"
+    else:
+        factor, source = DEFAULT_FACTOR, ("encode's default quantisation factor; --tokenizer ENCODED reads an "
+                                          "index's own")
+    return (f"the SPARC search's _score is the integer impact sum, {factor:g} x the score sparc-es search shows "
+            f"(divide by {factor:g}: {source})")
+
+
 def cmd_query_dsl(args: argparse.Namespace) -> int:
-    from .engines.elastic import query_body
+    from .engines.elastic import bm25_body, query_body
+    from .engines.hybrid import BM25_WEIGHT, DEFAULT_METHOD, DEPTH, RRF_K
     from .query import QueryEncoder
 
+    _no_bm25_weight(args)
+    method = args.hybrid or DEFAULT_METHOD.value
+    if method != "sum" and args.hybrid_weight is not None:
+        raise SparcError(f"--hybrid-weight is BM25's share of a hybrid sum: it does not apply to --hybrid {method}")
+    weight = BM25_WEIGHT if args.hybrid_weight is None else args.hybrid_weight
+    if not 0.0 <= weight <= 1.0:
+        raise SparcError("the BM25 weight of a hybrid sum must be between 0 and 1")
     queries = QueryEncoder.load(args.tokenizer or "default")
-    body = query_body(queries.bag(args.question), size=args.k, mode=args.query_mode, bm25_text=args.question,
-                      bm25_weight=args.bm25_weight)
-    print(f"GET /{args.es_index or os.environ.get('SPARC_ES_INDEX', 'sparc')}/_search")
-    print(json.dumps(body, indent=2, ensure_ascii=False))
+    name = args.es_index or os.environ.get("SPARC_ES_INDEX", "sparc")
+    mode = args.query_mode or "rank_feature"
+    if method == "none":
+        print(f"# {_impact_comment(args)}")
+        print(f"GET /{name}/_search")
+        print(json.dumps(query_body(queries.bag(args.question), size=args.k, mode=mode), indent=2, ensure_ascii=False))
+        return 0
+    depth = max(args.k, DEPTH)
+    fusion = (f"{weight:g} x BM25' + {1 - weight:g} x SPARC', each list min-max normalised to [0, 1]"
+              if method == "sum" else f"reciprocal-rank fusion, the sum of 1 / ({RRF_K} + rank) over the two lists")
+    print(f"# sparc-es fuses the two lists client-side: {fusion}; the top {args.k} are the answer "
+          f"(--hybrid none: the SPARC search alone); {_impact_comment(args)}")
+    print(f"GET /{name}/_msearch")
+    for body in (query_body(queries.bag(args.question), size=depth, mode=mode), bm25_body(args.question, depth)):
+        print("{}")
+        print(json.dumps(body, ensure_ascii=False))
     return 0
 
 
@@ -653,12 +861,12 @@ def _eval_parser(sub) -> None:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from .eval import compare, evaluate
-    from .trec import read_qrels, read_run
+    from .eval import compare, evaluate_file
+    from .trec import read_qrels
 
     qrels = read_qrels(args.qrels)
-    if args.baseline:
-        differences = compare(read_run(args.run), read_run(args.baseline), qrels)
+    if args.baseline:  # the runs are read from their files one query at a time, as without --baseline
+        differences = compare(Path(args.run), Path(args.baseline), qrels)
         if args.json:
             print(json.dumps({"run": str(args.run), "baseline": str(args.baseline), "queries": len(qrels),
                               "measures": [{**vars(d), "delta": d.delta} for d in differences]}))
@@ -669,7 +877,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             print(f"{d.measure:<10} {100 * d.run:6.2f} {100 * d.baseline:6.2f} {100 * d.delta:+6.2f}  "
                   f"[{100 * d.low:+.2f}, {100 * d.high:+.2f}]  {d.changed}")
         return 0
-    scores = evaluate(read_run(args.run), qrels)
+    scores = evaluate_file(args.run, qrels)
     if args.json:
         print(json.dumps({"run": str(args.run), "queries": len(qrels), **scores}))
     else:
@@ -743,10 +951,15 @@ def _table_parser(sub) -> None:
                    help="comma-separated: squad, newsqa, val, or evaluation set folders (default: %(default)s)")
     p.add_argument("--workdir", default="runs", help="cache of sets, encodings, indexes, runs (default: %(default)s)")
     p.add_argument("--data", metavar="DIR", help="data folder (default: $SPARC_ES_DATA or ../shared/data)")
-    p.add_argument("--json", default="runs/table.json", help="(default: %(default)s)")
-    p.add_argument("--markdown", default="runs/table.md", help="(default: %(default)s)")
+    p.add_argument("--json", help="(default: WORKDIR/table.json)")
+    p.add_argument("--markdown", help="(default: WORKDIR/table.md)")
     p.add_argument("-k", type=_k, default=1000, help="hits per query (default: %(default)s)")
     p.add_argument("--threads", type=_k, default=None, help="torch and search threads (default: 2)")
+    from .experiments.table import BATCH
+
+    p.add_argument("--batch", type=_k, default=BATCH, help="questions searched at once; a batch's hits, for each "
+                   "system, are all the hits held in memory: runs go to files and are scored from them "
+                   "(default: %(default)s)")
     p.set_defaults(func=cmd_table)
 
 
@@ -754,27 +967,47 @@ def cmd_table(args: argparse.Namespace) -> int:
     from .experiments.table import run_table, split_systems, write_table
 
     _set_threads(args.threads)
+    json_path = args.json or str(Path(args.workdir) / "table.json")
+    markdown_path = args.markdown or str(Path(args.workdir) / "table.md")
     rows = run_table(split_systems(args.systems), args.domains.split(","), args.workdir, args.data,
-                     k=args.k, threads=args.threads or 2)
-    write_table(rows, args.json, args.markdown)
-    print(f"wrote {args.json} and {args.markdown}")
+                     k=args.k, threads=args.threads or 2, batch=args.batch)
+    write_table(rows, json_path, markdown_path)
+    print(f"wrote {json_path} and {markdown_path}")
     return 0
 
 
 def _explain_parser(sub) -> None:
-    p = sub.add_parser("explain", help="show the (token, weight) pairs of one sentence",
-                       description="Print the highest-scoring tokens f(v, s) of a sentence, as in the "
-                       "SPARTA paper's table 6. A model's lexical term is left out: it depends on the corpus "
-                       "(its BM25 statistics), so only an encoded folder holds it.")
-    p.add_argument("sentence")
-    p.add_argument("--context", help="the passage the sentence comes from")
-    p.add_argument("--top", type=_k, default=20, help="tokens to show (default: %(default)s)")
+    p = sub.add_parser("explain", help="why a hit scored what it did, token by token; or a sentence's (token, "
+                       "weight) pairs",
+                       description="With --index: explain INDEX's hits for a question (explain --index INDEX "
+                       "\"question\" ID_OR_RANK ...): for each question token, the integer impact each hit stores "
+                       "(what the engine sums) and how the model made it (neural f, passage term, top-K cut, IDF "
+                       "factor, lexical term, stem siblings, whole words), made again from the hit's text and "
+                       "context with the index's model, settings and corpus statistics and checked against the "
+                       "index; each hit's sum equals Lucene's score. A hit is a sentence id, or a rank in "
+                       "`search`'s answer (same --hybrid; an id wins over a rank). Without --index: the "
+                       "highest-scoring tokens f(v, s) of one sentence, as in the SPARTA paper's table 6 (a "
+                       "model's lexical term is left out: it needs a corpus's statistics).")
+    p.add_argument("text", nargs="+", metavar="TEXT", help="the sentence; with --index, the question and then "
+                   "one or more hits (ids or ranks)")
+    p.add_argument("--index", metavar="DIR", help="a Lucene index whose hits to explain; its model is loaded as "
+                   "--model (it must be the one the index was encoded with) with the index's K, max length "
+                   "and max-over")
+    p.add_argument("--context", help="without --index: the passage the sentence comes from")
+    p.add_argument("--top", type=_k, default=20, help="without --index: tokens to show (default: %(default)s)")
     p.add_argument("--json", action="store_true")
     _model_args(p)
+    _hybrid_args(p, "ranks (with --index): search's, with or without BM25")
     p.set_defaults(func=cmd_explain)
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
+    if args.index:
+        return _explain_hits(args)
+    _refuse(args, HYBRID, "ranks the hits of --index: it needs --index")
+    if len(args.text) != 1:
+        raise SparcError("explain takes one sentence (in quotes); with --index, the question and the hits to explain")
+    args.sentence = args.text[0]
     if not args.sentence.strip():
         raise SparcError("empty sentence")
     model = _load_model(args)
@@ -785,6 +1018,34 @@ def cmd_explain(args: argparse.Namespace) -> int:
         print(f"{'token':<16} f(v, s)")
         for t, w in pairs:
             print(f"{t:<16} {w:.3f}")
+    return 0
+
+
+def _explain_hits(args: argparse.Namespace) -> int:
+    """``explain --index INDEX "question" ID_OR_RANK ...`` (:mod:`sparc_es.explain`)."""
+    from .engines import open_engine
+    from .explain import Explainer, table
+    from .model import resolve_device
+
+    _refuse(args, ("context",), "is the passage of a sentence explained alone: with --index, hits are explained "
+                                "with their own context")
+    _refuse(args, ("top_k", "max_length", "max_over"), "does not apply with --index: the index's own settings are "
+                                                       "used")
+    if len(args.text) < 2:
+        raise SparcError("explain --index INDEX \"question\" ID_OR_RANK ...: name at least one hit (its id or rank)")
+    question, wanted = args.text[0], args.text[1:]
+    if not question.strip():
+        raise SparcError("empty question")
+    _set_threads(args.threads)
+    device = resolve_device(args.device)
+    engine = open_engine("lucene", args.index, hybrid=args.hybrid or "default", hybrid_weight=args.hybrid_weight,
+                         notice=_warn)
+    explainer = Explainer(args.index, engine, args.model, device)
+    try:
+        result = explainer.explain(question, wanted)
+    finally:
+        explainer.close()
+    print(json.dumps(result, ensure_ascii=False) if args.json else _printable(table(result)))
     return 0
 
 
@@ -806,6 +1067,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from .engines import open_engine
     from .engines.hybrid import DEFAULT_METHOD
     from .engines.lucene import build_index
+    from .show import Presenter
     from .trec import read_topics
 
     demo = resources.files("sparc_es") / "demo"
@@ -822,10 +1084,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(f"indexed {manifest.sentences} sentences of {demo_dir.name}/ in {index.build_seconds:.1f} s "
               f"({manifest.sentences_per_second} sentences/s encoded)\n")
         engine = open_engine("lucene", work / "index", hybrid=DEFAULT_METHOD)  # what search does
+        presenter = Presenter(engine, work / "index")
         for _, question in read_topics(demo_dir / "questions.tsv"):
-            print(f"Q: {question}")
-            _print_hits(engine.search(question, args.k))
+            hits = engine.search(question, args.k)
+            match = presenter.question(question)
+            _print_hits(question, match, presenter.hits(question, hits, match))
             print()
+        presenter.close()
         engine.close()
     print(f"index kept in {work / 'index'}: try  sparc-es search --index {work / 'index'} \"your question\"")
     return 0
@@ -858,8 +1123,8 @@ def main(argv: list[str] | None = None) -> int:
     debug = args.debug or os.environ.get("SPARC_ES_DEBUG", "") not in ("", "0")
     try:
         return args.func(args)
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted; run the same command again to resume", file=sys.stderr)
+    except KeyboardInterrupt as e:  # a command may say how it goes on (adapt: from which checkpoint)
+        print(f"{PROG}: {str(e) or 'interrupted; run the same command again to resume'}", file=sys.stderr)
         return 130
     except Exception as e:
         if debug:

@@ -74,15 +74,36 @@ class CorpusStatistics:
                 self.df[i] = self.df.get(i, 0) + 1
         if stems is not None:
             self.stem_df = {} if self.stem_df is None else self.stem_df
-            for words in stems:
-                self.words += len(words)
-                for w in set(words):
+            for stemmed in stems:  # not "words": that is the whole-word parameter below
+                self.words += len(stemmed)
+                for w in set(stemmed):
                     self.stem_df[w] = self.stem_df.get(w, 0) + 1
         if words is not None:
             self.word_df = {} if self.word_df is None else self.word_df
             for whole in words:
                 for w in set(whole):
                     self.word_df[w] = self.word_df.get(w, 0) + 1
+
+    def merge(self, other: CorpusStatistics) -> CorpusStatistics:
+        """Add the counts of ``other`` (another part of the same corpus, counted the same way) to
+        these, in place, and return them: the reduce of a counting split over many workers
+        (``sparc_es.distributed``). Exact: every count and document frequency is a sum, so the
+        parts merged in any order equal the whole corpus counted at once."""
+        if not other.sentences:  # an empty part adds nothing
+            return self
+        for name in ("stem_df", "word_df"):  # checked before anything is added
+            if (getattr(self, name) is None) != (getattr(other, name) is None):
+                if self.sentences:
+                    raise ValueError(f"cannot merge corpus statistics counted with {name} and without")
+                setattr(self, name, None if getattr(other, name) is None else {})  # these were empty
+        self.sentences += other.sentences
+        self.tokens += other.tokens
+        self.words += other.words
+        for name in ("df", "stem_df", "word_df"):
+            mine, theirs = getattr(self, name), getattr(other, name)
+            for k, v in (theirs or {}).items():
+                mine[k] = mine.get(k, 0) + v
+        return self
 
     def idf(self, token: int) -> float:
         return _idf(self.sentences, self.df.get(token, 0))

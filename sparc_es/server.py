@@ -5,6 +5,7 @@ JVM's start once, not per ``sparc-es search``.
     GET  /search?q=...&k=10       the hits of one question (also POST /search {"question", "k"})
     POST /batch                   {"questions": [...], "k"}: the hits of each question
     GET  /sentences/{id}          a stored sentence with its passage and where it sits
+    GET  /explain?q=...&ids=...   why hits scored what they did, token by token (sparc_es.explain)
     GET  /                        a search page: hits in context, the question's words marked
 
 FastAPI on uvicorn, thin over the library: the engine ``open_engine`` gives (the same one
@@ -23,7 +24,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from . import __version__
 from .engines.base import Engine, Hit
@@ -43,6 +44,7 @@ except ImportError as e:  # an optional part: say which extra brings it
 
 MAX_K = 1000  # hits per question
 MAX_BATCH = 1000  # questions per /batch request
+MAX_EXPLAIN = 20  # hits per /explain request: each is encoded again
 T = TypeVar("T")
 log = logging.getLogger("sparc_es.server")
 
@@ -107,10 +109,13 @@ def where(doc: str | None, sentence_id: str, start: int | None, end: int | None)
 class Service:
     """One engine and its index's sentence store behind a single worker thread."""
 
-    def __init__(self, engine: Engine, index: str | Path | None, kind: str = "lucene") -> None:
+    def __init__(self, engine: Engine, index: str | Path | None, kind: str = "lucene", model: str = "default") -> None:
         """``engine`` as ``open_engine`` opened it, over ``index``; ``kind`` is its name (lucene, es, bm25).
-        The service closes the engine."""
+        ``model``: what ``/explain`` encodes hits again with (loaded on its first call). The service
+        closes the engine."""
         self.engine = engine
+        self.kind, self.model = kind, model
+        self._explainer = None
         self.index = Path(index) if index is not None else None
         method = getattr(engine, "method", None)  # a HybridEngine's fusion
         self.engine_info = {"engine": kind, "hybrid": method.value if method is not None else None,
@@ -154,6 +159,21 @@ class Service:
             raise ApiError(404, f"no sentence with id {sentence_id!r} in the index")
         place = where(found.doc, found.id, found.start, found.end)
         return {**found.to_json(), "context": found.context, "where": place}
+
+    def explain(self, question: str, ids: list[str]) -> dict[str, Any]:
+        """:meth:`~sparc_es.explain.Explainer.explain` of the hits ``ids`` (sentence ids or ranks);
+        422 for an id or rank that names no hit, 500 when the model is not the index's."""
+        if self.index is None or self.kind != "lucene":
+            raise ApiError(404, "explain reads a Lucene impact index: serve one with --index INDEX (--engine lucene)")
+        if self._explainer is None:
+            from .explain import Explainer
+
+            self._explainer = Explainer(self.index, self.engine, self.model)
+        self._explainer.inputs()  # the model and its corpus statistics: a failure here is the server's
+        try:
+            return self._explainer.explain(question, ids)
+        except SparcError as e:
+            raise ApiError(422, one_line(e)) from None
 
     def health(self) -> dict[str, Any]:
         m = self.manifest
@@ -240,6 +260,20 @@ def create_app(service: Service) -> FastAPI:
             return [{"question": q, "hits": service.search(q, body.k, body.context)} for q in body.questions]
 
         return {"k": body.k, "results": await service.run(work)}
+
+    @app.get("/explain")
+    async def explain(q: Annotated[str, Query(description="the question")],
+                      ids: Annotated[list[str], Query(description="a hit to explain, once per hit: its sentence "
+                                                      "id, or its rank in the answer of /search")]) -> dict:
+        """Why each hit scored what it did: for each question token, the impact it stores and how the
+        model made it (``sparc-es explain --index INDEX --json``)."""
+        try:
+            _question(q)
+        except ValueError as e:
+            raise ApiError(422, f"q: {e}") from None
+        if len(ids) > MAX_EXPLAIN:
+            raise ApiError(422, f"ids: at most {MAX_EXPLAIN} hits per request")
+        return await service.run(service.explain, q, ids)
 
     @app.get("/sentences/{sentence_id:path}")
     async def sentence(sentence_id: str) -> dict:

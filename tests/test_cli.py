@@ -194,12 +194,13 @@ def test_demo_answers_with_the_default_model(tmp_path, capsys):
     rc, out, err = run_cli(capsys, "demo", "--workdir", tmp_path / "demo", "--quiet", "-k", 2)
     assert rc == 0, err
     answers: dict[str, list[str]] = {}
-    for line in out.splitlines():
+    lines = out.splitlines()
+    for n, line in enumerate(lines):
         if line.startswith("Q:"):
             question = line.strip()
             answers[question] = []
-        elif line.startswith(("  1.", "  2.")):
-            answers[question].append(line.strip())
+        elif line.startswith(("  1.", "  2.")):  # rank, score, where; the sentence next, its words marked
+            answers[question].append(lines[n + 1].strip().replace("«", "").replace("»", ""))
     assert len(answers) == 4 and all(len(a) == 2 for a in answers.values())
     assert "Pyserini needs Java 21" in answers["Q: Which Java version does Pyserini need?"][0]
     # The current default ranks the section heading "Encoding sentences" first here, the answer second.
@@ -271,3 +272,187 @@ def test_encode_weighs_by_idf_by_default_and_an_update_keeps_its_statistics(tmp_
     assert rc == 1 and "with IDF weighting" in err
     assert run_cli(capsys, "encode", "--corpus", docs, "--output", tmp_path / "plain", "--no-idf", *model)[0] == 0
     assert json.loads((tmp_path / "plain" / "meta.json").read_text())["idf"] is False
+
+
+def test_requantize_says_only_what_it_changed(tmp_path, tiny_model_dir, capsys):
+    """encode's warnings (truncated sentences and contexts, control characters) are said by encode;
+    requantize, which reads the same sentences, says only what its factor changes: empty vectors."""
+    path = tmp_path / "corpus.jsonl"
+    path.write_text(json.dumps({"id": "long", "text": "many words here\u0007 " * 20, "context": "context " * 40}) + "\n"
+                    + json.dumps({"id": "short", "text": "Short.", "context": "more context words " * 20}) + "\n")
+    rc, _, err = run_cli(capsys, "encode", "--corpus", path, "--output", tmp_path / "enc", "--model", tiny_model_dir,
+                         "--max-length", 16, "--keep-floats", "--no-idf", "--quiet")
+    assert rc == 0 and "were truncated" in err and "contexts were cut" in err and "control characters" in err, err
+    rc, out, err = run_cli(capsys, "requantize", "--input", tmp_path / "enc", "--output", tmp_path / "f10",
+                           "--factor", 10)
+    assert rc == 0 and "wrote 2 sentences" in out and err == "", err
+    rc, _, err = run_cli(capsys, "requantize", "--input", tmp_path / "enc", "--output", tmp_path / "f0",
+                         "--factor", 0.001)
+    assert rc == 0 and err == "sparc-es: warning: 2 sentences have no token weight above 0.5/factor and cannot be " \
+                              "retrieved; raise --factor\n", err
+
+
+def test_an_update_says_how_many_sentences_it_removed(tmp_path, tiny_model_dir, capsys):
+    """removed: the old folder's sentences whose ids the corpus no longer has (an edited sentence is
+    encoded again, not removed; a sentence under a new id is new, and its old id removed)."""
+    def write(rows):
+        path = tmp_path / "corpus.jsonl"
+        path.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in rows))
+        return path
+
+    texts = ["Lucene stores integer impacts.", "Questions are bags of tokens.", "The demo corpus is tiny.",
+             "Sentences are encoded once.", "Scores are sums of stored weights.", "Elasticsearch keeps nine bits."]
+    args = ["--output", tmp_path / "enc", "--model", tiny_model_dir, "--quiet"]
+    assert run_cli(capsys, "encode", "--corpus", write([(f"s{i}", t) for i, t in enumerate(texts)]), *args)[0] == 0
+    rows = [("s0", texts[0]), ("s1", texts[1] + " Edited."), ("s3", texts[3]), ("renamed", texts[4]),
+            ("new", "A new sentence.")]  # s2 and s5 gone, s4 under a new id
+    rc, out, err = run_cli(capsys, "encode", "--corpus", write(rows), *args, "--update")
+    assert rc == 0, err
+    assert "encoded 5 sentences" in out and "3 unchanged kept, 2 encoded, 3 removed" in out, out
+    assert json.loads((tmp_path / "enc" / "meta.json").read_text())["removed"] == 3
+    rc, out, _ = run_cli(capsys, "encode", "--corpus", write(rows), *args, "--update")
+    assert rc == 0 and "5 unchanged kept, 0 encoded, 0 removed" in out, out
+
+
+# Every option that does not apply to the engine or mode chosen is a one-line error, never ignored
+# (issue 30): (command line, what the error names). Checked before any engine starts.
+INAPPLICABLE = [
+    *[(["search", "--index", "IDX", flag, value, "q"], f"{flag} applies to --engine es only")
+      for flag, value in (("--es-url", "http://127.0.0.1:9"), ("--es-index", "x"), ("--es-api-key", "k"),
+                          ("--es-user", "u"), ("--es-password", "p"), ("--es-ca-certs", "ca.pem"),
+                          ("--es-timeout", "5"), ("--es-retries", "0"), ("--tokenizer", "DIR"),
+                          ("--query-mode", "sparse_vector"))],
+    (["search", "--index", "IDX", "--engine", "bm25", "--es-url", "http://127.0.0.1:9", "q"],
+     "--es-url applies to --engine es only, not --engine bm25"),
+    (["search", "--index", "IDX", "--engine", "bm25", "--hybrid", "sum", "q"], "--hybrid fuses SPARC with BM25"),
+    (["search", "--index", "IDX", "--engine", "bm25", "--hybrid", "none", "q"], "--hybrid fuses SPARC with BM25"),
+    (["search", "--index", "IDX", "--engine", "bm25", "--hybrid-weight", "0.5", "q"], "--hybrid-weight fuses"),
+    (["search", "--index", "IDX", "--hybrid", "rrf", "--hybrid-weight", "0.5", "q"],
+     "--hybrid-weight is BM25's share of a hybrid sum: it does not apply to --hybrid rrf"),
+    (["search", "--index", "IDX", "--hybrid", "none", "--hybrid-weight", "0.5", "q"],
+     "does not apply to --hybrid none"),
+    (["search", "--engine", "es", "--es-index", "x", "--hybrid", "rrf", "--hybrid-weight", "0.5", "q"],
+     "does not apply to --hybrid rrf"),
+    (["search", "--index", "IDX", "--bm25-weight", "0.5", "q"], "use --hybrid sum --hybrid-weight W"),
+    (["search", "--engine", "es", "--es-index", "x", "--bm25-weight", "0.5", "q"], "--bm25-weight is gone"),
+    (["serve", "--index", "IDX", "--port", "0", "--es-index", "x"], "--es-index applies to --engine es only"),
+    (["serve", "--index", "IDX", "--port", "0", "--engine", "bm25", "--hybrid", "rrf"], "--hybrid fuses"),
+    (["serve", "--index", "IDX", "--port", "0", "--hybrid", "rrf", "--hybrid-weight", "0.1"], "--hybrid rrf"),
+    (["run", "--index", "IDX", "--topics", "TOPICS", "--output", "RUN", "--depth", "50"],
+     "--depth is how many sentences are grouped into documents: it applies with --documents only"),
+    (["run", "--engine", "es", "--es-index", "x", "--topics", "TOPICS", "--output", "RUN", "--threads", "2"],
+     "--threads applies to the Lucene engines only"),
+    (["run", "--index", "IDX", "--topics", "TOPICS", "--output", "RUN", "--query-mode", "rank_feature"],
+     "--query-mode applies to --engine es only"),
+    (["run", "--index", "IDX", "--engine", "bm25", "--topics", "TOPICS", "--output", "RUN", "--hybrid", "sum"],
+     "--hybrid fuses"),
+    (["run", "--index", "IDX", "--topics", "TOPICS", "--output", "RUN", "--bm25-weight", "1"], "--bm25-weight"),
+    (["run", "--index", "IDX", "--topics", "TOPICS", "--output", "RUN", "--tag", "two words"], "one word"),
+    *[(["index", "--input", "ENC", "--engine", "es", "--es-index", "x", *flag], f"{flag[0]} applies to --engine "
+       "lucene only") for flag in (["--index", "IDX"], ["--overwrite"], ["--no-bm25"])],
+    *[(["index", "--input", "ENC", "--index", "IDX", *flag], f"{flag[0]} applies to --engine es only")
+      for flag in (["--recreate"], ["--chunk-size", "10"], ["--field-type", "sparse_vector"], ["--es-index", "x"],
+                   ["--es-url", "http://127.0.0.1:9"], ["--es-retries", "1"])],
+    (["query-dsl", "--hybrid", "rrf", "--hybrid-weight", "0.2", "q"], "does not apply to --hybrid rrf"),
+    (["query-dsl", "--hybrid", "none", "--hybrid-weight", "0.2", "q"], "does not apply to --hybrid none"),
+    (["query-dsl", "--hybrid-weight", "1.5", "q"], "between 0 and 1"),
+    (["query-dsl", "--bm25-weight", "1", "q"], "--bm25-weight is gone"),
+]
+
+
+@pytest.mark.parametrize("argv, expected", INAPPLICABLE, ids=[" ".join(a) for a, _ in INAPPLICABLE])
+def test_an_option_that_does_not_apply_is_a_one_line_error(tmp_path, capsys, argv, expected):
+    (tmp_path / "topics.tsv").write_text("q1\tquestion\n")
+    paths = {"IDX": tmp_path / "idx", "ENC": tmp_path / "enc", "DIR": tmp_path, "TOPICS": tmp_path / "topics.tsv",
+             "RUN": tmp_path / "run.trec"}
+    rc, out, err = run_cli(capsys, *[paths.get(a, a) for a in argv])
+    assert rc == 1 and err.startswith("sparc-es: error: ") and err.count("\n") == 1 and expected in err, err
+    assert not (tmp_path / "run.trec").exists() and not (tmp_path / "idx").exists()
+
+
+def test_query_dsl_prints_what_search_on_elasticsearch_sends(capsys):
+    """The default is the hybrid: an _msearch of the SPARC search and the BM25 match search, each to
+    the fusion depth, with a # line (a Kibana console comment) saying how sparc-es fuses them."""
+    from sparc_es.engines.hybrid import DEPTH
+
+    rc, out, err = run_cli(capsys, "query-dsl", "--es-index", "notes", "Which Java version?")
+    lines = out.splitlines()
+    assert rc == 0 and lines[0].startswith("# sparc-es fuses the two lists client-side: 0.3 x BM25' + 0.7 x SPARC'")
+    assert lines[1] == "GET /notes/_msearch" and lines[2] == lines[4] == "{}" and len(lines) == 6, out
+    sparc, bm25 = json.loads(lines[3]), json.loads(lines[5])
+    assert sparc["size"] == bm25["size"] == DEPTH and "rank_feature" in sparc["query"]["bool"]["should"][0]
+    assert bm25["query"] == {"match": {"text": {"query": "Which Java version?"}}}
+    rc, out, _ = run_cli(capsys, "query-dsl", "--hybrid", "rrf", "-k", 2000, "Which Java version?")
+    assert rc == 0 and "reciprocal-rank fusion" in out and json.loads(out.splitlines()[5])["size"] == 2000
+    rc, out, _ = run_cli(capsys, "query-dsl", "--hybrid", "none", "--es-index", "notes", "Which Java version?")
+    comment, head, body = out.split("\n", 2)  # the # line: the factor between _score and search's score
+    assert rc == 0 and comment.startswith("# the SPARC search's _score is the integer impact sum, 5 x")
+    assert head == "GET /notes/_search" and json.loads(body)["size"] == 10
+
+
+@pytest.mark.jvm
+def test_run_tags_say_engine_and_hybrid_and_runs_are_written_a_batch_at_a_time(tmp_path, corpus, tiny_model_dir,
+                                                                               capsys, monkeypatch):
+    from sparc_es import cli
+
+    enc, idx = tmp_path / "enc", tmp_path / "idx"
+    assert run_cli(capsys, "encode", "--corpus", corpus, "--output", enc, "--model", tiny_model_dir, "--quiet")[0] == 0
+    assert run_cli(capsys, "index", "--input", enc, "--index", idx)[0] == 0
+    topics = tmp_path / "topics.tsv"
+    topics.write_text("".join(f"q{i}\t{q}\n" for i, q in enumerate(["integers in lucene", "bags of tokens",
+                                                                     "nine bits", "stored weights", "the demo"])))
+
+    def run(*flags, name="run.trec"):
+        rc, _, err = run_cli(capsys, "run", "--index", idx, "--topics", topics, "--output", tmp_path / name, *flags)
+        assert rc == 0, err
+        rows = [line.split() for line in (tmp_path / name).read_text().splitlines()]
+        return {r[5] for r in rows}, [r[:5] for r in rows]
+
+    for flags, tag in ((), "sparc-es-lucene-sum0.3"), (("--hybrid-weight", 0.5), "sparc-es-lucene-sum0.5"), \
+            (("--hybrid", "rrf"), "sparc-es-lucene-rrf"), (("--hybrid", "none"), "sparc-es-lucene"), \
+            (("--engine", "bm25"), "sparc-es-bm25"), (("--tag", "mine"), "mine"):
+        assert run(*flags)[0] == {tag}, flags
+    whole = run(name="whole.trec")[1]
+    monkeypatch.setattr(cli, "RUN_BATCH", 2)  # three batches: the same run file
+    assert run(name="batched.trec")[1] == whole
+    assert not list(tmp_path.glob("*.partial"))
+
+
+def test_removed_control_characters_are_named_as_found(tmp_path, tiny_model_dir, capsys):
+    """The warning names the characters that were removed (a C1 control is not "NUL, ESC, ..."),
+    from JSONL records and documents alike; tab and line ends are text, not controls."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.jsonl").write_text(json.dumps({"id": "x", "text": "Price\x80 list\x1b[0m and\ttab.",
+                                              "context": "Escaped\x1b context."}) + "\n")
+    (docs / "b.txt").write_text("A plain\x9b document.\r\nWith two lines.\n")
+    rc, _, err = run_cli(capsys, "encode", "--corpus", docs, "--output", tmp_path / "enc", "--model", tiny_model_dir,
+                         "--quiet")
+    assert rc == 0, err
+    assert ("warning: removed 4 control characters from the corpus text: U+001B (ESC) x 2, U+0080 (C1 control), "
+            "U+009B (C1 control); e.g. in x, b.txt\n") in err, err
+    assert "NUL" not in err
+    meta = json.loads((tmp_path / "enc" / "meta.json").read_text())
+    assert meta["control_characters_removed"] == 4
+    assert meta["control_character_kinds"] == {"U+001B": 2, "U+0080": 1, "U+009B": 1}
+
+
+def test_help_names_what_a_user_can_read_and_adapt_says_how_long_it_takes(capsys):
+    """No help text points at the project's private notes ("paper 000", DESIGN.md): papers by title."""
+    import re
+
+    from sparc_es.cli import build_parser
+
+    commands = build_parser()._subparsers._group_actions[0].choices
+    texts = {}
+    for name in ["", *commands]:
+        with pytest.raises(SystemExit):
+            main([name, "--help"] if name else ["--help"])
+        texts[name] = " ".join(capsys.readouterr().out.split())
+    for name, text in texts.items():
+        for private in ("paper 0", "Paper 0", "DESIGN.md", "shared/papers"):
+            assert private not in text, (name, private)
+    assert "Sparse Neural Retrieval Model for Efficient Cross-Domain Retrieval-Based Question Answering" \
+        in texts["adapt"]
+    assert "Unsupervised Domain Adaptation for Sparse Retrieval" in texts["encode"]
+    assert re.search(r"one step took [\d.]+ s on one thread .* the default 500 steps take about \d+", texts["adapt"])

@@ -135,3 +135,16 @@ def test_the_compiled_porter_stemmer_gives_the_pure_python_stems():
                    | {w for t in TEXTS for w in re.findall(r"[a-z]+", t.lower())})
     assert len(words) > 20_000
     assert compiled.stemWords(words) == [PorterStemmer().stemWord(w) for w in words]
+
+
+def test_statistics_count_stems_and_whole_words_apart():
+    """A loop over the stems once reused the name of the whole-word argument: without whole words
+    the statistics held the characters of the last sentence's stems as 'whole words'."""
+    from sparc_es.lexical import CorpusStatistics
+
+    stats = CorpusStatistics()
+    stats.add([[1, 2], [2, 3]], stems=[["run", "fast"], ["run"]])
+    assert stats.word_df is None and stats.stem_df == {"run": 2, "fast": 1} and stats.words == 3
+    both = CorpusStatistics()
+    both.add([[1, 2], [2, 3]], stems=[["run", "fast"], ["run"]], words=[["--fast"], ["--fast", "ls"]])
+    assert both.word_df == {"--fast": 2, "ls": 1} and both.stem_df == {"run": 2, "fast": 1}

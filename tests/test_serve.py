@@ -203,6 +203,23 @@ def test_a_sentence_is_shown_with_its_passage_and_place(server):
     assert status == 404 and body == {"error": "no sentence with id 'docs/encode.md#99' in the index"}
 
 
+@pytest.mark.jvm
+def test_explain_says_why_each_hit_scored(server, engine):
+    question = "Which Java version does Pyserini need?"
+    top = engine.search(question, 2)
+    status, body, _ = call(server, "GET", "/explain?" + urlencode([("q", question), ("ids", 1), ("ids", top[1].id)]))
+    assert status == 200 and body["question"] == question and [h["id"] for h in body["hits"]] == [h.id for h in top]
+    assert [h["rank"] for h in body["hits"]] == [1, 2] and body["hits"][0]["search_score"] == top[0].score
+    for hit in body["hits"]:
+        assert hit["sum"] == hit["impact"] == hit["recomputed_sum"] and hit["matches_index"], hit["mismatched"]
+        assert {t["token"] for t in hit["tokens"]} == set(body["tokens"])
+    for path, status_wanted, says in [("/explain?q=java&ids=docs%2Fnowhere.md%231", 422, "no sentence with this id"),
+                                      ("/explain?q=java", 422, "ids: field required"),
+                                      ("/explain?q=java&" + "&".join(["ids=1"] * 21), 422, "at most 20 hits")]:
+        status, body, _ = call(server, "GET", path)
+        assert status == status_wanted and says in body["error"], body
+
+
 @pytest.mark.parametrize("method, path, body, raw, status, says", [
     ("GET", "/search", None, None, 422, "q: field required"),
     ("GET", "/search?q=java&k=0", None, None, 422, "k: input should be greater than or equal to 1"),
@@ -353,6 +370,8 @@ def test_an_engine_failure_is_a_500_with_one_line(fake_server):
     assert search_get(base, "still answering")[0] == 200
     status, body, _ = call(base, "GET", "/sentences/x")
     assert status == 404 and "no sentence store" in body["error"]
+    status, body, _ = call(base, "GET", "/explain?q=x&ids=1")
+    assert status == 404 and "explain reads a Lucene impact index" in body["error"]
     status, body, _ = call(base, "GET", "/health")
     assert status == 200 and body["index"] is None and body["engine"]["hybrid"] is None
 
@@ -375,13 +394,15 @@ def test_search_reads_questions_from_stdin(index, engine, monkeypatch, capsys):
     monkeypatch.setattr(sys, "stdin", io.StringIO(f"{QUESTIONS[0]}\n\n  {QUESTIONS[2]}  \n"))
     assert main(["search", "--index", str(index), "-k", "2", "--json", "-"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert [json.loads(line) for line in lines] == [
-        {"question": q, "hits": [h.to_json() for h in engine.search(q, 2)]} for q in (QUESTIONS[0], QUESTIONS[2])]
+    answers = [json.loads(line) for line in lines]
+    assert [(a["question"], [{k: h[k] for k in h.keys() & Hit.__slots__} for h in a["hits"]]) for a in answers] == [
+        (q, [h.to_json() for h in engine.search(q, 2)]) for q in (QUESTIONS[0], QUESTIONS[2])]
+    assert all("match" in a and all("rank" in h and "context" in h for h in a["hits"]) for a in answers)
 
     monkeypatch.setattr(sys, "stdin", io.StringIO(f"{QUESTIONS[0]}\n{QUESTIONS[2]}\n"))
     assert main(["search", "--index", str(index), "-k", "1", "-"]) == 0
     out = capsys.readouterr().out
-    assert out.count("Q: ") == 2 and f"Q: {QUESTIONS[2]}" in out and "Bake the bread" in out
+    assert out.count("Q: ") == 2 and f"Q: {QUESTIONS[2]}" in out and "«Bake» the «bread»" in out
 
     assert main(["search", "--index", str(index), "-", "another question"]) == 1
     assert "goes alone" in capsys.readouterr().err

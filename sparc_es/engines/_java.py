@@ -171,5 +171,69 @@ class TopK:
     def _unpack(hits) -> list[tuple[int, float, str]]:
         return list(zip(hits.docs, hits.scores, hits.ids))
 
+    # --- what the index holds, for explaining hits (a few Java calls per term and hit) -------
+
+    def doc_freqs(self, terms: list[str], field: str = "contents") -> dict[str, int]:
+        """How many documents hold each of ``terms`` in ``field`` (Lucene's document frequency)."""
+        from jnius import autoclass
+
+        term = autoclass("org.apache.lucene.index.Term")
+        return {t: int(self.reader.docFreq(term(field, t))) for t in terms}
+
+    def docids(self, values: list[str], field: str = "id") -> dict[str, int]:
+        """The docid of the document whose ``field`` (an indexed string, as ``id`` is) is each of
+        ``values``; values no document has are left out."""
+        from jnius import autoclass
+
+        term = autoclass("org.apache.lucene.index.Term")
+        leaves = self.reader.leaves()
+        out: dict[str, int] = {}
+        for value in values:
+            for i in range(leaves.size()):
+                leaf = leaves.get(i)
+                postings = leaf.reader().postings(term(field, value))
+                if postings is not None:
+                    doc = postings.nextDoc()
+                    if doc != _NO_MORE_DOCS:
+                        out[value] = leaf.docBase + doc
+                        break
+        return out
+
+    def freqs(self, terms: list[str], docids: list[int], field: str = "contents") -> dict[int, dict[str, int]]:
+        """Each of ``docids``' frequency of each of ``terms`` in ``field``: in an impact index, the
+        integer impact it stores for that term (terms it does not hold are left out)."""
+        from jnius import autoclass
+
+        term = autoclass("org.apache.lucene.index.Term")
+        flags = autoclass("org.apache.lucene.index.PostingsEnum").FREQS
+        leaves = self.reader.leaves()
+        out: dict[int, dict[str, int]] = {d: {} for d in docids}
+        for i in range(leaves.size()):
+            leaf = leaves.get(i)
+            base, size = leaf.docBase, leaf.reader().maxDoc()
+            here = sorted(d - base for d in set(docids) if base <= d < base + size)  # advance() goes forward only
+            if not here:
+                continue
+            for t in terms:
+                postings = leaf.reader().postings(term(field, t), flags)
+                if postings is None:
+                    continue
+                for local in here:
+                    doc = postings.docID() if postings.docID() >= local else postings.advance(local)
+                    if doc == _NO_MORE_DOCS:
+                        break
+                    if doc == local:
+                        out[base + local][t] = int(postings.freq())
+        return out
+
+    def score(self, bag: dict[str, float], docid: int) -> float:
+        """The score Lucene gives document ``docid`` for the bag :meth:`weighted` searches with (its
+        ``explain``: the same query, similarity and float sum); 0 when it does not match."""
+        query = self._search.weighted("contents", list(bag), [float(w) for w in bag.values()], 0, len(bag))
+        return float(self.searcher.explain(query, docid).getValue().floatValue())
+
     def close(self) -> None:
         self.reader.close()
+
+
+_NO_MORE_DOCS = 2**31 - 1  # Lucene's DocIdSetIterator.NO_MORE_DOCS

@@ -53,16 +53,27 @@ class EngineKind(str, Enum):
     BM25 = "bm25"
 
 
-def best_per_document(hits: list[Hit], doc_of: Mapping[str, str | None], k: int) -> list[Hit]:
-    """Sentence hits (best first) -> document hits: each document takes its best sentence's score
-    and text; the top ``k``. A sentence without a document stands for itself."""
+def best_sentences(hits: list[Hit], doc_of: Mapping[str, str | None], k: int) -> list[Hit]:
+    """Sentence hits (best first) -> each document's best sentence, the top ``k`` documents: the
+    one aggregation of ``run --documents`` and ``search --documents``. A sentence without a
+    document stands for itself."""
     out: list[Hit] = []
     seen: set[str] = set()
     for h in hits:
         doc = doc_of.get(h.id) or h.id
         if doc not in seen:
             seen.add(doc)
-            out.append(replace(h, id=doc, doc=doc))
+            out.append(h)
             if len(out) == k:
                 break
+    return out
+
+
+def best_per_document(hits: list[Hit], doc_of: Mapping[str, str | None], k: int) -> list[Hit]:
+    """Sentence hits (best first) -> document hits: each document takes its best sentence's score
+    and text (:func:`best_sentences`); the top ``k``."""
+    out = []
+    for h in best_sentences(hits, doc_of, k):
+        doc = doc_of.get(h.id) or h.id
+        out.append(replace(h, id=doc, doc=doc))
     return out

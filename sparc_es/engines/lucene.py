@@ -148,6 +148,26 @@ class LuceneEngine:
         return [Hit(id=docid, score=impact / self.factor, impact=impact).located(found.get(docid))
                 for docid, impact in pairs]
 
+    # --- what the index holds (``search`` and ``explain`` say how a question met it) ------------
+
+    def postings(self, tokens: Iterable[str]) -> dict[str, int]:
+        """Each token's document frequency in the impact index: how many sentences store a weight for it."""
+        return self.searcher.doc_freqs(list(dict.fromkeys(tokens)))
+
+    def stored(self, ids: list[str], tokens: Iterable[str]) -> dict[str, dict[str, int]]:
+        """The integer impact each sentence of ``ids`` stores for each of ``tokens``, read from its
+        postings (what a search sums; tokens it does not store are left out, unknown ids too)."""
+        docids = self.searcher.docids(list(ids))
+        held = self.searcher.freqs(list(dict.fromkeys(tokens)), list(docids.values()))
+        return {sid: held[d] for sid, d in docids.items()}
+
+    def scores_of(self, question: str, ids: list[str]) -> dict[str, int]:
+        """The integer score Lucene gives each sentence of ``ids`` for ``question``, asked as
+        :meth:`search` asks (0: it shares no token with the question; unknown ids are left out)."""
+        bag = self.queries.encode(question)
+        return {sid: int(round(self.searcher.score(bag, d))) if bag else 0
+                for sid, d in self.searcher.docids(list(ids)).items()}
+
     def close(self) -> None:
         self.searcher.close()
         self.store.close()

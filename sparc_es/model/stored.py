@@ -31,6 +31,7 @@ import numpy as np
 
 from ..errors import ModelError
 from ..lexical import (
+    WORD_PREFIX,
     CorpusStatistics,
     LexicalTerm,
     Stems,
@@ -62,6 +63,33 @@ class EncodedSentence:
     nonzero: int = 0  # tokens with f(v, s) > 0 before top-K
     # With a lexical term: token -> (its neural weight before IDF, 0 outside the top K; its lexical weight)
     lexical: dict[str, tuple[float, float]] | None = None
+
+
+@dataclass(frozen=True)
+class TokenParts:
+    """How one token's stored weight was made (:meth:`Pipeline.explain_parts`), in the order of the
+    module docstring: ``weight = (neural + passage) x idf`` when the token is among the sentence's
+    top K (``top_k``), else 0, ``+ lexical + stem + word``."""
+
+    weight: float  # what the sentence stores, before quantisation (0: nothing)
+    neural: float  # f(v, s): the encoder and head (and the learned token weight u_v, when the model has one)
+    passage: float  # lambda x f_P(v, passage) (times u_v too)
+    top_k: bool  # neural + passage is among the K highest of the sentence (else not stored)
+    idf: float  # the IDF factor on the kept neural weight (1 without IDF weighting)
+    lexical: float  # alpha x BM25 of the token in the sentence's own text
+    stem: float  # beta x BM25 of a word's Porter stem, lent to this token (a stem sibling)
+    word: float  # gamma x BM25 of the whole word (a ``w|word`` feature)
+    cut: float  # the K-th highest neural + passage of the sentence: what a token needs to be kept
+
+    @property
+    def kept(self) -> float:
+        """The neural part as stored: (neural + passage) x idf, or 0 outside the top K."""
+        return (self.neural + self.passage) * self.idf if self.top_k else 0.0
+
+    @property
+    def total(self) -> float:
+        """The parts summed (``weight`` up to float rounding)."""
+        return self.kept + self.lexical + self.stem + self.word
 
 
 def passage_text(sentence: str, context: str | None) -> str:
@@ -178,7 +206,7 @@ class Pipeline:
 
     def encode_batch(self, sentences: list[str], contexts: list[str], top_k: int | None = None,
                      idf=None, passages=None, corpus: CorpusStatistics | None = None,
-                     timer: Stages | None = None) -> list[EncodedSentence]:
+                     timer: Stages | None = None, steps: dict | None = None) -> list[EncodedSentence]:
         """Steps 1-6 for one batch (no sorting, no progress bar).
 
         ``idf`` (one float per vocabulary token) multiplies the kept weights after the top-K cut,
@@ -187,7 +215,8 @@ class Pipeline:
         dev, docs/adaptation.md). With passage expansion, ``passages`` holds each sentence's row
         of ``model.passage_scores`` (computed here when not given). With a lexical term,
         ``corpus`` holds the statistics it is computed with; without them the term is left out
-        (``explain`` shows the neural part alone). ``timer`` adds each stage's seconds.
+        (``explain`` shows the neural part alone). ``timer`` adds each stage's seconds. ``steps``,
+        when given, receives the batch's intermediate scores (:meth:`explain_parts` reads them).
         """
         torch = _torch()
         model, c, timer = self.model, self.model.config, timer or _UNTIMED
@@ -223,6 +252,8 @@ class Pipeline:
                     parts.update({t: (0.0, w) for t, w in (words or {}).items() if w > 0})
                 out.append(EncodedSentence(tokens=tokens, weights=v, truncated_sentence=s_cut[i],
                                            truncated_context=c_cut[i], nonzero=nonzero[i], lexical=parts))
+        if steps is not None:
+            steps.update(hidden=hidden, mask=mask, f=f, values=values, indices=indices, lexical=lexical)
         return out
 
     def encode(self, pairs: Iterable[tuple[str, str]], batch_size: int = 32, window: int = 8,
@@ -298,6 +329,46 @@ class Pipeline:
         """The sentence's highest-scoring (token, f(v, s)) pairs, for people (SPARTA table 6)."""
         e = self.encode_batch([sentence], [context], top_k=top)[0]
         return list(zip(e.tokens, e.weights.tolist()))
+
+    def explain_parts(self, sentence: str, context: str = "", corpus: CorpusStatistics | None = None, idf=None,
+                      tokens: Iterable[str] = ()) -> dict[str, TokenParts]:
+        """How each weight the sentence stores was made: :meth:`encode_batch` itself runs (the
+        same composition, so ``weight`` is what ``encode`` stores with this ``corpus`` and ``idf``),
+        and its intermediate scores are read back term by term (:class:`TokenParts`). Every stored
+        token is explained, and each of ``tokens`` too (weight 0 where the sentence stores none)."""
+        torch = _torch()
+        model, c = self.model, self.config
+        steps: dict = {}
+        encoded = self.encode_batch([sentence], [context], idf=idf, corpus=corpus, steps=steps)[0]
+        f = steps["f"][0]
+        kept = {int(j): float(v) for j, v in zip(steps["indices"][0], steps["values"][0])}
+        cut = float(steps["values"][0][-1]) if len(kept) else 0.0
+        term = steps["lexical"][0] if steps["lexical"] is not None else None
+        stored = dict(zip(encoded.tokens, encoded.weights.tolist()))
+        vocab = model.tokenizer.get_vocab()
+        names = list(stored) + [t for t in tokens if t not in stored]
+        ids = sorted({vocab[t] for t in names if vocab.get(t, f.shape[0]) < f.shape[0]})
+        neural = dict(zip(ids, f[ids].tolist()))
+        if c.passage_weight and ids:  # f without the passage term, the neural part alone, for these tokens only
+            with torch.no_grad():  # not inference mode: the kernel reads the (sliced) E's version counter
+                alone = model.token_scores(steps["hidden"], steps["mask"], torch.tensor(ids, device=f.device))[0]
+            neural = dict(zip(ids, alone.tolist()))
+        out: dict[str, TokenParts] = {}
+        for t in names:
+            if t.startswith(WORD_PREFIX):
+                word = c.word_weight * term.words.get(t, 0.0) if term is not None else 0.0
+                out[t] = TokenParts(stored.get(t, 0.0), 0.0, 0.0, False, 1.0, 0.0, 0.0, word, cut)
+                continue
+            j = vocab.get(t)
+            if j is None or j >= f.shape[0]:
+                out[t] = TokenParts(0.0, 0.0, 0.0, False, 1.0, 0.0, 0.0, 0.0, cut)
+                continue
+            total, alone = float(f[j]), neural[j]
+            out[t] = TokenParts(stored.get(t, 0.0), alone, total - alone, j in kept,
+                                float(idf[j]) if idf is not None else 1.0,
+                                c.lexical_weight * term.own.get(j, 0.0) if term is not None else 0.0,
+                                c.stem_weight * term.siblings.get(j, 0.0) if term is not None else 0.0, 0.0, cut)
+        return out
 
     # --- training: dense scores over the question tokens -----------------------------------
 

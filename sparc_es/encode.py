@@ -253,7 +253,8 @@ def _first_pass(source: Source, model: SparcModel | None) -> tuple[int, CorpusSt
             total += 1
             yield s.text
 
-    return total, model.count_corpus(texts())
+    statistics = model.count_corpus(texts())  # counted first: the tuple would read total before the pass
+    return total, statistics
 
 
 def content_hash(sentence: Sentence) -> str:
@@ -334,7 +335,8 @@ def _update(source: Source, out: Path, model: SparcModel, factor: float, total: 
     passages = PassageCache(out / PASSAGES, write=False) if model.config.passage_weight else None
     try:
         manifest = _encode(source, work, model, settings, total, batch_size, shard_size, shard_seconds,
-                           progress, keep_floats, idf, backend, cache, corpus, passages, scratch=True)
+                           progress, keep_floats, idf, backend, cache, corpus, passages, scratch=True,
+                           previous=out / SENTENCES)
     finally:
         cache.close()
         if passages is not None:
@@ -372,9 +374,12 @@ def _finish_interrupted_update(out: Path) -> None:
 def _encode(source: Source, out: Path, model: SparcModel, settings: dict, total: int, batch_size: int,
             shard_size: int, shard_seconds: float, progress: bool, keep_floats: bool, idf: bool,
             backend: Backend, cache: _Cache | None = None, corpus: CorpusStatistics | None = None,
-            old_passages: PassageCache | None = None, scratch: bool = False) -> Manifest:
+            old_passages: PassageCache | None = None, scratch: bool = False,
+            previous: Path | None = None) -> Manifest:
     """Encode into ``out``, resuming an interrupted run of the same settings on the same input.
-    ``scratch``: ``out`` is an update's own work folder, discarded when it cannot be resumed."""
+    ``scratch``: ``out`` is an update's own work folder, discarded when it cannot be resumed.
+    ``previous``: the sentence store of the folder an update replaces (its ids not in ``out`` are
+    counted as ``removed``)."""
     from tqdm import tqdm
 
     stats, done, done_bytes, digest = _prepare(out, settings, scratch)
@@ -443,13 +448,17 @@ def _encode(source: Source, out: Path, model: SparcModel, settings: dict, total:
     bar.total = bar.n  # an update's total was the old folder's size
     bar.close()
     stored = len(store)
-    store.close()
+    try:
+        removed = store.missing(previous) if previous is not None else 0
+    finally:
+        store.close()
     if stored != stats.sentences:  # the store's ids are unique: a repeated id would show here
         raise StoreError(f"{out}: {stats.sentences} sentences were encoded but the sentence store holds {stored} "
                          "ids; encode again with --overwrite")
     model.tokenizer.save_pretrained(out / TOKENIZER)
     manifest = Manifest.from_json({"sparc_es": __version__, **settings, **extra_meta, **stats.to_json(),
-                                   "control_characters_removed": cleaned.control_characters,
+                                   "removed": removed, "control_characters_removed": cleaned.control_characters,
+                                   "control_character_kinds": cleaned.control_kinds or None,
                                    "cleaned_ids": cleaned.examples, "generation": new_generation()})
     manifest.write(out)
     (out / PROGRESS).unlink(missing_ok=True)

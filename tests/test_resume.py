@@ -309,3 +309,13 @@ def test_an_index_built_while_an_update_swaps_its_input_fails_cleanly(tmp_path, 
     monkeypatch.undo()
     rc, _, err = run_cli(capsys, "index", "--input", enc, "--index", tmp_path / "index", "--quiet")
     assert rc == 0, err
+
+
+def test_the_first_pass_counts_the_sentences_it_reads(tmp_path, tiny_model):
+    """It returned 0 with a model: the tuple read the count before the pass ran (a wrong bar total)."""
+    from sparc_es.corpus import Files
+    from sparc_es.encode import _first_pass
+
+    corpus = write_jsonl(tmp_path / "c.jsonl", range(7))
+    total, statistics = _first_pass(Files((str(corpus),)), tiny_model)
+    assert total == 7 == statistics.sentences

@@ -1,0 +1,184 @@
+"""Encoding on Ray (``sparc_es.distributed``): the encoded folder is the single process's, byte for byte.
+
+On a real corpus (``tests/data/docs``, read with the shipped default model, IDF on as the CLI has it)
+and a local Ray of 2 CPUs with 2 actors of 1 thread each, against ``encode_corpus`` with the
+``Local`` backend at 1 thread: the records (``vectors.jsonl``), the corpus statistics (``lexical.json``:
+the map-reduce's merge equals the single-process count), the passage cache, the sentence store's
+rows and the manifest (but its timings and generation id) are the same. A small batch size makes
+many pieces, so passages shared by two pieces (a paragraph across a piece boundary) are covered.
+A run of the CLI killed with SIGKILL resumes to the same folder. The Ray tests skip, with the
+reason, only where ray is not installed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sparc_es.lexical import CorpusStatistics
+
+DOCS = Path(__file__).parent / "data" / "docs"
+BATCH = 4  # pieces of 32 sentences: eight of them in the 238 sentences of tests/data/docs
+TIMING = ("seconds", "sentences_per_second", "generation")
+needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
+                               reason="ray is not installed: pip install 'sparc-es[ray]'")
+
+
+# --- the reduce: exact sums (no Ray needed) ---------------------------------------------------
+
+def test_merged_statistics_are_the_statistics_of_the_whole():
+    token_ids = [[1, 2, 2, 3], [2, 5], [7], [1, 1, 1], [3, 9, 2]]
+    stems = [["run", "fast"], ["run"], [], ["jump", "run"], ["fast", "fast"]]
+    words = [["v1.2"], [], ["8081", "v1.2"], [], ["8081"]]
+    whole = CorpusStatistics(stem_df={}, word_df={})
+    whole.add(token_ids, stems, words)
+    for cut in range(len(token_ids) + 1):
+        a, b = CorpusStatistics(stem_df={}, word_df={}), CorpusStatistics(stem_df={}, word_df={})
+        a.add(token_ids[:cut], stems[:cut], words[:cut])
+        b.add(token_ids[cut:], stems[cut:], words[cut:])
+        assert a.merge(b) == whole
+    assert whole.sentences == 5 and whole.words == 7 and whole.stem_df == {"run": 3, "fast": 2, "jump": 1}
+    assert CorpusStatistics().merge(whole) == whole  # the empty statistics: the identity, on either side
+    assert CorpusStatistics(3, 4, {1: 3}).merge(CorpusStatistics(stem_df={})) == CorpusStatistics(3, 4, {1: 3})
+    with pytest.raises(ValueError, match="stem_df"):
+        CorpusStatistics(3, 4, {1: 3}).merge(whole)  # counted without stems and with: not one count
+
+
+def test_ray_options_need_ray(capsys, tmp_path):
+    from sparc_es.cli import main
+
+    assert main(["encode", "--corpus", str(DOCS), "--output", str(tmp_path / "x"), "--ray-actors", "2"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("sparc-es: error: ") and "--ray" in err and err.count("\n") == 1
+
+
+def test_without_ray_installed_the_error_says_what_to_install(monkeypatch):
+    import sparc_es.distributed as distributed
+    from sparc_es.errors import SparcError
+
+    monkeypatch.setattr(distributed, "ray", None)
+    with pytest.raises(SparcError, match=r"pip install 'sparc-es\[ray\]'"):
+        distributed.RayBackend()
+
+
+# --- Ray ----------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def model():
+    import torch
+
+    from sparc_es.model import SparcModel
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)  # the actors' arithmetic: 1 thread each
+    yield SparcModel.load("default")
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def reference(model, tmp_path_factory) -> Path:
+    """The single-process encode of tests/data/docs at 1 thread."""
+    from sparc_es.encode import Local, encode_corpus
+
+    out = tmp_path_factory.mktemp("local") / "encoded"
+    encode_corpus([str(DOCS)], out, model, batch_size=BATCH, idf=True, progress=False, backend=Local())
+    return out
+
+
+def assert_same_folder(got: Path, want: Path, passages: bool = True) -> None:
+    for name in ["vectors/vectors.jsonl", "lexical.json"] + (["passages.bin"] if passages else []):
+        assert (got / name).read_bytes() == (want / name).read_bytes(), name
+    meta = [{k: v for k, v in json.loads((f / "meta.json").read_text()).items() if k not in TIMING}
+            for f in (got, want)]
+    assert meta[0] == meta[1]
+    assert _rows(got) == _rows(want)
+    lines = (got / "vectors/vectors.jsonl").read_bytes().splitlines()
+    ids = [json.loads(line)["id"] for line in lines]
+    assert len(ids) == len(set(ids)) == meta[0]["sentences"]  # every record once
+
+
+def _rows(folder: Path) -> list:
+    db = sqlite3.connect(folder / "sentences.sqlite")
+    try:
+        return [db.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall() for table in ("sentences", "contexts")]
+    finally:
+        db.close()
+
+
+@needs_ray
+@pytest.mark.slow
+def test_a_ray_encode_is_the_single_process_encode(model, reference, tmp_path):
+    from sparc_es.corpus import as_source
+    from sparc_es.distributed import RayBackend
+    from sparc_es.encode import _first_pass, encode_corpus
+
+    # Blocks of 64 texts: the statistics are counted in four parts, on both actors, and merged.
+    with RayBackend(actors=2, threads=1, count_block=64) as backend:
+        assert backend.pieces_at_once == 8 and backend.actors == 2  # the first connects
+        sentences, merged = backend.count(as_source([str(DOCS)]), model)
+        _, counted = _first_pass(as_source([str(DOCS)]), model)
+        assert sentences == 238 and merged == counted  # the reduce is exact: equal dataclasses
+
+        out = tmp_path / "ray"
+        manifest = encode_corpus([str(DOCS)], out, model, batch_size=BATCH, idf=True, progress=False,
+                                 backend=backend)
+        assert manifest.sentences == 238
+        assert_same_folder(out, reference)
+
+
+@needs_ray
+@pytest.mark.slow
+def test_ray_workers_with_another_model_fail_on_one_line(model, tmp_path):
+    from sparc_es.distributed import RayBackend
+    from sparc_es.encode import encode_corpus
+    from sparc_es.errors import ModelError
+
+    # The actors load another model than the one being encoded: refused before anything is encoded.
+    with RayBackend(actors=1, threads=1, model_path="splade-bert-tiny") as backend:
+        with pytest.raises(ModelError, match="Ray worker on") as failed:
+            encode_corpus([str(DOCS)], tmp_path / "out", model, batch_size=BATCH, idf=True, progress=False,
+                          backend=backend)
+    assert "\n" not in str(failed.value) and "--model" in str(failed.value)
+    assert not (tmp_path / "out").exists()  # failed in the first pass: the folder was never touched
+
+
+def _kill_midway(args: list, progress: Path, at_least: int) -> int:
+    """Start ``sparc-es *args``, SIGKILL it once ``progress`` records ``at_least`` sentences; returns them."""
+    proc = subprocess.Popen([sys.executable, "-m", "sparc_es", *map(str, args)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 400
+    while time.time() < deadline and proc.poll() is None:
+        try:
+            if json.loads(progress.read_text())["sentences"] >= at_least:
+                break
+        except (OSError, ValueError, KeyError):
+            pass
+        time.sleep(0.02)
+    assert proc.poll() is None, f"the encode ended before it could be killed: {proc.stderr.read()}"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    return json.loads(progress.read_text())["sentences"]
+
+
+@needs_ray
+@pytest.mark.slow
+def test_a_killed_ray_encode_resumes_to_the_same_folder(reference, tmp_path):
+    out = tmp_path / "encoded"
+    # Shards of 64 sentences: two whole pieces each, so the pieces are the reference's.
+    args = ["encode", "--corpus", str(DOCS), "--output", out, "--ray", "--ray-actors", "2", "--threads", "1",
+            "--shard-size", "64", "--batch-size", BATCH, "--quiet"]
+    done = _kill_midway(args, out / "progress.json", 64)
+    assert 64 <= done < 238
+    rerun = subprocess.run([sys.executable, "-m", "sparc_es", *map(str, args)], capture_output=True, text=True,
+                           timeout=600)
+    assert rerun.returncode == 0, rerun.stderr
+    assert "encoded 238 sentences" in rerun.stdout
+    assert_same_folder(out, reference, passages=False)

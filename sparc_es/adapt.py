@@ -1,11 +1,13 @@
 """Embedding replacement: adapt a trained SPARC model to a target corpus, on a CPU, with no questions.
 
-Paper 000 section 5.1 (DESIGN.md "Embedding replacement"): the *original base checkpoint* the
-SPARC model was fine-tuned from is trained with masked-language modelling on the target corpus's
-sentences with every parameter frozen except the word-embedding matrix E; that E then replaces
-the SPARC model's own (which training left equal to the base's, since E is frozen there). The
-encoder's layers are untouched, so what the model learnt about questions and answers stays, while
-the vocabulary it scores with moves towards the target domain.
+Section 5.1 of the SPARC paper (Nishida, Yoshinaga and Nishida, "Sparse Neural Retrieval Model for
+Efficient Cross-Domain Retrieval-Based Question Answering"; docs/adaptation.md has what it gave
+here): the *original base checkpoint* the SPARC model was fine-tuned from is trained with
+masked-language modelling on the target corpus's sentences with every parameter frozen except
+the word-embedding matrix E; that E then replaces the SPARC model's own (which training left
+equal to the base's, since E is frozen there). The encoder's layers are untouched, so what the
+model learnt about questions and answers stays, while the vocabulary it scores with moves towards
+the target domain.
 
 The MLM logits come from the checkpoint's own MLM head where it has one (tied to E, so E is
 trained on both sides); a checkpoint without one (all-MiniLM-L6-v2) uses the same dot-product
@@ -16,6 +18,17 @@ Batches and masks are drawn from the seed and the step number alone, so a run is
 and a resumed run (``adapt-checkpoint.pt`` in the output folder, every ``checkpoint_every`` steps)
 continues exactly where the killed one was. The target sentences' texts are held in memory (for
 random batches); nothing else of the corpus is.
+
+Time: a run takes ``steps`` x one step, whatever the corpus's size (a step reads ``batch_size``
+sentences); a step costs more the longer its sentences (each batch is padded to its longest, at
+most ``max_length`` tokens). With the default model and 32 sentences a step, one step took 0.7 s
+on one thread of a 2-core AMD EPYC virtual machine (Zen 4) for short sentences (the demo corpus,
+22 tokens on average), so the default 500 steps take about 6 minutes, and 3.0 s when most batches
+hold a sentence of 128 tokens (this repository's docs/, long table rows): about 25 minutes. Two
+threads (``--threads 2``; torch's default there) took 1.5 s a step on the short sentences while
+other jobs shared the two cores, against 0.7 to 1.0 s for one thread: on a busy machine, give
+adapt one thread. Ctrl-C stops a run; the same command resumes it from its last checkpoint (one
+every ``checkpoint_every`` steps).
 """
 
 from __future__ import annotations
@@ -56,7 +69,8 @@ CHECKPOINT = "adapt-checkpoint.pt"
 class AdaptConfig:
     """Settings of one adaptation run (paper defaults: 500 steps, batch 32, lr 5e-5)."""
 
-    steps: int = setting(500, "optimiser steps")
+    steps: int = setting(500, "optimiser steps; the time a run takes is steps x 0.7 to 3 s on one CPU thread, "
+                              "longer sentences costing more (measured: see above)")
     batch_size: int = setting(32, "sentences per step")
     lr: float = setting(5e-5, "learning rate of E")
     mask_probability: float = setting(0.15, "share of tokens masked")
@@ -191,6 +205,15 @@ def _batch_indices(n: int, step: int, batch_size: int, seed: int) -> list[int]:
     return out
 
 
+def _interrupted(out: Path, step: int, saved: int, config: AdaptConfig) -> str:
+    """What to do after a Ctrl-C at ``step``: resume from the checkpoint of step ``saved``, or start over."""
+    if saved:
+        return (f"adapt interrupted at step {step} of {config.steps}; run the same command again to resume from "
+                f"the checkpoint of step {saved} ({out / CHECKPOINT}, written every {config.checkpoint_every} steps)")
+    return (f"adapt interrupted at step {step} of {config.steps}, before its first checkpoint (step "
+            f"{config.checkpoint_every}); the same command starts again from step 0")
+
+
 def adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, config: AdaptConfig = AdaptConfig(),
           base: str | Path | None = None, overwrite: bool = False, progress: bool = True, device: str = "cpu") -> dict:
     """Adapt ``model`` to ``corpus`` and write the new model folder to ``output``; returns its provenance.
@@ -253,27 +276,33 @@ def _adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, 
     bar = tqdm(total=config.steps, initial=step, unit="step", desc="adapt", disable=not progress,
                file=sys.stderr, dynamic_ncols=True)
     started = time.perf_counter() - elapsed
-    while step < config.steps:
-        generator = torch.Generator().manual_seed(config.seed * 1_000_003 + step)
-        torch.manual_seed(config.seed * 1_000_003 + step)  # dropout
-        batch = [texts[i] for i in _batch_indices(len(texts), step, config.batch_size, config.seed)]
-        loss = mlm.loss(*mlm.batch(batch, config.max_length, config.mask_probability, generator))
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        step += 1
-        losses.append(round(loss.item(), 4))
-        if not math.isfinite(losses[-1]):  # E is NaN from here on: stop rather than save (and record) it
-            raise SparcError(f"the adaptation diverged at step {step} (loss {losses[-1]}); lower --lr")
-        bar.set_postfix(loss=f"{losses[-1]:.3f}")
-        bar.update(1)
-        if step % config.checkpoint_every == 0 and step < config.steps:
-            folders.claim(out, "adapt")  # made at the first checkpoint: an early Ctrl-C leaves no empty folder
-            tmp = out / (CHECKPOINT + ".tmp")  # replaced atomically: a kill never leaves half a file
-            torch.save({"settings": settings, "step": step, "elapsed": time.perf_counter() - started,
-                        "losses": losses, "E": mlm.E.detach().cpu().clone(), "optimizer": optimizer.state_dict()},
-                       tmp)
-            tmp.replace(checkpoint)
+    saved = step  # the step of the checkpoint a rerun resumes from (0: none yet)
+    try:
+        while step < config.steps:
+            generator = torch.Generator().manual_seed(config.seed * 1_000_003 + step)
+            torch.manual_seed(config.seed * 1_000_003 + step)  # dropout
+            batch = [texts[i] for i in _batch_indices(len(texts), step, config.batch_size, config.seed)]
+            loss = mlm.loss(*mlm.batch(batch, config.max_length, config.mask_probability, generator))
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            step += 1
+            losses.append(round(loss.item(), 4))
+            if not math.isfinite(losses[-1]):  # E is NaN from here on: stop rather than save (and record) it
+                raise SparcError(f"the adaptation diverged at step {step} (loss {losses[-1]}); lower --lr")
+            bar.set_postfix(loss=f"{losses[-1]:.3f}")
+            bar.update(1)
+            if step % config.checkpoint_every == 0 and step < config.steps:
+                folders.claim(out, "adapt")  # made at the first checkpoint: an early Ctrl-C leaves no empty folder
+                tmp = out / (CHECKPOINT + ".tmp")  # replaced atomically: a kill never leaves half a file
+                torch.save({"settings": settings, "step": step, "elapsed": time.perf_counter() - started,
+                            "losses": losses, "E": mlm.E.detach().cpu().clone(), "optimizer": optimizer.state_dict()},
+                           tmp)
+                tmp.replace(checkpoint)
+                saved = step
+    except KeyboardInterrupt:  # Ctrl-C: the progress line ends, and one line says how to go on
+        bar.close()
+        raise KeyboardInterrupt(_interrupted(out, step, saved, config)) from None
     bar.close()
     seconds = round(time.perf_counter() - started, 1)
 

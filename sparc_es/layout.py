@@ -207,6 +207,7 @@ class Manifest:
     truncated_ids: tuple[str, ...] = ()
     seconds: float = 0.0
     reused: int = 0  # sentences an update kept from the previous encode (not encoded again)
+    removed: int = 0  # sentences of the previous encode whose ids an update no longer found in the corpus
     sentences_per_second: float | None = None
     median_nonzero_before_top_k: float = 0
     floats: bool = False  # the unquantised weights are kept (exact scoring, requantize)
@@ -214,6 +215,7 @@ class Manifest:
     idf_weighting: dict | None = None
     lexical: dict | None = None  # the corpus statistics of the model's lexical term (sparc_es.lexical)
     control_characters_removed: int = 0  # from the corpus's texts (see corpus.CorpusStats)
+    control_character_kinds: dict | None = None  # those characters by code point, {"U+0080": 2}
     cleaned_ids: tuple[str, ...] = ()  # the first few sentences (or documents) they were removed from
     requantized_from: str | None = None
     # Changes whenever the folder's content is written anew (encode, update, requantize): a reader

@@ -78,6 +78,20 @@ class SentenceStore:
     def __len__(self) -> int:
         return self.db.execute("SELECT COUNT(*) FROM sentences").fetchone()[0]
 
+    def missing(self, other: str | Path) -> int:
+        """How many ids of the sentence store ``other`` (another folder's file) this one does not hold:
+        what an update removed. Counted by SQLite on the two id indexes, nothing loaded into memory."""
+        other = Path(other)
+        if not other.is_file():  # ATTACH would create it
+            raise StoreError(f"{other}: sentence store missing")
+        with self._lock:
+            self.db.execute("ATTACH DATABASE ? AS other", (str(other),))
+            try:
+                return self.db.execute("SELECT COUNT(*) FROM other.sentences o WHERE NOT EXISTS "
+                                       "(SELECT 1 FROM main.sentences s WHERE s.id = o.id)").fetchone()[0]
+            finally:
+                self.db.execute("DETACH DATABASE other")
+
     def close(self) -> None:
         self.db.close()
 

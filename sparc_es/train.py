@@ -1,4 +1,5 @@
-"""Train SPARC on the source domain (paper 000 section 5; DESIGN.md "Training").
+"""Train SPARC on the source domain (section 5 of the SPARC paper: Nishida, Yoshinaga and Nishida,
+"Sparse Neural Retrieval Model for Efficient Cross-Domain Retrieval-Based Question Answering").
 
 Each question brings its positive sentence (the one holding the answer) and two hard negatives: a
 random other sentence of the same passage, and a random sentence from the Lucene BM25 top 100 of

@@ -159,3 +159,40 @@ def test_idf_weights_match_brute_force(tmp_path):
                 assert close(neural.get(t, 0.0), cut), (r["id"], t, neural.get(t), cut)
         assert list(got.values()) == sorted(got.values(), reverse=True)
     assert Manifest.read(tmp_path / "idf10").top_k == 10
+
+
+@pytest.mark.slow
+def test_ctrl_c_is_one_line_that_says_where_the_rerun_resumes(tmp_path):
+    """A real SIGINT to `sparc-es adapt`: no traceback, the progress line ended, exit 130, and one line
+    naming the checkpoint the same command resumes from."""
+    import os
+    import re
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "adapted"
+    proc = subprocess.Popen([sys.executable, "-m", "sparc_es", "adapt", "--model", "splade-bert-tiny", "--corpus",
+                             str(DEMO), "--output", str(out), "--steps", "100000", "--batch-size", "4",
+                             "--checkpoint-every", "2", "--threads", "1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"},
+                            # Python turns SIGINT into KeyboardInterrupt unless it starts ignored (nohup, CI)
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 240
+        while not (out / adapt_module.CHECKPOINT).is_file() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert (out / adapt_module.CHECKPOINT).is_file(), proc.stderr.read() if proc.poll() is not None else ""
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    last = err.rstrip("\n").split("\n")[-1]  # the progress bar's line ended before it
+    assert re.fullmatch(r"sparc-es: adapt interrupted at step \d+ of 100000; run the same command again to resume "
+                        r"from the checkpoint of step \d+ \(.*adapt-checkpoint\.pt, written every 2 steps\)", last), err
+    assert "\r" not in last

@@ -12,16 +12,20 @@ import pytest
 
 from sparc_es.cli import main
 from sparc_es.encode import encode_corpus
+from sparc_es.engines import open_engine
 from sparc_es.engines.elastic import (
     BASE_MAPPING,
     Connection,
+    ElasticBM25,
     ElasticEngine,
     build_index as load_es,
     es_features,
     feature_name,
+    mapping,
     query_body,
     token_name,
 )
+from sparc_es.engines.hybrid import BM25_WEIGHT, DEPTH, HybridEngine, normalised_sum, reciprocal_rank
 from sparc_es.engines.lucene import LuceneEngine, build_index
 from sparc_es.errors import EngineError
 from sparc_es.layout import Manifest, iter_vectors
@@ -128,9 +132,19 @@ def test_batch_search_and_cli_on_elasticsearch(squad_both, es_url, capsys, tmp_p
     assert len(json.loads(capsys.readouterr().out)) == 3
     topics_file = tmp_path / "topics.tsv"
     topics_file.write_text("".join(f"{qid}\t{q}\n" for qid, q in topics[:5]))
-    assert main(["run", *args, "--topics", str(topics_file), "--output", str(tmp_path / "run.trec"), "-k", "5"]) == 0
+    assert main(["run", *args, "--topics", str(topics_file), "--output", str(tmp_path / "run.trec"), "-k", "5",
+                 "--hybrid", "none"]) == 0
     lines = [line.split() for line in (tmp_path / "run.trec").read_text().splitlines()]
     assert [(r[0], r[2]) for r in lines] == [(qid, h.id) for qid, q in topics[:5] for h in es.search(q, k=5)]
+    assert {r[5] for r in lines} == {"sparc-es-es"}
+    # the default: the hybrid, as on the Lucene engine
+    hybrid = open_engine("es", connection=Connection(es_url), es_index=index, tokenizer=root / "encoded",
+                         hybrid="default")
+    assert main(["run", *args, "--topics", str(topics_file), "--output", str(tmp_path / "hybrid.trec"), "-k", "5"]) == 0
+    lines = [line.split() for line in (tmp_path / "hybrid.trec").read_text().splitlines()]
+    assert [(r[0], r[2]) for r in lines] == [(qid, h.id) for qid, q in topics[:5] for h in hybrid.search(q, k=5)]
+    assert {r[5] for r in lines} == {"sparc-es-es-sum0.3"}
+    hybrid.close()
 
 
 @pytest.mark.es
@@ -224,14 +238,62 @@ def test_sparse_vector_field_and_query_give_the_same_ranking(squad_both, es_url)
 @pytest.mark.es
 @pytest.mark.jvm
 @pytest.mark.data
-def test_hybrid_adds_a_bm25_clause(squad_both):
+@pytest.mark.parametrize("method", ["sum", "rrf"])
+def test_the_hybrid_on_elasticsearch_is_the_lucene_engines_fusion(squad_both, es_url, method):
+    """--hybrid on Elasticsearch: the SPARC query and a BM25 match query on the text, each to the
+    fusion depth, fused client-side by the very function the Lucene hybrid uses; hits keep their text."""
     root, questions, client, index = squad_both
-    plain = ElasticEngine(client, index, QueryEncoder.load(root / "encoded"))
-    hybrid = ElasticEngine(client, index, QueryEncoder.load(root / "encoded"), bm25_weight=1.0)
-    assert hybrid.body(questions[0])["query"]["bool"]["should"][-1] == {
-        "match": {"text": {"query": questions[0], "boost": 1.0}}}
-    a, b = plain.search(questions[0], k=5), hybrid.search(questions[0], k=5)
-    assert b and b[0].score >= a[0].score  # BM25 only adds
+    sparc = ElasticEngine(client, index, QueryEncoder.load(root / "encoded"))
+    bm25 = sparc.bm25()
+    assert sparc.text_searchable and isinstance(bm25, ElasticBM25)
+    engine = open_engine("es", connection=Connection(es_url), es_index=index, tokenizer=root / "encoded",
+                         hybrid="default" if method == "sum" else method)
+    assert isinstance(engine, HybridEngine) and engine.method.value == method and engine.bm25_weight == BM25_WEIGHT
+    fused = 0
+    for q in questions[:25]:
+        s, b = sparc.search(q, k=DEPTH), bm25.search(q, k=DEPTH)
+        want = normalised_sum(s, b, BM25_WEIGHT) if method == "sum" else reciprocal_rank([s, b])
+        got = engine.search(q, k=10)
+        assert [(h.id, round(h.score, 9)) for h in got] == [(i, round(x, 9)) for i, x in want[:10]], q
+        assert all(h.text and h.doc for h in got)
+        words = {w.strip("?,.").lower() for w in q.split()}
+        assert not b or words & {w.strip("?,.;:()'\"").lower() for w in b[0].text.split()}, q  # BM25 matched a word
+        fused += bool({h.id for h in b[:10]} - {h.id for h in s[:10]})  # BM25 brings sentences of its own
+    assert fused > 5
+    batch = engine.batch_search([(f"q{i}", q) for i, q in enumerate(questions[:5])], k=10)
+    assert [[h.id for h in batch[f"q{i}"]] for i in range(5)] == [[h.id for h in engine.search(q, k=10)]
+                                                                   for q in questions[:5]]
+    engine.close()
+
+
+@pytest.mark.es
+def test_an_index_without_searchable_text_is_searched_by_sparc_alone_and_says_so(tmp_path, tiny_model_dir, es_url,
+                                                                                 capsys):
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"s{i}", "text": t}) + "\n" for i, t in
+                              enumerate(["Lucene stores integer impacts.", "Questions are bags of tokens."])))
+    assert main(["encode", "--corpus", str(corpus), "--output", str(tmp_path / "enc"), "--model",
+                 str(tiny_model_dir), "--quiet"]) == 0
+    name = f"notext-{os.getpid()}"
+    client = Connection(es_url).client()
+    body = mapping(Manifest.read(tmp_path / "enc"))
+    body["properties"] = {"weights": {"type": "rank_features"}}  # no text field
+    client.indices.create(index=name, mappings=body)
+    try:
+        search = ["search", "--engine", "es", "--es-url", es_url, "--es-index", name, "--tokenizer",
+                  str(tmp_path / "enc"), "--json", "integer impacts"]
+        capsys.readouterr()
+        assert main(search) == 0
+        err = capsys.readouterr().err
+        assert err == (f"sparc-es: warning: index {name!r} has no searchable text field for BM25: searching with "
+                       "SPARC alone, not the default hybrid\n"), err
+        for extra, reason in ((["--hybrid", "sum"], "no searchable text field"),
+                              (["--hybrid-weight", "0.5"], "--hybrid-weight weighs the default hybrid")):
+            assert main([*search, *extra]) == 1
+            err = capsys.readouterr().err
+            assert err.startswith("sparc-es: error: ") and err.count("\n") == 1 and reason in err, err
+    finally:
+        client.indices.delete(index=name, ignore_unavailable=True)
 
 
 def test_unreachable_cluster_is_one_line(capsys, tmp_path):
@@ -466,3 +528,42 @@ def test_the_default_model_reloads_updates_and_resumes(tmp_path, es_url, capsys)
         assert "top_k 500 there, 100 here" in capsys.readouterr().err
     finally:
         client.indices.delete(index=name, ignore_unavailable=True)
+
+
+@pytest.mark.es
+def test_a_rejected_request_says_what_the_cluster_rejected(tmp_path, tiny_model_dir, es_url, capsys):
+    """A 400 is a bad request, not a slow cluster: the error gives the server's reason and no
+    --es-timeout hint (that one is for timeouts only) nor a rerun hint."""
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"s{i}", "text": t}) + "\n" for i, t in
+                              enumerate(["Lucene stores integer impacts.", "Questions are bags of tokens."])))
+    assert main(["encode", "--corpus", str(corpus), "--output", str(tmp_path / "enc"), "--model",
+                 str(tiny_model_dir), "--quiet"]) == 0
+    name = f"rejected-{os.getpid()}"
+    client = Connection(es_url).client()
+    try:
+        load_es(tmp_path / "enc", client, name, progress=False, recreate=True)
+        search = ["search", "--engine", "es", "--es-url", es_url, "--es-index", name, "--tokenizer",
+                  str(tmp_path / "enc"), "--hybrid", "none"]
+        capsys.readouterr()
+        for extra, reason in ((["--query-mode", "sparse_vector"], "must be type [sparse_vector]"),  # rank_features
+                              (["-k", "20000"], "Result window is too large")):
+            assert main([*search, *extra, "integer impacts"]) == 1
+            err = capsys.readouterr().err
+            assert err.startswith(f"sparc-es: error: Elasticsearch rejected a request while searching '{name}' "
+                                  "(400 Bad Request): ") and err.count("\n") == 1, err
+            assert reason in err and "--es-timeout" not in err and "again" not in err, err
+    finally:
+        client.indices.delete(index=name, ignore_unavailable=True)
+
+
+def test_only_a_timeout_suggests_raising_the_timeout():
+    from elastic_transport import ConnectionError as Lost, ConnectionTimeout
+
+    from sparc_es.engines.elastic.connection import _cluster_errors
+
+    for error, hinted in ((ConnectionTimeout("timed out"), True), (Lost("Connection refused"), False)):
+        with pytest.raises(EngineError, match="did not answer while searching 'x'") as raised:
+            with _cluster_errors("searching 'x'", slow="; raise --es-timeout if the cluster is slow"):
+                raise error
+        assert ("raise --es-timeout" in str(raised.value)) is hinted, raised.value

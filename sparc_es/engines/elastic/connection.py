@@ -201,17 +201,55 @@ def check_index_name(name: str) -> str:
 
 
 @contextmanager
-def _cluster_errors(doing: str, then: str = ""):
-    """Connection faults, timeouts and server errors of the client as one-line :class:`EngineError`."""
-    from elasticsearch import ApiError, TransportError
+def _cluster_errors(doing: str, then: str = "", slow: str = ""):
+    """Connection faults, timeouts and server errors of the client as one-line :class:`EngineError`.
+
+    ``then`` is said after a fault that a later run can get past (no answer, a 408, 429 or 5xx
+    answer), ``slow`` after a timeout only. A request the server rejects (any other 4xx: a bad request, no
+    such index, no permission) is named with the server's own reason instead, and neither is said:
+    sent again, it would be rejected again."""
+    from elasticsearch import ApiError, ConnectionTimeout, TransportError
 
     try:
         yield
     except TransportError as e:  # connection refused or lost, timeouts (after the client's retries)
+        hint = slow if isinstance(e, ConnectionTimeout) else ""
         raise EngineError(f"Elasticsearch did not answer while {doing} ({type(e).__name__}: {_redacted(str(e))})"
-                          f"{then}") from None
+                          f"{hint}{then}") from None
     except ApiError as e:
-        raise EngineError(f"Elasticsearch refused {doing}: {_redacted(str(e))}{then}") from None
+        status = getattr(e.meta, "status", None)
+        if isinstance(status, int) and 400 <= status < 500 and status not in (408, 429):
+            raise EngineError(f"Elasticsearch rejected a request while {doing} ({_status(status)}): "
+                              f"{_rejection(e)}") from None
+        hint = slow if status == 408 else ""  # the server's own request timeout
+        raise EngineError(f"Elasticsearch refused {doing}: {_redacted(str(e))}{hint}{then}") from None
+
+
+def _status(status: int) -> str:
+    """``400 Bad Request``: an HTTP status with its name."""
+    from http import HTTPStatus
+
+    try:
+        return f"{status} {HTTPStatus(status).phrase}"
+    except ValueError:
+        return str(status)
+
+
+def _rejection(e) -> str:
+    """What the server said it rejected, on one line: the type and reason of the error's root cause
+    (and its cause, when that says more), else the error's message."""
+    error = e.body.get("error") if isinstance(e.body, dict) else None
+    if isinstance(error, dict):
+        causes = error.get("root_cause")
+        cause = causes[0] if isinstance(causes, list) and causes and isinstance(causes[0], dict) else error
+        text = f"{cause.get('type') or 'error'}: {cause.get('reason') or error.get('reason') or e.message}"
+        deeper = error.get("caused_by")
+        deeper = deeper.get("reason") if isinstance(deeper, dict) else None
+        if deeper and deeper not in text:
+            text += f" ({deeper})"
+    else:
+        text = str(error or e.message or e.body)
+    return " ".join(_redacted(text).split())
 
 
 SUPPORTED_MAJORS = (8, 9)

@@ -1,8 +1,11 @@
-"""Search: :class:`ElasticEngine`, a sparc-es index in Elasticsearch as an :class:`~sparc_es.engines.base.Engine`.
+"""Search: :class:`ElasticEngine`, a sparc-es index in Elasticsearch as an :class:`~sparc_es.engines.base.Engine`,
+and :class:`ElasticBM25`, BM25 over the same index's ``text`` (the other half of a hybrid).
 
 A question becomes the dot-product query of :func:`~sparc_es.engines.elastic.documents.query_body`
 (``_msearch`` for many); scores are divided by the index's quantisation factor, as the Lucene
-engine's are.
+engine's are. A hybrid sends the BM25 ``match`` query of :func:`~sparc_es.engines.elastic.documents.bm25_body`
+too and fuses the two lists client-side, with the Lucene engine's own
+:class:`~sparc_es.engines.hybrid.HybridEngine`.
 """
 
 from __future__ import annotations
@@ -13,53 +16,64 @@ from ...errors import EngineError, choice
 from ...query import QueryEncoder
 from ..base import Hit
 from .connection import _cluster_errors, _redacted, check_server
-from .documents import QueryMode, query_body
+from .documents import QueryMode, bm25_body, query_body, text_searchable
+
+MSEARCH_BATCH = 50  # questions per _msearch request
+
+
+# said after a search that timed out (only then: a rejected query is not slow)
+_SLOW = "; raise --es-timeout if the cluster is slow"
 
 
 class ElasticEngine:
     """Search a sparc-es index in Elasticsearch with the question as a dot-product query."""
 
     def __init__(self, client, index_name: str, queries: QueryEncoder,
-                 mode: QueryMode | str = QueryMode.RANK_FEATURE, bm25_weight: float = 0.0) -> None:
-        """``queries``: the question encoder (the tokenizer of the encoded folder that was loaded);
-        ``bm25_weight`` > 0 adds a BM25 ``match`` clause on the text with that boost (a hybrid;
-        scores are then no longer pure SPARC sums)."""
+                 mode: QueryMode | str = QueryMode.RANK_FEATURE) -> None:
+        """``queries``: the question encoder (the tokenizer of the encoded folder that was loaded)."""
         self.client = client
         self.index = index = index_name
         self.mode = choice(QueryMode, mode, "query mode")
-        self.bm25_weight = bm25_weight
         self.queries = queries
         check_server(client)
         try:
-            meta = client.indices.get_mapping(index=index)[index]["mappings"].get("_meta", {}).get("sparc_es")
+            mappings = client.indices.get_mapping(index=index)[index]["mappings"]
         except Exception as e:
             raise EngineError(f"cannot read index {index!r}: {_redacted(str(e))}") from None
+        meta = mappings.get("_meta", {}).get("sparc_es")
         if not meta:
             raise EngineError(f"index {index!r} was not made by sparc-es (no _meta.sparc_es in its mapping)")
         self.factor = float(meta["factor"])
+        self.text_searchable = text_searchable(mappings)  # whether BM25 (a hybrid) can search its text
 
     def body(self, question: str, k: int = 10) -> dict | None:
         """The request body for ``question`` (what ``sparc-es query-dsl`` prints); None when the
-        question has no token to score and no BM25 clause."""
+        question has no token to score."""
         bag = self.queries.bag(question)
-        if not bag and not self.bm25_weight:
-            return None
-        return query_body(bag, size=k, mode=self.mode, bm25_text=question, bm25_weight=self.bm25_weight)
+        return query_body(bag, size=k, mode=self.mode) if bag else None
+
+    def bm25(self) -> ElasticBM25:
+        """BM25 over this index's ``text`` field, through the same client (the BM25 side of a hybrid)."""
+        if not self.text_searchable:
+            raise EngineError(f"index {self.index!r} has no searchable text field for BM25; search it with "
+                              "--hybrid none (SPARC alone)")
+        return ElasticBM25(self.client, self.index)
 
     def search(self, question: str, k: int = 10) -> list[Hit]:
         body = self.body(question, k)
         if body is None:
             return []
-        with _cluster_errors(f"searching {self.index!r}", "; raise --es-timeout if the cluster is slow"):
+        with _cluster_errors(f"searching {self.index!r}", slow=_SLOW):
             response = self.client.search(index=self.index, **body)
         return self._hits(response)
 
     def batch_search(self, topics: Iterable[tuple[str, str]], k: int = 1000, threads: int = 1) -> dict[str, list[Hit]]:
-        """Many questions through ``_msearch``, 50 per request."""
+        """Many questions through ``_msearch``, 50 per request (``threads`` is not used: the cluster
+        searches in parallel)."""
         topics = list(topics)
         results: dict[str, list[Hit]] = {}
-        for start in range(0, len(topics), 50):
-            part = [(qid, self.body(q, k)) for qid, q in topics[start: start + 50]]
+        for start in range(0, len(topics), MSEARCH_BATCH):
+            part = [(qid, self.body(q, k)) for qid, q in topics[start: start + MSEARCH_BATCH]]
             asked = [(qid, body) for qid, body in part if body is not None]
             results.update((qid, []) for qid, _ in part)
             if not asked:
@@ -67,7 +81,7 @@ class ElasticEngine:
             searches = []
             for _, body in asked:
                 searches += [{"index": self.index}, body]
-            with _cluster_errors(f"searching {self.index!r}", "; raise --es-timeout if the cluster is slow"):
+            with _cluster_errors(f"searching {self.index!r}", slow=_SLOW):
                 responses = self.client.msearch(searches=searches)["responses"]
             for (qid, _), response in zip(asked, responses):
                 if "error" in response:
@@ -85,3 +99,20 @@ class ElasticEngine:
 
     def close(self) -> None:
         self.client.close()
+
+
+class ElasticBM25(ElasticEngine):
+    """BM25 over the ``text`` field of an index, as the cluster scores a ``match`` query (its
+    analyser and similarity, not the Lucene BM25 index's: README, "Elasticsearch"). Made by
+    :meth:`ElasticEngine.bm25`; it shares that engine's client, which that engine closes."""
+
+    factor = 1.0  # BM25 scores as the cluster gives them
+
+    def __init__(self, client, index_name: str) -> None:  # the mapping was read by the SPARC engine
+        self.client, self.index = client, index_name
+
+    def body(self, question: str, k: int = 10) -> dict | None:
+        return bm25_body(question, size=k) if question.strip() else None
+
+    def close(self) -> None:
+        pass

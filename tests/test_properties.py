@@ -87,6 +87,16 @@ def test_run_lines_read_back_or_name_the_line(rows, broken_at):
             assert f"run:{broken_at + 1}:" in str(e)
         return
     path = _file(("\n".join(lines) + "\n").encode(), "run")
+    seen = set()
+    for line, (q, d, _) in enumerate(rows, start=1):  # trec_eval refuses a document twice in a query
+        if (q, d) in seen:
+            try:
+                read_run(path)
+                raise AssertionError("a document listed twice for one query was read")
+            except InputError as e:
+                assert f"run:{line}:" in str(e) and "listed twice" in str(e)
+            return
+        seen.add((q, d))
     expected: dict[str, dict[str, float]] = {}
     for q, d, s in rows:
         expected.setdefault(q, {})[d] = s

@@ -311,11 +311,11 @@ def test_control_characters_are_removed_counted_and_never_printed(tmp_path, tiny
     stored = {r["id"]: r["contents"] for r in iter_vectors(tmp_path / "enc")}
     assert stored["x"] == "Bell and escape [31mred[0m and nul here."
     # an index made before this check (or by hand) still never sends escape codes to the terminal
-    from sparc_es.cli import _print_hits
     from sparc_es.engines import Hit
+    from sparc_es.show import Shown, render
 
-    _print_hits([Hit(id="old", score=1.0, text="an \x1b[2J old \x07 text", doc="d\x1b")])
-    out = capsys.readouterr().out
+    out = render(Shown(Hit(id="old", score=1.0, text="an \x1b[2J old \x07 text", doc="d\x1b"), rank=1,
+                       context="a \x1b[1m paragraph \x00"), "old text", color=False)
     assert "an \ufffd[2J old \ufffd text" in out and not any(c in out for c in "\x00\x07\x1b")
 
 

@@ -316,7 +316,8 @@ def _adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, 
               "adapted_from": {"fingerprint": source_fingerprint, "path": str(Path(model))},
               "base": base_provenance(base_path, weights_file(base_path)),
               "corpus": corpus, "corpus_fingerprint": settings["corpus_fingerprint"], "sentences": len(texts),
-              **dataclasses.asdict(config), "seconds": seconds, "torch_threads": torch.get_num_threads(), "device": device,
+              **dataclasses.asdict(config), "seconds": seconds, "torch_threads": torch.get_num_threads(),
+              "device": device,
               "loss_first_10": float(np.mean(losses[:10])), "loss_last_10": float(np.mean(losses[-10:]))}
     sparc.config = dataclasses.replace(sparc.config, adaptation=record)
     folders.claim(out, "adapt")

@@ -78,7 +78,8 @@ class TrecRunWriter:
     def write(self, qid: str, hits: list[Hit]) -> None:
         for rank, (hit, micro) in enumerate(zip(hits, _ordered_micro_scores(hits)), start=1):
             sign, micro = ("-", -micro) if micro < 0 else ("", micro)
-            self._file.write(f"{qid} Q0 {hit.id} {rank} {sign}{micro // 1_000_000}.{micro % 1_000_000:06d} {self.tag}\n")
+            score = f"{sign}{micro // 1_000_000}.{micro % 1_000_000:06d}"
+            self._file.write(f"{qid} Q0 {hit.id} {rank} {score} {self.tag}\n")
 
     def __exit__(self, *exc) -> None:
         self._file.close()

@@ -5,45 +5,84 @@ fraction of questions whose first sentence answers them (``Success@1``); nDCG@10
 along. Averages run over **every query that has qrels**: a query the run left out, or answered
 with nothing, counts as zero (pytrec_eval on its own would skip it, as trec_eval does without -c).
 
+Every measure here is a per-query value averaged over the queries, so a run is scored a chunk of
+queries at a time (:data:`CHUNK`): :func:`evaluate_file` streams a run file query by query, and the
+memory it needs does not grow with the number of questions (trec_eval's own reader keeps the
+whole run).
+
 Reading and writing the TREC files themselves is :mod:`sparc_es.trec`'s job.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 # name in reports -> ir_measures measure
 MEASURES = {"MRR@1000": "RR@1000", "R@1": "Success@1", "nDCG@10": "nDCG@10", "R@100": "R@100"}
 
 Run = Mapping[str, Mapping[str, float]]  # qid -> docid -> score
 Qrels = Mapping[str, Mapping[str, int]]  # qid -> docid -> relevance
+Queries = Iterable[tuple[str, Mapping[str, float]]]  # a run one query at a time: (qid, docid -> score)
+
+CHUNK = 200  # queries handed to trec_eval's code at once
 
 
-def _judged(run: Run, qrels: Qrels) -> dict[str, dict[str, float]]:
-    """The part of the run the library sees: judged queries with at least one result. The
-    callers count every other judged query as zero."""
-    return {q: dict(docs) for q, docs in run.items() if q in qrels and docs}
+def evaluate(run: Run | Queries, qrels: Qrels, measures: Mapping[str, str] = MEASURES) -> dict[str, float]:
+    """Mean of each measure over all queries with qrels; missing or empty results score 0. ``run``
+    is a whole run or (qid, docs) pairs one query at a time, each query once."""
+    return _means(_per_query(run, qrels, measures), qrels)
 
 
-def evaluate(run: Run, qrels: Qrels, measures: Mapping[str, str] = MEASURES) -> dict[str, float]:
-    """Mean of each measure over all queries with qrels; missing or empty results score 0."""
-    return {name: sum(values.values()) / len(qrels) for name, values in _per_query(run, qrels, measures).items()}
+def evaluate_file(path: str | Path, qrels: Qrels, measures: Mapping[str, str] = MEASURES) -> dict[str, float]:
+    """:func:`evaluate` of a TREC run file, read one query at a time."""
+    return _means(per_query_file(path, qrels, measures), qrels)
 
 
-def per_query(run: Run, qrels: Qrels, measure: str) -> dict[str, float]:
+def per_query(run: Run | Queries, qrels: Qrels, measure: str) -> dict[str, float]:
     """One measure per judged query (0 where the run has nothing for it)."""
     return _per_query(run, qrels, {measure: measure})[measure]
 
 
-def _per_query(run: Run, qrels: Qrels, measures: Mapping[str, str]) -> dict[str, dict[str, float]]:
-    """Each measure per judged query, all in one pass over the run."""
+def per_query_file(path: str | Path, qrels: Qrels, measures: Mapping[str, str] = MEASURES
+                   ) -> dict[str, dict[str, float]]:
+    """Each measure per judged query of a TREC run file, streamed query by query
+    (:func:`~sparc_es.trec.iter_run`). A file whose queries' lines are not each together is read
+    whole instead, as trec_eval reads every file."""
+    from .trec import RunNotGrouped, iter_run, read_run
+
+    try:
+        return _per_query(iter_run(path), qrels, measures)
+    except RunNotGrouped:
+        return _per_query(read_run(path), qrels, measures)
+
+
+def _means(values: dict[str, dict[str, float]], qrels: Qrels) -> dict[str, float]:
+    return {name: sum(per.values()) / len(qrels) for name, per in values.items()}
+
+
+def _per_query(run: Run | Queries, qrels: Qrels, measures: Mapping[str, str]) -> dict[str, dict[str, float]]:
+    """Each measure per judged query, in one pass over the run, :data:`CHUNK` queries at a time.
+    The library sees judged queries with at least one result; every other judged query counts 0."""
     import ir_measures
 
     parsed = {ir_measures.parse_measure(m): name for name, m in measures.items()}
     values = {name: dict.fromkeys(qrels, 0.0) for name in measures}
-    for metric in ir_measures.iter_calc(list(parsed), dict(qrels), _judged(run, qrels)):
-        values[parsed[metric.measure]][metric.query_id] = metric.value
+
+    def score(chunk: dict[str, dict[str, float]]) -> None:
+        for metric in ir_measures.iter_calc(list(parsed), {q: dict(qrels[q]) for q in chunk}, chunk):
+            values[parsed[metric.measure]][metric.query_id] = metric.value
+
+    chunk: dict[str, dict[str, float]] = {}
+    for qid, docs in (run.items() if isinstance(run, Mapping) else run):
+        if qid in qrels and docs:
+            chunk[qid] = dict(docs)
+            if len(chunk) == CHUNK:
+                score(chunk)
+                chunk = {}
+    if chunk:
+        score(chunk)
     return values
 
 
@@ -63,22 +102,27 @@ class Difference:
         return self.run - self.baseline
 
 
-def compare(run: Run, baseline: Run, qrels: Qrels, measures: Mapping[str, str] = MEASURES,
+def compare(run: Run | str | Path, baseline: Run | str | Path, qrels: Qrels, measures: Mapping[str, str] = MEASURES,
             resamples: int = 2000, seed: int = 0) -> list[Difference]:
     """Each measure of ``run`` against ``baseline`` with a paired bootstrap 95% interval of the
     difference: the queries are resampled with replacement, both runs keep their own value on each.
     Two runs on the same questions differ on few of them, so the paired interval is much narrower
-    than either mean's own, and tells a real difference from a reshuffle of a few queries."""
+    than either mean's own, and tells a real difference from a reshuffle of a few queries.
+    A run is a whole run or the path of a run file (streamed, :func:`per_query_file`)."""
     import numpy as np
 
     queries = list(qrels)
-    picks = np.random.default_rng(seed).integers(len(queries), size=(resamples, len(queries)))
-    ours, theirs = _per_query(run, qrels, measures), _per_query(baseline, qrels, measures)
+    ours, theirs = (per_query_file(r, qrels, measures) if isinstance(r, str | Path) else _per_query(r, qrels, measures)
+                    for r in (run, baseline))
+    rows = max(1, 2_000_000 // max(len(queries), 1))  # resamples drawn at once: memory bounded by a constant
     out = []
     for name in measures:
         a = np.array([ours[name][q] for q in queries])
         b = np.array([theirs[name][q] for q in queries])
-        low, high = np.quantile((a - b)[picks].mean(axis=1), [0.025, 0.975])
+        rng = np.random.default_rng(seed)  # the same resamples for every measure
+        means = np.concatenate([(a - b)[rng.integers(len(queries), size=(min(rows, resamples - i), len(queries)))]
+                                .mean(axis=1) for i in range(0, resamples, rows)])
+        low, high = np.quantile(means, [0.025, 0.975])
         out.append(Difference(name, float(a.mean()), float(b.mean()), float(low), float(high),
                               int(np.count_nonzero(np.abs(a - b) > 1e-12))))
     return out

@@ -237,3 +237,76 @@ def test_evalset_from_your_own_docs_judges_by_answer_pattern(tmp_path, capsys):
     assert "bad regular expression" in capsys.readouterr().err
     assert main(["evalset", "--docs", str(docs), "--output", str(tmp_path / "y")]) == 1
     assert "go together" in capsys.readouterr().err
+
+
+def _synthetic_run(path, queries: int, hits: int, seed: int = 0) -> dict[str, dict[str, int]]:
+    """A run file of ``queries`` x ``hits`` lines, its qrels (one to three relevant sentences a query,
+    some beyond the top 100, some never retrieved) returned."""
+    rng = np.random.default_rng(seed)
+    qrels = {}
+    with open(path, "w") as f:
+        for q in range(queries):
+            docs = rng.permutation(hits * 2)[:hits]
+            for rank, d in enumerate(docs, start=1):
+                f.write(f"q{q} Q0 s{d} {rank} {hits - rank + 1.5:.6f} t\n")
+            qrels[f"q{q}"] = {f"s{d}": int(rng.integers(1, 3)) for d in rng.choice(hits * 2, rng.integers(1, 4))}
+    return qrels
+
+
+def test_a_run_file_is_scored_query_by_query_as_the_whole_run_is(tmp_path, monkeypatch):
+    """evaluate_file streams the file (iter_run) and hands trec_eval's code CHUNK queries at a time:
+    every measure is per query, so the means are the whole run's, whatever the chunk."""
+    from sparc_es import eval as evaluation
+    from sparc_es.eval import evaluate_file, per_query_file
+    from sparc_es.trec import iter_run
+
+    qrels = _synthetic_run(tmp_path / "run", queries=23, hits=120)
+    qrels["unanswered"] = {"x": 1}  # judged, not in the run: 0
+    whole = read_run(tmp_path / "run")
+    assert dict(iter_run(tmp_path / "run")) == whole
+    expected = evaluate(whole, qrels)
+    monkeypatch.setattr(evaluation, "CHUNK", 4)
+    assert evaluate_file(tmp_path / "run", qrels) == pytest.approx(expected, abs=1e-12)
+    assert evaluate(iter_run(tmp_path / "run"), qrels) == pytest.approx(expected, abs=1e-12)
+    assert per_query_file(tmp_path / "run", qrels)["MRR@1000"]["unanswered"] == 0.0
+    assert 0 < expected["MRR@1000"] < 1 and 0 < expected["R@100"] < 1
+
+
+def test_a_run_whose_queries_are_interleaved_is_still_scored(tmp_path):
+    """trec_eval takes a run in any line order: one whose queries' lines are not together cannot be
+    streamed, and is read whole instead (RunNotGrouped), with the same figures."""
+    from sparc_es.eval import evaluate_file
+    from sparc_es.trec import RunNotGrouped, iter_run
+
+    (tmp_path / "run").write_text("q1 Q0 a 1 3.0 t\nq2 Q0 b 1 2.0 t\nq1 Q0 c 2 1.0 t\n")
+    qrels = {"q1": {"c": 1}, "q2": {"b": 1}}
+    with pytest.raises(RunNotGrouped, match="run:3: the lines of query 'q1' are not all together"):
+        list(iter_run(tmp_path / "run"))
+    assert evaluate_file(tmp_path / "run", qrels)["MRR@1000"] == pytest.approx((1 / 2 + 1) / 2)
+    (tmp_path / "twice").write_text("q1 Q0 a 1 3.0 t\nq1 Q0 a 2 1.0 t\n")
+    with pytest.raises(SparcError, match="twice:2: document 'a' is listed twice for query 'q1'"):
+        evaluate_file(tmp_path / "twice", qrels)
+
+
+@pytest.mark.slow
+def test_scoring_a_run_file_holds_a_chunk_of_queries_not_the_run(tmp_path, monkeypatch):
+    """The memory evaluate_file needs stays about the same for four times the questions (what grows
+    is a few numbers per query), while reading the run whole grows with it."""
+    import tracemalloc
+
+    from sparc_es import eval as evaluation
+    from sparc_es.eval import evaluate_file
+
+    monkeypatch.setattr(evaluation, "CHUNK", 200)
+    peaks = {}
+    for n in (800, 3200):
+        qrels = _synthetic_run(tmp_path / f"run{n}", queries=n, hits=100, seed=n)
+        path = tmp_path / f"run{n}"
+        for how, score in (("file", lambda p: evaluate_file(p, qrels)),  # noqa: B023 (called at once)
+                           ("whole", lambda p: evaluate(read_run(p), qrels))):  # noqa: B023
+            tracemalloc.start()
+            score(path)
+            peaks[how, n] = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+    assert peaks["file", 3200] < 1.5 * peaks["file", 800], peaks
+    assert peaks["whole", 3200] > 2.5 * peaks["whole", 800] and peaks["whole", 3200] > 3 * peaks["file", 3200], peaks

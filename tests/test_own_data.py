@@ -175,3 +175,28 @@ def test_requantize_idf_stores_what_encode_idf_stores_with_the_lexical_term(tmp_
     assert [sid for sid in direct if direct[sid] != derived[sid]] == []
     plain = {r["id"]: r["vector"] for r in kept}
     assert sum(plain[sid] != direct[sid] for sid in direct) > 0.9 * len(direct)  # IDF did change them
+
+
+@pytest.mark.jvm
+def test_table_streams_runs_a_batch_at_a_time_into_its_workdir(tmp_path, beir, tiny_model_dir, capsys):
+    """table searches a batch of questions at a time and scores the run files: one question per
+    batch gives the table and the runs of one batch for all; table.json and table.md go into the
+    workdir; each run's tag names the engine and the hybrid."""
+    assert run_cli(capsys, "evalset", "--beir", beir, "--output", tmp_path / "set")[0] == 0
+    systems = f"bm25,sparc:model={tiny_model_dir},sparc:model={tiny_model_dir},hybrid=sum,hybrid_weight=0.5," \
+              f"sparc:model={tiny_model_dir},hybrid=rrf"
+    tables = {}
+    for batch in (1, 1000):
+        work = tmp_path / f"work{batch}"
+        rc, out, err = run_cli(capsys, "table", "--domains", tmp_path / "set", "--systems", systems, "--workdir", work,
+                               "--batch", batch)
+        assert rc == 0 and f"wrote {work / 'table.json'} and {work / 'table.md'}" in out, err
+        assert (work / "table.md").read_text().startswith("| domain | system |")
+        rows = json.loads((work / "table.json").read_text())
+        runs = {r["system"]: (work / "beir-mini" / "runs" / r["run"].rpartition("/")[2]).read_text() for r in rows}
+        tables[batch] = ([(r["system"], r["queries"], [r[m] for m in ("MRR@1000", "R@1", "nDCG@10", "R@100")])
+                          for r in rows], runs)
+    assert tables[1] == tables[1000]
+    tags = [{line.split()[5] for line in run.splitlines()} for run in tables[1][1].values()]
+    assert tags == [{"sparc-es-bm25"}, {"sparc-es-lucene"}, {"sparc-es-lucene-sum0.5"}, {"sparc-es-lucene-rrf"}]
+    assert not (tmp_path / "runs").exists()

@@ -1,4 +1,6 @@
-"""BM25 + SPARC hybrids on the embedded Lucene engine (paper 004 section 3.3).
+"""BM25 + SPARC hybrids (paper 004 section 3.3), one fusion for every engine: on the embedded
+Lucene engine SPARC's impact index with the BM25 index built beside it, on Elasticsearch the SPARC
+query with a BM25 ``match`` query on the same index's text (fused here, client-side).
 
 Both engines retrieve ``depth`` sentences per question (at least the k asked for); the two lists
 are fused per question by one of
@@ -22,6 +24,7 @@ from ..errors import SparcError, choice
 from .base import Hit
 
 RRF_K = 60
+DEPTH = 1000  # sentences each engine retrieves per question before fusing (at least the k asked for)
 
 
 # BM25's share of the sum by default, with IDF-weighted encoding: chosen by the worst validation
@@ -35,8 +38,9 @@ class HybridMethod(str, Enum):
     RRF = "rrf"
 
 
-# What `sparc-es search` and `run` do on the Lucene engine unless told otherwise (--hybrid none:
-# SPARC alone), where the index has the BM25 index `sparc-es index` builds beside it.
+# What `sparc-es search`, `serve` and `run` do unless told otherwise (--hybrid none: SPARC alone),
+# where the index can be searched by BM25: a Lucene index with the BM25 index `sparc-es index` builds
+# beside it, an Elasticsearch index with a searchable text field (every sparc-es mapping has one).
 DEFAULT_METHOD = HybridMethod.SUM
 
 
@@ -66,7 +70,7 @@ class HybridEngine:
     """A SPARC engine and a BM25 engine over the same sentences, fused per question."""
 
     def __init__(self, sparc, bm25, method: HybridMethod | str = HybridMethod.RRF, bm25_weight: float = BM25_WEIGHT,
-                 depth: int = 1000) -> None:
+                 depth: int = DEPTH) -> None:
         method = choice(HybridMethod, method, "hybrid method")
         if not 0.0 <= bm25_weight <= 1.0:
             raise SparcError("the BM25 weight of a hybrid sum must be between 0 and 1")
@@ -75,7 +79,7 @@ class HybridEngine:
 
     @classmethod
     def open(cls, index: str | Path, method: HybridMethod | str = HybridMethod.RRF, bm25_weight: float = BM25_WEIGHT,
-             depth: int = 1000) -> HybridEngine:
+             depth: int = DEPTH) -> HybridEngine:
         """The hybrid over a sparc-es Lucene index and the BM25 index built beside it (``INDEX/bm25``)."""
         from .bm25 import LuceneBM25
         from .lucene import LuceneEngine
@@ -84,11 +88,16 @@ class HybridEngine:
         return cls(LuceneEngine(index), bm25, method, bm25_weight, depth)
 
     def fuse(self, sparc: list[Hit], bm25: list[Hit], k: int) -> list[Hit]:
+        """The top ``k`` of the two lists fused; a hit keeps the text, document and offsets its
+        engine gave it (Elasticsearch's hits carry them, the Lucene engines' batch hits do not)."""
         if self.method is HybridMethod.RRF:
-            ranked = reciprocal_rank([sparc, bm25])
+            ranked = reciprocal_rank([sparc, bm25])[:k]
         else:
-            ranked = normalised_sum(sparc, bm25, self.bm25_weight)
-        return [Hit(id=i, score=s) for i, s in ranked[:k]]
+            ranked = normalised_sum(sparc, bm25, self.bm25_weight)[:k]
+        if not any(h.text or h.doc is not None for h in sparc[:1] + bm25[:1]):
+            return [Hit(id=i, score=s) for i, s in ranked]
+        given = {h.id: h for hits in (bm25, sparc) for h in hits}
+        return [Hit(i, s, None, given[i].text, given[i].doc, given[i].start, given[i].end) for i, s in ranked]
 
     def batch_search(self, topics: Iterable[tuple[str, str]], k: int = 1000, threads: int = 1) -> dict[str, list[Hit]]:
         topics = list(topics)
@@ -98,7 +107,8 @@ class HybridEngine:
         return {qid: self.fuse(sparc.get(qid, []), bm25.get(qid, []), k) for qid, _ in topics}
 
     def search(self, question: str, k: int = 10) -> list[Hit]:
-        """Fused hits with their text, document and offsets (from the SPARC index's store)."""
+        """Fused hits with their text, document and offsets (from the SPARC index's store where it
+        has one, else as the engines returned them)."""
         hits = self.batch_search([("q", question)], k=k)["q"]
         store = getattr(self.sparc, "store", None)
         found = store.get([h.id for h in hits]) if store is not None else {}

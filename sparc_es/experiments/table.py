@@ -27,7 +27,12 @@ each run is scored per document, a document by its best sentence.
 Everything is cached under ``--workdir`` (evaluation sets, encoded folders with float weights,
 indexes, run files), keyed by the model fingerprint and settings, so adding a system or a domain
 re-uses what is there. Output: JSON with every figure and a Markdown table with the model
-fingerprint and settings beside each row.
+fingerprint and settings beside each row (``table.json`` and ``table.md`` in the workdir).
+
+Memory does not grow with the number of questions: the questions are searched a batch at a time
+(``--batch``), every system's hits for the batch are written to its TREC run file (the Lucene
+BM25 hits computed once per batch, shared by the bm25 row and every hybrid), and each run is then
+scored from its file, query by query (:func:`sparc_es.eval.evaluate_file`).
 """
 
 from __future__ import annotations
@@ -35,17 +40,21 @@ from __future__ import annotations
 import json
 import re
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..engines.base import best_per_document
 from ..errors import SparcError
-from ..eval import MEASURES, evaluate
+from ..eval import MEASURES, evaluate_file
 from ..layout import DEFAULT_FACTOR, Manifest
-from ..trec import TrecRunWriter, run_of
+from ..trec import TrecRunWriter, run_tag
 from .datasets import DOMAINS, EvalSet, build_eval_set
 
 KINDS = ("bm25", "bm25-paper", "sparc", "sparc-exact", "sparc-int")
+ENGINE_OF = {"bm25": "bm25", "bm25-paper": "bm25-paper", "sparc": "lucene", "sparc-exact": "exact-float",
+             "sparc-int": "exact-int"}  # what searches a system's questions, as its run tag names it
+BATCH = 200  # questions searched at once: the hits a table holds are one batch's, for each system
 SPARC_OPTIONS = {"model": str, "top_k": int, "factor": float, "max_over": str, "max_length": int, "head": str,
                  "passage_weight": float, "lexical_weight": float, "stem_weight": float, "word_weight": float,
                  "idf": int, "hybrid": str, "hybrid_weight": float}
@@ -164,19 +173,23 @@ def _engine(system: System, evalset: EvalSet, paths: dict[str, Path], folder: Pa
     return open_engine("lucene", index), settings
 
 
-class _MemoRun:
-    """An engine whose batch results are computed once (the BM25 side shared by every hybrid row)."""
+class _SharedRun:
+    """An engine whose hits for the current batch of questions are computed once, to ``depth``
+    (the Lucene BM25 side, shared by the bm25 row and every hybrid row)."""
 
-    def __init__(self, engine) -> None:
-        self.engine, self.results, self.k = engine, None, 0
+    def __init__(self, engine, depth: int) -> None:
+        self.engine, self.depth, self.qids, self.results = engine, depth, None, {}
 
     def batch_search(self, topics, k: int = 1000, threads: int = 1):
-        if self.results is None or k > self.k:
-            self.results, self.k = self.engine.batch_search(topics, k=k, threads=threads), k
+        topics = list(topics)
+        qids = [qid for qid, _ in topics]
+        if qids != self.qids or k > self.depth:
+            self.depth = max(k, self.depth)
+            self.results, self.qids = self.engine.batch_search(topics, k=self.depth, threads=threads), qids
         return {qid: hits[:k] for qid, hits in self.results.items()}
 
 
-def _hybrid(system: System, engine, settings: dict, bm25: _MemoRun):
+def _hybrid(system: System, engine, settings: dict, bm25: _SharedRun):
     from ..engines.hybrid import BM25_WEIGHT, HybridEngine
 
     weight = system.options.get("hybrid_weight", BM25_WEIGHT)
@@ -186,12 +199,14 @@ def _hybrid(system: System, engine, settings: dict, bm25: _MemoRun):
 
 
 def run_table(systems: list[str], domains: list[str], workdir: str | Path, data: str | Path | None = None,
-              k: int = 1000, threads: int = 2) -> list[dict]:
+              k: int = 1000, threads: int = 2, batch: int = BATCH) -> list[dict]:
     """Evaluate every system on every domain; returns one row per (domain, system)."""
     parsed = [System.parse(s) for s in systems]
     for d in domains:
         if d not in DOMAINS and not Path(d).is_dir():
             raise SparcError(f"unknown domain {d!r}: one of {', '.join(DOMAINS)}, or an evaluation set folder")
+    if batch < 1:
+        raise SparcError("the batch of questions searched at once must hold at least 1")
     rows = []
     for domain in domains:
         evalset = build_eval_set(domain, data) if domain in DOMAINS else EvalSet.read(domain)
@@ -199,31 +214,62 @@ def run_table(systems: list[str], domains: list[str], workdir: str | Path, data:
         folder = Path(workdir) / domain
         paths = evalset.write(folder / "evalset")
         doc_of = {s.id: s.doc for s in evalset.sentences} if evalset.level == "document" else None
-        bm25 = None  # one Lucene BM25 run per domain, shared by the bm25 row and every hybrid
-        for system in parsed:
-            engine, settings = _engine(system, evalset, paths, folder)
-            if system.kind == "bm25" or "hybrid" in system.options:
-                bm25 = bm25 or _MemoRun(_engine(System("bm25", "bm25"), evalset, paths, folder)[0])
-            if system.kind == "bm25":
-                engine = bm25
-            elif "hybrid" in system.options:
-                engine, settings = _hybrid(system, engine, settings, bm25)
-            started = time.perf_counter()
-            results = engine.batch_search(evalset.topics, k=k, threads=threads)
-            seconds = time.perf_counter() - started
-            if doc_of is not None:
-                results = {qid: best_per_document(hits, doc_of, k) for qid, hits in results.items()}
-            run_path = folder / "runs" / f"{system.spec.replace(':', '_').replace('=', '-').replace('/', '_')}.trec"
-            with TrecRunWriter(run_path, tag=system.kind) as writer:
-                for qid, _ in evalset.topics:
-                    writer.write(qid, results[qid])
-            run = run_of(results)  # the run file's order: ties as shown, not by docid
-            scores = evaluate(run, evalset.qrels)
+        hybrids = any("hybrid" in s.options for s in parsed)
+        bm25 = bm25_settings = None  # one Lucene BM25 engine per domain, shared by the bm25 row and every hybrid
+        if hybrids or any(s.kind == "bm25" for s in parsed):
+            engine, bm25_settings = _engine(System("bm25", "bm25"), evalset, paths, folder)
+            bm25 = _SharedRun(engine, max(k, 1000) if hybrids else k)
+        runs, opened = [], [bm25.engine] if bm25 is not None else []  # (system, engine, settings, run file)
+        try:
+            for system in parsed:
+                if system.kind == "bm25":
+                    engine, settings = bm25, bm25_settings
+                else:
+                    engine, settings = _engine(system, evalset, paths, folder)
+                    opened.append(engine)
+                    if "hybrid" in system.options:
+                        engine, settings = _hybrid(system, engine, settings, bm25)
+                name = system.spec.replace(":", "_").replace("=", "-").replace("/", "_")
+                runs.append((system, engine, settings, folder / "runs" / f"{name}.trec"))
+            seconds = _search(runs, evalset.topics, doc_of, k, threads, batch)
+        finally:
+            for engine in opened:
+                if hasattr(engine, "close"):
+                    engine.close()
+        for (system, _, settings, run_path), took in zip(runs, seconds):
+            scores = evaluate_file(run_path, evalset.qrels)  # streamed from the file, query by query
             rows.append({"domain": domain, "system": system.spec, **{m: round(100 * v, 2) for m, v in scores.items()},
                          "queries": len(evalset.topics), "sentences": len(evalset.sentences), "level": evalset.level,
-                         "search_seconds": round(seconds, 1), "run": str(run_path), "settings": settings})
+                         "search_seconds": round(took, 1), "run": str(run_path), "settings": settings})
             print(f"{domain:8} {system.spec:28} " + "  ".join(f"{m} {rows[-1][m]:.2f}" for m in MEASURES), flush=True)
     return rows
+
+
+def _search(runs: list, topics: list[tuple[str, str]], doc_of: dict | None, k: int, threads: int,
+            batch: int) -> list[float]:
+    """Search ``topics`` a batch at a time with every system of ``runs``, writing each one's hits
+    to its run file as they come; the seconds each spent searching."""
+    seconds = [0.0] * len(runs)
+    with ExitStack() as files:
+        writers = [files.enter_context(TrecRunWriter(path, tag=_tag(system))) for system, _, _, path in runs]
+        for start in range(0, len(topics), batch):
+            part = topics[start: start + batch]
+            for i, (_, engine, _, _) in enumerate(runs):
+                started = time.perf_counter()
+                results = engine.batch_search(part, k=k, threads=threads)
+                seconds[i] += time.perf_counter() - started
+                for qid, _ in part:
+                    hits = results.get(qid, [])
+                    writers[i].write(qid, best_per_document(hits, doc_of, k) if doc_of is not None else hits)
+    return seconds
+
+
+def _tag(system: System) -> str:
+    """The run file's tag: sparc-es, the engine and the hybrid, e.g. ``sparc-es-lucene-sum0.3``."""
+    from ..engines.hybrid import BM25_WEIGHT
+
+    hybrid = system.options.get("hybrid")
+    return run_tag(ENGINE_OF[system.kind], hybrid, system.options.get("hybrid_weight", BM25_WEIGHT))
 
 
 def markdown_table(rows: list[dict]) -> str:

@@ -6,10 +6,11 @@ sparc_es.engines.elastic import build_index``):
     connection   :class:`Connection` (URL checks, secrets never shown), the retrying transport,
                  cluster errors as one line, :func:`check_server`, :func:`check_index_name`, :func:`scan`
     documents    feature names, :func:`es_features`, the :func:`mapping` and the weights' identity
-                 in it (:func:`same_weights`), :func:`query_body`, :class:`QueryMode`, :class:`FieldType`
+                 in it (:func:`same_weights`), :func:`query_body`, :func:`bm25_body`, :class:`QueryMode`,
+                 :class:`FieldType`
     loader       :func:`build_index`: an encoded folder streamed into an index, resumable, incremental
     source       :class:`ElasticSource`: documents of a cluster as a corpus (``encode --from-es``)
-    engine       :class:`ElasticEngine`: search
+    engine       :class:`ElasticEngine`: search; :class:`ElasticBM25`: BM25 on the same index's text
 
 * Token names are made safe for ES in :func:`feature_name` (ES rejects ``.`` in feature names;
   BERT's vocabulary has such tokens) and read back with :func:`token_name`.
@@ -49,19 +50,22 @@ from .documents import (
     FIELD,
     FieldType,
     QueryMode,
+    bm25_body,
     es_features,
     feature_name,
     mapping,
     query_body,
     same_weights,
+    text_searchable,
     token_name,
 )
-from .engine import ElasticEngine
+from .engine import ElasticBM25, ElasticEngine
 from .loader import build_index, id_differences
 from .source import ElasticSource
 
 __all__ = [
-    "BASE_MAPPING", "FIELD", "MAX_BACKOFF", "SUPPORTED_MAJORS", "Connection", "ElasticEngine", "ElasticSource",
-    "FieldType", "QueryMode", "build_index", "check_index_name", "check_server", "es_features", "feature_name",
-    "id_differences", "mapping", "query_body", "redact_url", "retry_delays", "same_weights", "scan", "token_name",
+    "BASE_MAPPING", "FIELD", "MAX_BACKOFF", "SUPPORTED_MAJORS", "Connection", "ElasticBM25", "ElasticEngine",
+    "ElasticSource", "FieldType", "QueryMode", "bm25_body", "build_index", "check_index_name", "check_server",
+    "es_features", "feature_name", "id_differences", "mapping", "query_body", "redact_url", "retry_delays",
+    "same_weights", "scan", "text_searchable", "token_name",
 ]

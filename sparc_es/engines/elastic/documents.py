@@ -12,6 +12,8 @@
   the token's count: the score is the dot product (the default ``saturation`` function is not).
   ``sparse_vector`` with a ``query_vector`` is the alternative on servers that have it (8.15+),
   and needs the field mapped as ``sparse_vector`` (:func:`query_body`).
+* BM25 is a second request, a ``match`` query on the ``text`` field (:func:`bm25_body`): a hybrid
+  fuses the two lists client-side (:mod:`sparc_es.engines.hybrid`), as on the Lucene engine.
 
 No cluster is needed here: these are plain values and functions.
 """
@@ -118,8 +120,10 @@ def same_weights(stored: dict | None, identity: dict) -> bool:
             and bool(stored.get("idf", False)) == identity["idf"])
 
 
-def query_body(bag: dict[str, float], size: int = 10, mode: QueryMode | str = QueryMode.RANK_FEATURE,
-               bm25_text: str | None = None, bm25_weight: float = 0.0) -> dict:
+SOURCE = ["text", "doc", "start", "end"]  # what a hit brings back
+
+
+def query_body(bag: dict[str, float], size: int = 10, mode: QueryMode | str = QueryMode.RANK_FEATURE) -> dict:
     """Search request whose score is sum over the question's tokens of count x stored impact."""
     features = {feature_name(t): c for t, c in bag.items()}
     if choice(QueryMode, mode, "query mode") is QueryMode.SPARSE_VECTOR:
@@ -127,6 +131,17 @@ def query_body(bag: dict[str, float], size: int = 10, mode: QueryMode | str = Qu
     else:
         should = [{"rank_feature": {"field": f"{FIELD}.{name}", "linear": {}, "boost": count}}
                   for name, count in features.items()]
-    if bm25_text and bm25_weight > 0:
-        should.append({"match": {"text": {"query": bm25_text, "boost": bm25_weight}}})
-    return {"size": size, "query": {"bool": {"should": should}}, "_source": ["text", "doc", "start", "end"]}
+    return {"size": size, "query": {"bool": {"should": should}}, "_source": list(SOURCE)}
+
+
+def bm25_body(question: str, size: int = 10) -> dict:
+    """Search request scoring the sentences' ``text`` by BM25 (the index's analyser and similarity:
+    Elasticsearch's defaults, the standard analyser and k1 = 1.2, b = 0.75, for a sparc-es index)."""
+    return {"size": size, "query": {"match": {"text": {"query": question}}}, "_source": list(SOURCE)}
+
+
+def text_searchable(index_mapping: dict) -> bool:
+    """Whether an index's mapping (``get_mapping``'s ``mappings``) has a searchable ``text`` field,
+    which the BM25 side of a hybrid needs; every sparc-es mapping has one."""
+    field = index_mapping.get("properties", {}).get("text") or {}
+    return field.get("type") in ("text", "match_only_text") and field.get("index", True) not in (False, "false")

@@ -369,7 +369,7 @@ def bench_exact(encoded: Path, questions: list[str]) -> dict:
 
 
 def bench_es(encoded: Path) -> dict | None:
-    sys.path.insert(0, str(ROOT / "tests"))
+    sys.path.insert(0, str(ROOT / "scripts"))
     try:
         from loopback import noida_binary, noida_server
     except ImportError:

@@ -26,6 +26,10 @@ from sparc_es.experiments.datasets import data_dir, read_mrqa, squad_dev_sentenc
 
 from shared_data import need_data
 
+# The loopback Elasticsearch-API server is the scripts' (scripts/loopback.py): one copy for the
+# tests, scripts/es_demo.py and scripts/bench.py.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+
 TIERS = ("jvm", "es", "data", "slow")
 # Fixtures that put a test in a tier: a test using one must carry the marker (checked at collection).
 TIER_FIXTURES = {"es_url": "es", "squad_sample": "data"}
@@ -189,3 +193,18 @@ def tiny_mlm_dir(tmp_path_factory) -> Path:
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
+
+
+@pytest.fixture(scope="session")
+def es_url():
+    """SPARC_ES_URL if given, else noida-db's Elasticsearch API on a free loopback port, one for the
+    whole session, stopped afterwards."""
+    from loopback import noida_binary, noida_server
+
+    if os.environ.get("SPARC_ES_URL"):
+        yield os.environ["SPARC_ES_URL"]
+        return
+    if noida_binary() is None:
+        pytest.skip("noida-db not installed (pip install -e '.[test]')")
+    with noida_server() as url:
+        yield url

@@ -31,7 +31,6 @@ from sparc_es.errors import EngineError
 from sparc_es.layout import Manifest, iter_vectors
 from sparc_es.query import QueryEncoder
 
-from loopback import noida_binary, noida_server
 from tolerance import assert_same_impacts, assert_same_records
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,18 +65,6 @@ def test_query_is_a_linear_dot_product():
 def test_connection_never_shows_secrets():
     c = Connection("https://es.example:9200", api_key="s3cret", username="u", password="p4ss")
     assert "s3cret" not in repr(c) and "p4ss" not in repr(c)
-
-
-@pytest.fixture(scope="session")
-def es_url():
-    """SPARC_ES_URL if given, else noida-db started on a free loopback port and stopped afterwards."""
-    if os.environ.get("SPARC_ES_URL"):
-        yield os.environ["SPARC_ES_URL"]
-        return
-    if noida_binary() is None:
-        pytest.skip("noida-db not installed (pip install -e '.[test]')")
-    with noida_server() as url:
-        yield url
 
 
 @pytest.fixture(scope="module")

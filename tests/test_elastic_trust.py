@@ -31,22 +31,10 @@ from sparc_es.errors import EngineError, SparcError
 from sparc_es.layout import iter_vectors
 from sparc_es.query import QueryEncoder
 
-from loopback import free_port, noida_binary, noida_server
+from loopback import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "s3cret"
-
-
-@pytest.fixture(scope="module")
-def es_url():
-    """SPARC_ES_URL if given, else noida-db started on a free loopback port and stopped afterwards."""
-    if os.environ.get("SPARC_ES_URL"):
-        yield os.environ["SPARC_ES_URL"]
-        return
-    if noida_binary() is None:
-        pytest.skip("noida-db not installed (pip install -e '.[test]')")
-    with noida_server() as url:
-        yield url
 
 
 @pytest.fixture(scope="module")

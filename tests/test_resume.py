@@ -112,20 +112,6 @@ def test_a_file_added_after_the_kill_point_is_simply_read(tmp_path, tiny_model_d
     assert list(records(out)) == [*(f"s{i}" for i in range(3000)), "new0", "new1"]
 
 
-@pytest.fixture(scope="module")
-def es_url():
-    """SPARC_ES_URL if given, else noida-db's Elasticsearch API on a free loopback port."""
-    from loopback import noida_binary, noida_server
-
-    if os.environ.get("SPARC_ES_URL"):
-        yield os.environ["SPARC_ES_URL"]
-        return
-    if noida_binary() is None:
-        pytest.skip("noida-db not installed (pip install -e '.[test]')")
-    with noida_server() as url:
-        yield url
-
-
 @pytest.mark.es
 @pytest.mark.slow
 def test_an_edited_source_document_restarts_an_encode_from_elasticsearch(tmp_path, tiny_model_dir, es_url):

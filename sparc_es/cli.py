@@ -350,9 +350,9 @@ def cmd_encode(args: argparse.Namespace) -> int:
     from .encode import encode_corpus
 
     if args.corpus:  # say at once which files of the folders will not be read
-        from .corpus import CorpusStats, corpus_files
+        from .corpus import ReadStats, corpus_files
 
-        listed = CorpusStats()
+        listed = ReadStats()
         corpus_files(args.corpus, listed)
         if listed.skipped_files:
             _warn(listed.skipped_notice())

@@ -15,10 +15,10 @@ Two kinds of input give the same record, :class:`Sentence`:
   character offsets into the file that hold the sentence's words.
 
 A folder is read recursively; its files that are neither JSONL nor a document are counted by
-suffix (:attr:`CorpusStats.skipped_files`) for the user to hear about. Everything is a generator: a
+suffix (:attr:`ReadStats.skipped_files`) for the user to hear about. Everything is a generator: a
 corpus is never held in memory. Files may start with a UTF-8 byte-order mark and end lines with
 CRLF; control characters (NUL, BEL, ESC, ...) are removed from texts (they would reach a terminal
-when hits are printed) and counted in :class:`CorpusStats`.
+when hits are printed) and counted in :class:`ReadStats`.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def control_name(code: int) -> str:
 
 
 def controls_found(kinds: dict[str, int], most: int = 4) -> str:
-    """``U+0080 (C1 control) x 2, U+001B (ESC)``: the control characters of :attr:`CorpusStats.control_kinds`,
+    """``U+0080 (C1 control) x 2, U+001B (ESC)``: the control characters of :attr:`ReadStats.control_kinds`,
     most frequent first (the first ``most``, then how many other kinds)."""
     ranked = sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))
     named = [control_name(int(k[2:], 16)) + (f" x {n}" if n > 1 else "") for k, n in ranked[:most]]
@@ -80,7 +80,7 @@ def sentence_id_problem(sid: str) -> str | None:
 
 
 @dataclass
-class CorpusStats:
+class ReadStats:
     """What reading a corpus changed, for the user to hear about."""
 
     control_characters: int = 0  # removed from texts and contexts
@@ -124,7 +124,7 @@ def _decode(raw: bytes, path: Path, line: int | None = None) -> str:
                                "re-encode the file as UTF-8", line) from None
 
 
-def _jsonl_lines(path: Path, stats: CorpusStats) -> Iterator[tuple[int, Sentence]]:
+def _jsonl_lines(path: Path, stats: ReadStats) -> Iterator[tuple[int, Sentence]]:
     contexts = _Contexts()
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, start=1):
@@ -163,7 +163,7 @@ class _Contexts:
         return self.clean, self.removed
 
 
-def _beir_document(obj: dict, path: Path, lineno: int, stats: CorpusStats) -> Iterator[Sentence]:
+def _beir_document(obj: dict, path: Path, lineno: int, stats: ReadStats) -> Iterator[Sentence]:
     doc_id, title, text = obj.get("_id"), obj.get("title") or "", obj.get("text")
     if isinstance(doc_id, bool) or not isinstance(doc_id, (str, int)) or not str(doc_id).strip():
         raise InputError(path, 'invalid "_id" (a non-empty string or an integer)', lineno)
@@ -176,7 +176,7 @@ def _beir_document(obj: dict, path: Path, lineno: int, stats: CorpusStats) -> It
     yield from document_sentences(text, str(doc_id), stats, title)
 
 
-def document_sentences(text: str, doc_id: str, stats: CorpusStats | None = None, title: str = "",
+def document_sentences(text: str, doc_id: str, stats: ReadStats | None = None, title: str = "",
                        format: str = "text", keep_code: bool = False, where: str | None = None
                        ) -> Iterator[Sentence]:
     """The sentences of one document (a file, a BEIR record, a document from a search index):
@@ -194,7 +194,7 @@ def document_sentences(text: str, doc_id: str, stats: CorpusStats | None = None,
         yield Sentence(id=s.id, text=s.text, context=context, doc=s.doc, start=s.start, end=s.end)
 
 
-def _record(obj: object, path: Path, lineno: int, stats: CorpusStats, contexts: _Contexts | None = None) -> Sentence:
+def _record(obj: object, path: Path, lineno: int, stats: ReadStats, contexts: _Contexts | None = None) -> Sentence:
     if not isinstance(obj, dict):
         raise InputError(path, f"expected a JSON object, got {type(obj).__name__}", lineno)
     sid = obj.get("id")
@@ -312,7 +312,7 @@ def split_document(text: str, doc_id: str, format: str = "text", keep_code: bool
             n += 1
 
 
-def _count(stats: CorpusStats, sid: str, *raw: str) -> None:
+def _count(stats: ReadStats, sid: str, *raw: str) -> None:
     """Count the control characters of one record's texts as they were read (``raw``), by code point."""
     for c in CONTROL.findall("".join(raw)):
         stats.control_characters += 1
@@ -323,7 +323,7 @@ def _count(stats: CorpusStats, sid: str, *raw: str) -> None:
         stats.examples.append(sid)
 
 
-def read_document(path: str | Path, doc_id: str | None = None, stats: CorpusStats | None = None,
+def read_document(path: str | Path, doc_id: str | None = None, stats: ReadStats | None = None,
                   keep_code: bool = False) -> Iterator[Sentence]:
     """Yield the sentences of one document file, read as its suffix says (offsets index its text)."""
     path = Path(path)
@@ -336,7 +336,7 @@ def _suffix(path: Path) -> str:
     return path.suffix.lower() or "(no suffix)"
 
 
-def corpus_files(paths: Iterable[str | Path], stats: CorpusStats | None = None) -> list[tuple[Path, str]]:
+def corpus_files(paths: Iterable[str | Path], stats: ReadStats | None = None) -> list[tuple[Path, str]]:
     """Resolve files and folders to (file, document id) pairs, in a stable order.
 
     A folder is read recursively; its files that are neither JSONL nor a document are counted by
@@ -389,12 +389,12 @@ def _skipped_text(skipped: Counter[str] | dict[str, int], most: int = 6) -> str:
     return f"skipped {total} file{'s' if total != 1 else ''}: {', '.join(parts)}"
 
 
-def read_corpus(paths: Iterable[str | Path], stats: CorpusStats | None = None) -> Iterator[Sentence]:
+def read_corpus(paths: Iterable[str | Path], stats: ReadStats | None = None) -> Iterator[Sentence]:
     """Stream every sentence of the given files and folders; ids must be unique across them.
 
-    ``stats``, when given, counts what was cleaned on the way (see :class:`CorpusStats`).
+    ``stats``, when given, counts what was cleaned on the way (see :class:`ReadStats`).
     """
-    stats = stats if stats is not None else CorpusStats()
+    stats = stats if stats is not None else ReadStats()
     files = corpus_files(paths, stats)
     seen: dict[str, tuple[int, int | None]] = {}  # id -> (file number, line) of its first record
     count = 0
@@ -423,7 +423,7 @@ def read_corpus(paths: Iterable[str | Path], stats: CorpusStats | None = None) -
 class Source(Protocol):
     """Where a corpus comes from, read as often as encoding needs (validation, IDF, encoding)."""
 
-    def read(self, stats: CorpusStats | None = None) -> Iterator[Sentence]:
+    def read(self, stats: ReadStats | None = None) -> Iterator[Sentence]:
         """Every sentence, in a stable order; ``stats`` counts what was cleaned."""
 
     def describe(self) -> list[str]:
@@ -436,7 +436,7 @@ class Files:
 
     paths: tuple[str, ...]
 
-    def read(self, stats: CorpusStats | None = None) -> Iterator[Sentence]:
+    def read(self, stats: ReadStats | None = None) -> Iterator[Sentence]:
         return read_corpus(self.paths, stats)
 
     def describe(self) -> list[str]:

@@ -44,7 +44,7 @@ from typing import Protocol
 import orjson
 
 from . import __version__, folders
-from .corpus import CorpusStats, Sentence, Source, as_source
+from .corpus import ReadStats, Sentence, Source, as_source
 from .errors import SparcError, StoreError
 from .idf import idf_from_statistics
 from .layout import (
@@ -383,7 +383,7 @@ def _encode(source: Source, out: Path, model: SparcModel, settings: dict, total:
     from tqdm import tqdm
 
     stats, done, done_bytes, digest = _prepare(out, settings, scratch)
-    cleaned = CorpusStats()  # control characters removed: counted over every record, skipped ones too
+    cleaned = ReadStats()  # control characters removed: counted over every record, skipped ones too
     records = source.read(cleaned)
     read = hashlib.sha256()  # the fingerprint of the sentences committed, in input order
     if done and not _same_start(records, done, read, digest):
@@ -392,7 +392,7 @@ def _encode(source: Source, out: Path, model: SparcModel, settings: dict, total:
                "fingerprint of what it read")
         _notice(f"{out}: {why}: starting again from the beginning")
         stats, done, done_bytes = _restart(out, settings)
-        cleaned = CorpusStats()
+        cleaned = ReadStats()
         records = source.read(cleaned)
         read = hashlib.sha256()
     passages = PassageCache(out / PASSAGES, previous=old_passages) if model.config.passage_weight else None

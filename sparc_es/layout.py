@@ -214,7 +214,7 @@ class Manifest:
     idf: bool = False
     idf_weighting: dict | None = None
     lexical: dict | None = None  # the corpus statistics of the model's lexical term (sparc_es.lexical)
-    control_characters_removed: int = 0  # from the corpus's texts (see corpus.CorpusStats)
+    control_characters_removed: int = 0  # from the corpus's texts (see corpus.ReadStats)
     control_character_kinds: dict | None = None  # those characters by code point, {"U+0080": 2}
     cleaned_ids: tuple[str, ...] = ()  # the first few sentences (or documents) they were removed from
     requantized_from: str | None = None

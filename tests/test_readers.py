@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from sparc_es import cli
-from sparc_es.corpus import CorpusStats, corpus_files, read_corpus, split_document
+from sparc_es.corpus import ReadStats, corpus_files, read_corpus, split_document
 from sparc_es.errors import InputError, SparcError
 from sparc_es.readers import CODE, HEADING, ITEM, ROW, format_of, locate, read_blocks, rst_doctree
 
@@ -477,7 +477,7 @@ def make_folder(root: Path) -> Path:
 
 def test_folder_files_are_read_or_counted(tmp_path):
     docs = make_folder(tmp_path)
-    stats = CorpusStats()
+    stats = ReadStats()
     files = corpus_files([docs], stats)
     assert [doc for _, doc in files] == ["api.rst", "guide.md", "notes.txt", "page.html"]
     assert stats.skipped_files == {".png": 3, ".py": 2, "(no suffix)": 1, ".yml": 1}

@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ...corpus import CorpusStats, Sentence, document_sentences
+from ...corpus import ReadStats, Sentence, document_sentences
 from ...errors import EngineError, InputError
 from .connection import _cluster_errors, _point_in_time, scan
 
@@ -73,7 +73,7 @@ class ElasticSource:
                         raise EngineError(f"index {self.index!r} lost document {es_id!r} while it was read")
                     yield doc_id, found[es_id]
 
-    def read(self, stats: CorpusStats | None = None) -> Iterator[Sentence]:
+    def read(self, stats: ReadStats | None = None) -> Iterator[Sentence]:
         seen: set[str] = set()
         count = 0
         for doc_id, src in self.documents():

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from processes import kill_midway
 
 from sparc_es.lexical import CorpusStatistics
 
@@ -150,24 +149,6 @@ def test_ray_workers_with_another_model_fail_on_one_line(model, tmp_path):
     assert not (tmp_path / "out").exists()  # failed in the first pass: the folder was never touched
 
 
-def _kill_midway(args: list, progress: Path, at_least: int) -> int:
-    """Start ``sparc-es *args``, SIGKILL it once ``progress`` records ``at_least`` sentences; returns them."""
-    proc = subprocess.Popen([sys.executable, "-m", "sparc_es", *map(str, args)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 400
-    while time.time() < deadline and proc.poll() is None:
-        try:
-            if json.loads(progress.read_text())["sentences"] >= at_least:
-                break
-        except (OSError, ValueError, KeyError):
-            pass
-        time.sleep(0.02)
-    assert proc.poll() is None, f"the encode ended before it could be killed: {proc.stderr.read()}"
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    return json.loads(progress.read_text())["sentences"]
-
-
 @needs_ray
 @pytest.mark.slow
 def test_a_killed_ray_encode_resumes_to_the_same_folder(reference, tmp_path):
@@ -175,7 +156,7 @@ def test_a_killed_ray_encode_resumes_to_the_same_folder(reference, tmp_path):
     # Shards of 64 sentences: two whole pieces each, so the pieces are the reference's.
     args = ["encode", "--corpus", str(DOCS), "--output", out, "--ray", "--ray-actors", "2", "--threads", "1",
             "--shard-size", "64", "--batch-size", BATCH, "--quiet"]
-    done = _kill_midway(args, out / "progress.json", 64)
+    done = kill_midway(args, out / "progress.json", 64, timeout=400)
     assert 64 <= done < 238
     rerun = subprocess.run([sys.executable, "-m", "sparc_es", *map(str, args)], capture_output=True, text=True,
                            timeout=600)

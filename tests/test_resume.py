@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from processes import kill_midway
 
 from sparc_es.cli import main
 from sparc_es.layout import Manifest, iter_vectors
@@ -38,24 +37,6 @@ def run_cli(capsys, *argv) -> tuple[int, str, str]:
 
 def one_line_error(rc: int, err: str) -> bool:
     return rc == 1 and err.startswith("sparc-es: error: ") and err.count("\n") == 1
-
-
-def kill_midway(args: list, progress: Path, at_least: int) -> int:
-    """Start ``sparc-es *args``, SIGKILL it once ``progress`` records ``at_least`` sentences; returns them."""
-    proc = subprocess.Popen([sys.executable, "-m", "sparc_es", *map(str, args)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 180
-    while time.time() < deadline and proc.poll() is None:
-        try:
-            if json.loads(progress.read_text())["sentences"] >= at_least:
-                break
-        except (OSError, ValueError, KeyError):
-            pass
-        time.sleep(0.02)
-    assert proc.poll() is None, f"the encode ended before it could be killed: {proc.stderr.read()}"
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    return json.loads(progress.read_text())["sentences"]
 
 
 def rerun(args: list) -> str:

@@ -354,7 +354,7 @@ def cmd_encode(args: argparse.Namespace) -> int:
 
         listed = ReadStats()
         corpus_files(args.corpus, listed)
-        if listed.skipped_files:
+        if listed.skipped_notice():
             _warn(listed.skipped_notice())
     corpus = args.corpus or _es_source(args)
     backend = _ray_backend(args)

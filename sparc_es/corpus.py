@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -89,12 +90,18 @@ class ReadStats:
     examples: list[str] = field(default_factory=list)  # the first few sentence ids concerned
     skipped_files: dict[str, int] = field(default_factory=dict)  # files in folders not read, by suffix
     hidden_files: int = 0  # hidden files and folders (.git, .DS_Store) passed over
+    skipped_links: int = 0  # links in folders to files or folders outside the folder, or to no regular file
 
     def skipped_notice(self) -> str:
         """One line for the user about the folder files not read ("" when none were skipped)."""
-        if not self.skipped_files:
-            return ""
-        return f"{_skipped_text(self.skipped_files)} (only {_READABLE} files are read)"
+        notes = []
+        if self.skipped_files:
+            notes.append(f"{_skipped_text(self.skipped_files)} (only {_READABLE} files are read)")
+        if self.skipped_links:
+            n = self.skipped_links
+            notes.append(f"skipped {n} link{'s' if n != 1 else ''} that lead{'s' if n == 1 else ''} outside the "
+                         "corpus folder or to no regular file (links are followed only inside the folder)")
+        return "; ".join(notes)
 
 
 @dataclass(frozen=True)
@@ -341,21 +348,29 @@ def corpus_files(paths: Iterable[str | Path], stats: ReadStats | None = None) ->
 
     A folder is read recursively; its files that are neither JSONL nor a document are counted by
     suffix in ``stats.skipped_files``, hidden files and folders (``.git``, ``.DS_Store``, not
-    descended into) in ``stats.hidden_files``.
+    descended into) in ``stats.hidden_files``. A link inside a folder is read only when it leads to
+    a regular file inside that folder (a cloned repository may hold ``x -> /proc/self/environ``);
+    other links, and links to folders (whose files, inside the folder, are read where they are),
+    are counted in ``stats.skipped_links``. A file named on its own is read wherever it is.
     """
     files: list[tuple[Path, str]] = []
     skipped: Counter[str] = Counter()
-    hidden = 0
+    hidden = links = 0
     for p in map(Path, paths):
         if p.is_dir():
             found: list[Path] = []
             here: Counter[str] = Counter()
-            for root, dirs, names in os.walk(p):
+            inside = p.resolve()
+            for root, dirs, names in os.walk(p):  # does not descend into linked folders
                 hidden += sum(d.startswith(".") for d in dirs) + sum(n.startswith(".") for n in names)
                 dirs[:] = [d for d in dirs if not d.startswith(".")]
+                links += sum(Path(root, d).is_symlink() for d in dirs)
                 for name in names:
                     f = Path(root, name)
                     if name.startswith("."):
+                        continue
+                    if f.is_symlink() and not _link_inside(f, inside):
+                        links += 1
                         continue
                     if f.suffix.lower() in READ_SUFFIXES and f.is_file():
                         found.append(f)
@@ -376,7 +391,17 @@ def corpus_files(paths: Iterable[str | Path], stats: ReadStats | None = None) ->
     if stats is not None:  # set, not added to: a corpus is listed again each time it is read
         stats.skipped_files = dict(sorted(skipped.items(), key=lambda kv: (-kv[1], kv[0])))
         stats.hidden_files = hidden
+        stats.skipped_links = links
     return files
+
+
+def _link_inside(link: Path, folder: Path) -> bool:
+    """Whether ``link`` leads, through any chain of links, to a regular file inside ``folder``."""
+    try:
+        target = link.resolve(strict=True)
+    except (OSError, RuntimeError):  # dangling, a loop, unreadable
+        return False
+    return target.is_relative_to(folder) and stat.S_ISREG(target.stat().st_mode)
 
 
 def _skipped_text(skipped: Counter[str] | dict[str, int], most: int = 6) -> str:

@@ -115,3 +115,27 @@ def test_plain_text_paragraphs():
     assert [s.text for s in got] == ["Alpha one.", "Alpha two.", "Alpha three.", "Beta one!"]
     assert got[3].context == "Beta one!" and got[0].context == "Alpha one. Alpha two. Alpha three."
     assert [text[s.start:s.end] for s in got][3] == "Beta one!"
+
+
+def test_links_are_followed_only_to_regular_files_inside_the_folder(tmp_path):
+    """A cloned docs folder may hold ``environ.txt -> /proc/self/environ``: never read, only counted."""
+    from sparc_es.corpus import ReadStats, corpus_files
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("The password is hunter2.\n")
+    docs = tmp_path / "docs"
+    (docs / "guide").mkdir(parents=True)
+    (docs / "guide" / "real.md").write_text("# Guide\n\nThe real page is read once.\n")
+    (docs / "environ.txt").symlink_to("/proc/self/environ")
+    (docs / "secret.md").symlink_to(outside / "secret.md")
+    (docs / "far").symlink_to(outside, target_is_directory=True)
+    (docs / "alias.md").symlink_to(docs / "guide" / "real.md")  # inside the folder: read
+    (docs / "dangling.md").symlink_to(tmp_path / "nowhere.md")
+    stats = ReadStats()
+    files = corpus_files([docs], stats)
+    assert sorted(name for _, name in files) == ["alias.md", "guide/real.md"]
+    assert stats.skipped_links == 4
+    assert "skipped 4 links" in stats.skipped_notice()
+    texts = " ".join(s.text for s in read_corpus([docs]))
+    assert "hunter2" not in texts and "PATH=" not in texts and "real page" in texts

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -112,14 +113,17 @@ def _hybrid_args(p: argparse.ArgumentParser, title: str) -> None:
     from .engines.hybrid import BM25_WEIGHT, DEFAULT_METHOD
 
     g = p.add_argument_group(title)
-    g.add_argument("--hybrid", choices=["sum", "rrf", "none"],
-                   help="fuse SPARC with BM25 over the same sentences, the same way on both engines: a weighted sum "
-                        "of min-max-normalised scores, reciprocal-rank fusion, or none (SPARC alone). Default: "
-                        f"{DEFAULT_METHOD.value} where the index can be searched by BM25 (chosen on the validation "
-                        "domains, docs/evaluation.md), else none, with a notice")
+    g.add_argument("--hybrid", choices=["sum", "minmax", "rrf", "none"],
+                   help="SPARC with BM25 over the same sentences, the same way on both engines. sum: one engine "
+                        "request whose score is (1 - A) x SPARC + A x BM25, each over the most the question can "
+                        "score there (a fraction of the question's attainable score, 0 to 1); minmax, rrf: two "
+                        "searches to depth 1,000 fused here (min-max-normalised sum, reciprocal-rank fusion); none: "
+                        f"SPARC alone. Default: {DEFAULT_METHOD.value} (chosen on the validation domains, "
+                        "docs/evaluation.md); on an index built by an older sparc-es, minmax, with a notice")
     g.add_argument("--hybrid-weight", type=float, metavar="A",
-                   help=f"BM25's share of the sum (--hybrid sum or the default), 0 to 1 (default: {BM25_WEIGHT}, "
+                   help=f"BM25's share A of a sum (sum, minmax or the default), 0 to 1 (default: {BM25_WEIGHT}, "
                         "chosen with the default on the validation domains)")
+
 
 
 def _engine_args(p: argparse.ArgumentParser, kinds: list[str], query: bool = True) -> None:
@@ -132,8 +136,11 @@ def _engine_args(p: argparse.ArgumentParser, kinds: list[str], query: bool = Tru
     if not query:
         return
     _es_query_args(g)
-    _hybrid_args(p, "hybrid with BM25 (--engine lucene: the BM25 index built beside the impact index; --engine es: "
-                    "a match query on the index's text; fused the same way, docs/evaluation.md)")
+    _hybrid_args(p, "hybrid with BM25 (sum: the BM25 terms every sentence stores, one request; minmax and rrf: the "
+                    "BM25 index beside the impact index, or a match query on an Elasticsearch index's text)")
+    p.add_argument("--min-score", type=_finite, metavar="S",
+                   help="drop hits scoring under S (the SPARC engines); the default's scores are fractions of the "
+                        "question's attainable score, 0 to 1, comparable across questions (e.g. 0.3)")
 
 
 ES_TIMEOUT, ES_RETRIES = 60.0, 3
@@ -217,6 +224,8 @@ def _check_engine_options(args: argparse.Namespace) -> None:
         _refuse(args, ES_CONNECTION + ES_QUERY, f"applies to --engine es only, not --engine {args.engine}")
     if args.engine == "bm25":
         _refuse(args, HYBRID, "fuses SPARC with BM25: it applies to --engine lucene and es, not to the BM25 engine")
+    if args.engine == "bm25":
+        _refuse(args, ("min_score",), "applies to the SPARC engines (the default's scores are fractions), not to BM25")
     if args.hybrid in ("rrf", "none") and args.hybrid_weight is not None:
         raise SparcError(f"--hybrid-weight is BM25's share of a hybrid sum: it does not apply to --hybrid "
                          f"{args.hybrid}")
@@ -248,13 +257,14 @@ def _print_hits(question: str, match, shown, color: bool | None = None) -> None:
 def _answer(args: argparse.Namespace, engine, presenter, question: str):
     """(how ``question`` met the index, its hits as ``search`` shows them): with ``--documents``,
     each document's best sentence among the top ``--depth`` (``run --documents``'s aggregation)."""
-    from .engines.base import best_sentences
+    from .engines.base import above, best_sentences
 
     if args.documents:
         hits = engine.search(question, max(args.k, args.depth or 1000))
         hits = best_sentences(hits, {h.id: h.doc for h in hits}, args.k)
     else:
         hits = engine.search(question, args.k)
+    hits = above(hits, args.min_score)
     match = presenter.question(question)
     return match, presenter.hits(question, hits, match)
 
@@ -594,6 +604,13 @@ def _serve_parser(sub) -> None:
     p.set_defaults(func=cmd_serve)
 
 
+def _finite(value: str) -> float:
+    number = float(value)
+    if not math.isfinite(number):
+        raise argparse.ArgumentTypeError("must be a finite number")
+    return number
+
+
 def _port(value: str) -> int:
     port = int(value)
     if not 0 <= port <= 65535:
@@ -608,7 +625,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         engine = _open_engine(args)
         try:
-            service = server.Service(engine, args.index, args.engine, args.model)
+            service = server.Service(engine, args.index, args.engine, args.model, args.min_score)
         except BaseException:
             engine.close()
             raise
@@ -653,6 +670,7 @@ RUN_BATCH = 500  # questions searched at once by `run`: the hits it holds in mem
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from .engines.base import above
     from .trec import TrecRunWriter, read_topics, run_tag
 
     if args.depth is not None and not args.documents:
@@ -678,6 +696,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 results = engine.batch_search(part, k=max(depth, args.k) if args.documents else args.k,
                                               threads=args.threads or 1)
                 seconds += time.perf_counter() - started
+                results = {qid: above(hits, args.min_score) for qid, hits in results.items()}
                 if document_of is not None:
                     results = document_of(results)
                     short += sum(len(hits) < args.k for hits in results.values())
@@ -721,24 +740,28 @@ def _document_of(args: argparse.Namespace):
 
 
 def _query_dsl_parser(sub) -> None:
-    p = sub.add_parser("query-dsl", help="print the Elasticsearch requests for a question (for Kibana Dev Tools)",
+    p = sub.add_parser("query-dsl", help="print the Elasticsearch request for a question (for Kibana Dev Tools)",
                        description="Print what `search --engine es` sends for a question, with the same options, "
-                       "ready to paste into Kibana Dev Tools or send with any Elasticsearch client. With --hybrid "
-                       "none, the one search whose score is the SPARC dot product; with a hybrid (the default), an "
-                       "_msearch of that search and a BM25 match search on the text, whose two lists sparc-es "
-                       "fuses client-side (a # line says how: Elasticsearch does not min-max normalise).")
+                       "ready to paste into Kibana Dev Tools or send with any Elasticsearch client. The default "
+                       "(--hybrid sum) and --hybrid none are one _search, a bool of rank_feature clauses that runs "
+                       "on any licence; the sum's clause weights need each feature's largest stored value, read "
+                       "from the index's mapping (--es-url, or $SPARC_ES_URL) or from a Lucene index of the same "
+                       "encoded folder (--tokenizer INDEX). --hybrid minmax and rrf print the _msearch of the two "
+                       "searches sparc-es fuses client-side, and for rrf the one-request retriever form that needs "
+                       "an Enterprise licence.")
     p.add_argument("question")
     p.add_argument("-k", type=_k, default=10, help="hits (default: %(default)s)")
     p.add_argument("--es-index", help="index name for the request line (default: $SPARC_ES_INDEX or sparc)")
     _es_query_args(p, index=False)
-    _hybrid_args(p, "hybrid with BM25 (as search --engine es on a sparc-es index, whose text field is searchable)")
+    _es_connection_args(p, "Elasticsearch (to read the index's mapping)")
+    _hybrid_args(p, "hybrid with BM25 (as search --engine es)")
     p.set_defaults(func=cmd_query_dsl)
 
 
 def _impact_comment(args: argparse.Namespace) -> str:
-    """What query-dsl's ``#`` line says of scores: the SPARC search's ``_score`` is the integer impact sum,
-    ``factor`` times the score ``search`` shows (the factor of ``--tokenizer``'s encoded folder or index,
-    else encode's default)."""
+    """What query-dsl's ``#`` line says of SPARC-alone scores: ``_score`` is the integer impact sum,
+    ``factor`` times the score ``search`` shows (the factor of ``--tokenizer``'s encoded folder or
+    index, else encode's default)."""
     from .layout import DEFAULT_FACTOR, META, Manifest
 
     folder = Path(args.tokenizer) if args.tokenizer else None
@@ -751,35 +774,79 @@ def _impact_comment(args: argparse.Namespace) -> str:
             f"(divide by {factor:g}: {source})")
 
 
+def _dsl_blend(args: argparse.Namespace, name: str):
+    """The maxima the sum's clause weights need: from the cluster's mapping, else a Lucene index's."""
+    from .engines.blend import Blend
+    from .engines.elastic import ElasticEngine
+    from .query import QueryEncoder
+
+    if args.es_url or os.environ.get("SPARC_ES_URL"):
+        engine = ElasticEngine(_connection(args).client(), name, QueryEncoder.load(args.tokenizer or "default"))
+        try:
+            if engine.blend is None:
+                raise SparcError(f"index {name!r} stores no BM25 terms (loaded by an older sparc-es): load it again "
+                                 "with sparc-es index --engine es --recreate, or print --hybrid minmax")
+            return engine.blend
+        finally:
+            engine.close()
+    blend = Blend.read(args.tokenizer) if args.tokenizer else None
+    if blend is None:
+        raise SparcError("the sum's clause weights need each feature's largest stored value: give --es-url (read "
+                         "from the index's mapping) or --tokenizer INDEX, a Lucene index of the same encoded folder")
+    return blend
+
+
 def cmd_query_dsl(args: argparse.Namespace) -> int:
     from .engines.elastic import bm25_body, query_body
     from .engines.hybrid import BM25_WEIGHT, DEFAULT_METHOD, DEPTH, RRF_K
     from .query import QueryEncoder
 
     _no_bm25_weight(args)
+    if not args.question.strip():
+        raise SparcError("empty question")
     method = args.hybrid or DEFAULT_METHOD.value
-    if method != "sum" and args.hybrid_weight is not None:
+    if method in ("rrf", "none") and args.hybrid_weight is not None:
         raise SparcError(f"--hybrid-weight is BM25's share of a hybrid sum: it does not apply to --hybrid {method}")
     weight = BM25_WEIGHT if args.hybrid_weight is None else args.hybrid_weight
     if not 0.0 <= weight <= 1.0:
         raise SparcError("the BM25 weight of a hybrid sum must be between 0 and 1")
-    queries = QueryEncoder.load(args.tokenizer or "default")
     name = args.es_index or os.environ.get("SPARC_ES_INDEX", "sparc")
+    if method != "sum":
+        _refuse(args, ES_CONNECTION, "reads the sum's maxima from the cluster: it applies to --hybrid sum only")
+    queries = QueryEncoder.load(args.tokenizer or "default")
     mode = args.query_mode or "rank_feature"
-    if method == "none":
-        print(f"# {_impact_comment(args)}")
+    bag = queries.bag(args.question)
+    if method == "sum":
+        bag = _dsl_blend(args, name).weights(args.question, bag, weight)
+    if not bag:
+        raise SparcError("no token of the question is in the index: there is nothing to ask")
+    if method in ("sum", "none"):
+        comment = (f"one request: _score = {1 - weight:g} x SPARC + {weight:g} x BM25, each over the most this "
+                   "question can score there (a fraction of its attainable score, 0 to 1); any licence"
+                   if method == "sum" else _impact_comment(args))
+        print(f"# {comment}")
         print(f"GET /{name}/_search")
-        print(json.dumps(query_body(queries.bag(args.question), size=args.k, mode=mode), indent=2, ensure_ascii=False))
+        print(json.dumps(query_body(bag, size=args.k, mode=mode), indent=2, ensure_ascii=False))
         return 0
     depth = max(args.k, DEPTH)
+    sparc, bm25 = query_body(bag, size=depth, mode=mode), bm25_body(args.question, depth)
     fusion = (f"{weight:g} x BM25' + {1 - weight:g} x SPARC', each list min-max normalised to [0, 1]"
-              if method == "sum" else f"reciprocal-rank fusion, the sum of 1 / ({RRF_K} + rank) over the two lists")
+              if method == "minmax" else f"reciprocal-rank fusion, the sum of 1 / ({RRF_K} + rank) over the two lists")
     print(f"# sparc-es fuses the two lists client-side: {fusion}; the top {args.k} are the answer "
-          f"(--hybrid none: the SPARC search alone); {_impact_comment(args)}")
+          f"(the default, --hybrid sum, is one request); {_impact_comment(args)}")
     print(f"GET /{name}/_msearch")
-    for body in (query_body(queries.bag(args.question), size=depth, mode=mode), bm25_body(args.question, depth)):
+    for body in (sparc, bm25):
         print("{}")
         print(json.dumps(body, ensure_ascii=False))
+    if method == "rrf":
+        print("\n# the same fusion in one request, with Elasticsearch's rrf retriever: needs an Enterprise licence "
+              "(a Basic cluster answers 403)")
+        print(f"GET /{name}/_search")
+        retriever = {"rrf": {"retrievers": [{"standard": {"query": sparc["query"]}},
+                                            {"standard": {"query": bm25["query"]}}],
+                             "rank_constant": RRF_K, "rank_window_size": depth}}
+        print(json.dumps({"size": args.k, "retriever": retriever, "_source": sparc["_source"]}, indent=2,
+                         ensure_ascii=False))
     return 0
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 from . import __version__
-from .engines.base import Engine, Hit
+from .engines.base import Engine, Hit, above
 from .errors import SparcError
 from .layout import SENTENCES, Manifest
 from .store import SentenceStore
@@ -69,6 +69,9 @@ def _question(value: str) -> str:
     return value
 
 
+MIN_SCORE_HELP = "drop hits scoring less (default: the server's --min-score)"
+
+
 class SearchRequest(BaseModel):
     """``POST /search``: one question."""
 
@@ -76,6 +79,7 @@ class SearchRequest(BaseModel):
     question: str
     k: int = Field(10, ge=1, le=MAX_K)
     context: bool = Field(False, description="add each hit's passage")
+    min_score: float | None = Field(None, allow_inf_nan=False, description=MIN_SCORE_HELP)
 
     @field_validator("question")
     @classmethod
@@ -90,6 +94,7 @@ class BatchRequest(BaseModel):
     questions: list[str] = Field(min_length=1, max_length=MAX_BATCH)
     k: int = Field(10, ge=1, le=MAX_K)
     context: bool = False
+    min_score: float | None = Field(None, allow_inf_nan=False, description=MIN_SCORE_HELP)
 
     @field_validator("questions")
     @classmethod
@@ -109,17 +114,19 @@ def where(doc: str | None, sentence_id: str, start: int | None, end: int | None)
 class Service:
     """One engine and its index's sentence store behind a single worker thread."""
 
-    def __init__(self, engine: Engine, index: str | Path | None, kind: str = "lucene", model: str = "default") -> None:
+    def __init__(self, engine: Engine, index: str | Path | None, kind: str = "lucene", model: str = "default",
+                 min_score: float | None = None) -> None:
         """``engine`` as ``open_engine`` opened it, over ``index``; ``kind`` is its name (lucene, es, bm25).
-        ``model``: what ``/explain`` encodes hits again with (loaded on its first call). The service
-        closes the engine."""
+        ``model``: what ``/explain`` encodes hits again with (loaded on its first call). ``min_score``:
+        hits scoring less are dropped (a request may ask its own). The service closes the engine."""
         self.engine = engine
+        self.min_score = min_score
         self.kind, self.model = kind, model
         self._explainer = None
         self.index = Path(index) if index is not None else None
         method = getattr(engine, "method", None)  # a HybridEngine's fusion
         self.engine_info = {"engine": kind, "hybrid": method.value if method is not None else None,
-                            "hybrid_weight": engine.bm25_weight if method is not None and method.value == "sum"
+                            "hybrid_weight": engine.bm25_weight if method is not None and method.value in ("sum", "minmax")
                             else None}
         self.manifest = Manifest.read(self.index) if self.index is not None else None
         store = self.index / SENTENCES if self.index is not None else None
@@ -137,9 +144,10 @@ class Service:
             log.error("engine error: %s", message)
             raise ApiError(500, message) from None
 
-    def search(self, question: str, k: int, context: bool) -> list[dict[str, Any]]:
-        """The hits of one question as JSON objects, ranked from 1 (on the worker thread)."""
-        hits = self.engine.search(question, k)
+    def search(self, question: str, k: int, context: bool, min_score: float | None = None) -> list[dict[str, Any]]:
+        """The hits of one question as JSON objects, ranked from 1 (on the worker thread); those
+        scoring under ``min_score`` (default: the service's) dropped."""
+        hits = above(self.engine.search(question, k), self.min_score if min_score is None else min_score)
         contexts = self.store.get([h.id for h in hits], context=True) if context and self.store else {}
         return [self._hit(rank, h, contexts.get(h.id)) for rank, h in enumerate(hits, start=1)]
 
@@ -237,27 +245,30 @@ def create_app(service: Service) -> FastAPI:
 
     @app.get("/search")
     async def search_get(q: str = Query(..., description="the question"), k: int = Query(10, ge=1, le=MAX_K),
-                         context: bool = False) -> dict:
+                         context: bool = False,
+                         min_score: float | None = Query(None, description=MIN_SCORE_HELP, allow_inf_nan=False)) -> dict:
         """The top ``k`` sentences for question ``q``."""
-        return await _search(q, k, context)
+        return await _search(q, k, context, min_score)
 
     @app.post("/search")
     async def search_post(body: SearchRequest) -> dict:
         """The top ``k`` sentences for ``question``."""
-        return await _search(body.question, body.k, body.context)
+        return await _search(body.question, body.k, body.context, body.min_score)
 
-    async def _search(question: str, k: int, context: bool) -> dict:
+    async def _search(question: str, k: int, context: bool, min_score: float | None = None) -> dict:
         try:
             _question(question)
         except ValueError as e:
             raise ApiError(422, f"q: {e}") from None
-        return {"question": question, "k": k, "hits": await service.run(service.search, question, k, context)}
+        return {"question": question, "k": k,
+                "hits": await service.run(service.search, question, k, context, min_score)}
 
     @app.post("/batch")
     async def batch(body: BatchRequest) -> dict:
         """The top ``k`` sentences for each of ``questions``, in order."""
         def work() -> list[dict]:
-            return [{"question": q, "hits": service.search(q, body.k, body.context)} for q in body.questions]
+            return [{"question": q, "hits": service.search(q, body.k, body.context, body.min_score)}
+                    for q in body.questions]
 
         return {"k": body.k, "results": await service.run(work)}
 

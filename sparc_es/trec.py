@@ -91,7 +91,7 @@ def run_tag(engine: str, hybrid: str | None = None, weight: float | None = None)
     ``sparc-es-bm25``."""
     tag = f"sparc-es-{engine}"
     if hybrid:
-        tag += f"-{hybrid}" + (f"{weight:g}" if hybrid == "sum" and weight is not None else "")
+        tag += f"-{hybrid}" + (f"{weight:g}" if hybrid in ("sum", "minmax") and weight is not None else "")
     return "".join(tag.split())
 
 

@@ -31,13 +31,13 @@ def open_engine(kind: EngineKind | str = EngineKind.LUCENE, index: str | Path | 
     :class:`~sparc_es.engines.elastic.Connection`, the index name, the folder whose question
     tokenizer to use (default: ``index``, else the default model's) and the query mode.
 
-    ``hybrid`` fuses SPARC with BM25 over the same sentences, the same way on both SPARC engines
-    (:mod:`~sparc_es.engines.hybrid`): on Lucene with the BM25 index built beside the impact index,
-    on Elasticsearch with a ``match`` query on the index's text. ``sum`` (BM25's share is
-    ``hybrid_weight``, default :data:`~sparc_es.engines.hybrid.BM25_WEIGHT`) or ``rrf``; ``none`` or
-    None: SPARC alone; ``default``: :data:`~sparc_es.engines.hybrid.DEFAULT_METHOD` where the index
-    can be searched by BM25, else SPARC alone, said through ``notice``. A ``hybrid_weight`` without
-    a sum to weigh is an error, never ignored.
+    ``hybrid`` (:mod:`~sparc_es.engines.hybrid`, the same on both SPARC engines): ``sum``, SPARC and
+    BM25 summed by the engine in one request (BM25's share ``hybrid_weight``, default
+    :data:`~sparc_es.engines.hybrid.BM25_WEIGHT`); ``minmax`` or ``rrf``, two searches fused here;
+    ``none`` or None, SPARC alone; ``default``, :data:`~sparc_es.engines.hybrid.DEFAULT_METHOD`
+    where the index stores BM25 terms, else the ``minmax`` fusion where it can be searched by BM25
+    (an index built by an older sparc-es), else SPARC alone, said through ``notice``. A
+    ``hybrid_weight`` without a sum to weigh is an error, never ignored.
     """
     from .hybrid import BM25_WEIGHT, DEFAULT_METHOD, HybridEngine, HybridMethod
 
@@ -48,19 +48,28 @@ def open_engine(kind: EngineKind | str = EngineKind.LUCENE, index: str | Path | 
         if hybrid not in (None, "default") or hybrid_weight is not None:
             raise SparcError("--hybrid and --hybrid-weight fuse SPARC with BM25: they apply to --engine lucene "
                              "and es, not to the BM25 engine")
-    elif method is not None and method is not HybridMethod.SUM and hybrid_weight is not None:
-        raise SparcError(f"--hybrid-weight is BM25's share of a hybrid sum: it does not apply to --hybrid "
-                         f"{method.value}")
+    elif method is HybridMethod.RRF and hybrid_weight is not None:
+        raise SparcError("--hybrid-weight is BM25's share of a hybrid sum: it does not apply to --hybrid rrf")
     elif hybrid in (None, "none") and hybrid_weight is not None:
         raise SparcError("--hybrid-weight is BM25's share of a hybrid sum: it needs --hybrid sum (or the default "
                          "hybrid), not SPARC alone")
     weight = BM25_WEIGHT if hybrid_weight is None else hybrid_weight
+    if not 0.0 <= weight <= 1.0:
+        raise SparcError(f"--hybrid-weight is BM25's share of the sum: between 0 and 1, not {weight:g}")
 
-    def fallback(why: str) -> None:  # the default hybrid where the index cannot have it
+    def fallback(why: str, searchable: bool) -> HybridMethod | None:
+        """What the default becomes on an index without BM25 terms: the two-search fusion where
+        the index can be searched by BM25, else SPARC alone."""
+        if searchable:
+            if notice is not None:
+                notice(f"{why}: fusing two searches client-side ({HybridMethod.MINMAX.value}); rebuild the index "
+                       "with this sparc-es for the one-request default")
+            return HybridMethod.MINMAX
         if hybrid_weight is not None:
-            raise SparcError(f"--hybrid-weight weighs the default hybrid, but {why}")
+            raise SparcError(f"--hybrid-weight weighs the default hybrid, but {why} and it cannot be searched by BM25")
         if notice is not None:
-            notice(f"{why}: searching with SPARC alone, not the default hybrid")
+            notice(f"{why} and it cannot be searched by BM25: searching with SPARC alone, not the default hybrid")
+        return None
 
     if kind is EngineKind.ES:
         from ..query import QueryEncoder
@@ -68,29 +77,32 @@ def open_engine(kind: EngineKind | str = EngineKind.LUCENE, index: str | Path | 
 
         if connection is None or not es_index:
             raise SparcError("the Elasticsearch engine needs a connection and an index name")
-        sparc = ElasticEngine(connection.client(), es_index, QueryEncoder.load(tokenizer or index or "default"),
-                              mode=query_mode)
+        queries = QueryEncoder.load(tokenizer or index or "default")
+        sparc = ElasticEngine(connection.client(), es_index, queries, mode=query_mode)
         try:
-            if default and sparc.text_searchable:
-                method = DEFAULT_METHOD
-            elif default:
-                fallback(f"index {es_index!r} has no searchable text field for BM25")
+            if default:
+                method = DEFAULT_METHOD if sparc.blend is not None else fallback(
+                    f"index {es_index!r} stores no BM25 terms", sparc.text_searchable)
+            if method is HybridMethod.SUM:
+                sparc.use_blend(weight)
+                return sparc
             return HybridEngine(sparc, sparc.bm25(), method, weight) if method is not None else sparc
         except BaseException:
             sparc.close()
             raise
     if index is None:
         raise SparcError(f"the {kind.value} engine needs an index folder (--index DIR)")
+    from .blend import Blend
     from .bm25 import LuceneBM25
+    from .lucene import LuceneEngine
 
     if kind is EngineKind.BM25:
         return LuceneBM25.beside(index)
-    if default and LuceneBM25.exists_beside(index):
-        method = DEFAULT_METHOD
-    elif default:
-        fallback(f"{index} has no BM25 index beside it (built with --no-bm25)")
+    if default:
+        method = DEFAULT_METHOD if Blend.read(index) is not None else fallback(
+            f"{index} stores no BM25 terms (built by an older sparc-es)", LuceneBM25.exists_beside(index))
+    if method is HybridMethod.SUM:
+        return LuceneEngine(index, bm25_share=weight)
     if method is not None:
         return HybridEngine.open(index, method, weight)
-    from .lucene import LuceneEngine
-
     return LuceneEngine(index)

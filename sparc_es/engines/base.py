@@ -53,6 +53,11 @@ class EngineKind(str, Enum):
     BM25 = "bm25"
 
 
+def above(hits: list[Hit], min_score: float | None) -> list[Hit]:
+    """The hits scoring at least ``min_score`` (all of them when it is None): ``--min-score``."""
+    return hits if min_score is None else [h for h in hits if h.score >= min_score]
+
+
 def best_sentences(hits: list[Hit], doc_of: Mapping[str, str | None], k: int) -> list[Hit]:
     """Sentence hits (best first) -> each document's best sentence, the top ``k`` documents: the
     one aggregation of ``run --documents`` and ``search --documents``. A sentence without a

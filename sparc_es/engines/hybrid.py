@@ -1,15 +1,19 @@
-"""BM25 + SPARC hybrids (paper 004 section 3.3), one fusion for every engine: on the embedded
-Lucene engine SPARC's impact index with the BM25 index built beside it, on Elasticsearch the SPARC
-query with a BM25 ``match`` query on the same index's text (fused here, client-side).
+"""BM25 + SPARC hybrids (paper 004 section 3.3): every rule of ``--hybrid`` and ``--hybrid-weight``.
 
-Both engines retrieve ``depth`` sentences per question (at least the k asked for); the two lists
-are fused per question by one of
+The default, ``sum``, is one engine request: each sentence stores its BM25 term weights beside its
+SPARC impacts, and the engine sums both with clause weights that normalise each side by the most
+the question can score there (:mod:`~sparc_es.engines.blend`): one Lucene ``BooleanQuery``, one
+Elasticsearch ``bool``. Scores are fractions of the question's attainable score, in [0, 1].
 
-* ``sum``: a weighted sum after min-max normalisation of each list to [0, 1]:
-  ``a * bm25' + (1 - a) * sparc'``, a sentence missing from a list scoring 0 there. Raw BM25 and
-  SPARC scores live on different scales (and a factor changes SPARC's), hence the normalisation.
-* ``rrf``: reciprocal-rank fusion (Cormack et al. 2009), ``sum over lists of 1 / (60 + rank)``,
-  which needs no scores at all.
+Two client-side fusions are kept as options, never the default: each engine retrieves ``depth``
+sentences per question (at least the k asked for), SPARC from the impact index and BM25 from the
+Lucene BM25 index beside it (or a ``match`` query on Elasticsearch), and the two lists are fused
+per question by
+
+* ``minmax``: ``a * bm25' + (1 - a) * sparc'`` after min-max normalisation of each list to [0, 1]
+  (the default before the one-request sum; every question's top hit scores about 1, so scores
+  cannot be thresholded), a sentence missing from a list scoring 0 there;
+* ``rrf``: reciprocal-rank fusion (Cormack et al. 2009), ``sum over lists of 1 / (60 + rank)``.
 
 Ties are broken by sentence id so that a fused run is deterministic.
 """
@@ -22,25 +26,24 @@ from pathlib import Path
 
 from ..errors import SparcError, choice
 from .base import Hit
+from .blend import BM25_SHARE
 
 RRF_K = 60
-DEPTH = 1000  # sentences each engine retrieves per question before fusing (at least the k asked for)
+DEPTH = 1000  # sentences each engine retrieves per question before a client-side fusion
 
-
-# BM25's share of the sum by default, with IDF-weighted encoding: chosen by the worst validation
-# domain's gain over BM25 (the held-out SQuAD articles and four projects' documentation,
-# docs/evaluation.md "Defaults"); 0.1, chosen on the SQuAD articles alone, added little on docs.
-BM25_WEIGHT = 0.3
+# BM25's share of a sum (``--hybrid-weight``) by default, for ``sum`` and ``minmax`` alike.
+BM25_WEIGHT = BM25_SHARE
 
 
 class HybridMethod(str, Enum):
-    SUM = "sum"
-    RRF = "rrf"
+    SUM = "sum"  # one request: the engine sums SPARC and BM25 (blend.py)
+    MINMAX = "minmax"  # two requests, min-max normalised and summed here
+    RRF = "rrf"  # two requests, reciprocal-rank fusion here
 
 
-# What `sparc-es search`, `serve` and `run` do unless told otherwise (--hybrid none: SPARC alone),
-# where the index can be searched by BM25: a Lucene index with the BM25 index `sparc-es index` builds
-# beside it, an Elasticsearch index with a searchable text field (every sparc-es mapping has one).
+CLIENT_SIDE = (HybridMethod.MINMAX, HybridMethod.RRF)
+
+# What `sparc-es search`, `serve` and `run` do unless told otherwise (--hybrid none: SPARC alone).
 DEFAULT_METHOD = HybridMethod.SUM
 
 
@@ -67,11 +70,14 @@ def reciprocal_rank(runs: Iterable[list[Hit]], k: int = RRF_K) -> list[tuple[str
 
 
 class HybridEngine:
-    """A SPARC engine and a BM25 engine over the same sentences, fused per question."""
+    """A SPARC engine and a BM25 engine over the same sentences, fused per question client-side
+    (``minmax`` or ``rrf``: two searches to ``depth`` a question)."""
 
     def __init__(self, sparc, bm25, method: HybridMethod | str = HybridMethod.RRF, bm25_weight: float = BM25_WEIGHT,
                  depth: int = DEPTH) -> None:
         method = choice(HybridMethod, method, "hybrid method")
+        if method not in CLIENT_SIDE:
+            raise SparcError(f"the {method.value} hybrid is one engine request, not a client-side fusion")
         if not 0.0 <= bm25_weight <= 1.0:
             raise SparcError("the BM25 weight of a hybrid sum must be between 0 and 1")
         self.sparc, self.bm25 = sparc, bm25

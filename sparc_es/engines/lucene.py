@@ -23,6 +23,8 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
+import orjson
+
 from .. import folders
 from ..errors import EngineError, StoreError, count_mismatch
 from ..layout import (
@@ -40,9 +42,11 @@ from ..layout import (
 from ..locks import exclusive
 from ..query import QueryEncoder
 from ..store import SentenceStore, check_ids
+from . import blend
 from ._impacts import write_impact_index
 from ._java import TopK, folder_size, index_documents, parts, start_jvm
 from .base import Hit
+from .hybrid import HybridMethod
 
 
 def build_index(encoded: str | Path, folder: str | Path, overwrite: bool = False, bm25: bool = True,
@@ -84,9 +88,16 @@ def _stage(message: str) -> None:
 
 def _build(encoded: Path, folder: Path, manifest: Manifest, bm25: bool, progress: bool) -> Manifest:
     stage = _stage if progress else (lambda message: None)
-    stage(f"index: {manifest.retrievable} sentences into a Lucene impact index ...")
+    stage(f"index: {manifest.retrievable} sentences into a Lucene impact index, with their BM25 terms ...")
     started = time.perf_counter()
-    write_impact_index(encoded / VECTORS / VECTORS_FILE, folder / LUCENE, manifest.retrievable, progress)
+    vectors = folder / f"{VECTORS_FILE}.blended"  # the records with their BM25 features (blend.py)
+    stats, maxima = blend.count(iter_vectors(encoded))
+    with open(vectors, "wb") as f:
+        for record in blend.blended(iter_vectors(encoded), stats, maxima):
+            f.write(orjson.dumps(record) + b"\n")
+    write_impact_index(vectors, folder / LUCENE, manifest.retrievable, progress)
+    vectors.unlink()
+    blend.Blend(maxima, stats.digest()).write(folder)
     seconds = time.perf_counter() - started
     docs = index_documents(folder / LUCENE)
     # Lucene drops documents with no terms; encode counted and reported those as empty vectors.
@@ -111,13 +122,27 @@ def _build(encoded: Path, folder: Path, manifest: Manifest, bm25: bool, progress
 
 
 class LuceneEngine:
-    """Search a sparc-es Lucene index; questions are bags of tokens, no model runs."""
+    """Search a sparc-es Lucene index; questions are bags of tokens, no model runs.
 
-    def __init__(self, folder: str | Path) -> None:
+    ``bm25_share`` None: SPARC alone, scores in model units (the integer sum over the factor).
+    A share a in [0, 1]: the one-request sum of SPARC and BM25 (:mod:`~sparc_es.engines.blend`),
+    scores the fraction of the question's attainable score.
+    """
+
+    def __init__(self, folder: str | Path, bm25_share: float | None = None) -> None:
         self.path = Path(folder)
         self.manifest = Manifest.read(self.path)
         if self.manifest.index is None or self.manifest.index.engine != LUCENE or not (self.path / LUCENE).is_dir():
             raise StoreError(f"{self.path}: not a sparc-es Lucene index (build one with: sparc-es index)")
+        self.blend = None
+        if bm25_share is not None:
+            self.blend = blend.Blend.read(self.path)
+            if self.blend is None:
+                raise StoreError(f"{self.path}: built before sentences stored their BM25 terms; rebuild it with "
+                                 "sparc-es index --overwrite for the SPARC + BM25 sum")
+        self.bm25_share = bm25_share
+        # what a run tag and the server say of it: the one-request sum, or SPARC alone
+        self.method, self.bm25_weight = (HybridMethod.SUM, bm25_share) if bm25_share is not None else (None, None)
         self.queries = QueryEncoder.load(self.path)
         self.factor = self.manifest.factor
         self.store = SentenceStore(self.path / SENTENCES)
@@ -126,19 +151,28 @@ class LuceneEngine:
 
         self.searcher = TopK(self.path / LUCENE, autoclass("io.anserini.search.similarity.ImpactSimilarity")())
 
+    def weights(self, question: str) -> dict[str, float]:
+        """The question as the engine is asked it: ``{feature: clause weight}``."""
+        if self.blend is None:
+            return self.queries.encode(question)
+        return self.blend.weights(question, self.queries.bag(question), self.bm25_share)
+
     def search(self, question: str, k: int = 10) -> list[Hit]:
-        return self._hits(self.searcher.weighted(self.queries.encode(question), k))
+        return self._hits(self.searcher.weighted(self.weights(question), k))
 
     def batch_search(self, topics: Iterable[tuple[str, str]], k: int = 1000, threads: int = 1) -> dict[str, list[Hit]]:
         """Search many (qid, question) pairs; results keyed by qid."""
         topics = list(topics)
         out: dict[str, list[Hit]] = {}
         for part in parts(topics):
-            results = self.searcher.weighted_batch([self.queries.encode(q) for _, q in part], k, threads)
+            results = self.searcher.weighted_batch([self.weights(q) for _, q in part], k, threads)
             out.update((qid, self._hits(hits, with_text=False)) for (qid, _), hits in zip(part, results))
         return out
 
     def _hits(self, scored: list[tuple[int, float, str]], with_text: bool = True) -> list[Hit]:
+        if self.blend is not None:  # Lucene's float sum, in Lucene's order (ties: docid)
+            found = self.store.get([sid for _, _, sid in scored]) if with_text else {}
+            return [Hit(id=sid, score=float(score)).located(found.get(sid)) for _, score, sid in scored]
         # Lucene sums in float and can land one ulp under the integer (67.99999 for 68), which
         # would put that hit after its ties: round back to the integer and re-sort by
         # (-score, docid), the order an exact sum gives.

@@ -15,8 +15,9 @@ Systems (``--systems``, comma-separated; options after a colon)::
           lexical_weight=ALPHA (the lexical term, sparc_es.lexical, with this alpha),
           stem_weight=BETA (its stem term, sparc_es.lexical, with this beta),
           word_weight=GAMMA (its whole-word term, sparc_es.lexical.Words, with this gamma),
-          idf=1 (IDF-weighted encoding), hybrid=rrf|sum (fused with the Lucene BM25 run, top 1,000
-          of each), hybrid_weight=A (BM25's share of the sum; default: the engines')
+          idf=1 (IDF-weighted encoding), hybrid=sum|minmax|rrf (sum: SPARC and the stored BM25
+          terms summed in one Lucene query; minmax, rrf: fused with the Lucene BM25 run, top 1,000
+          of each), hybrid_weight=A (BM25's share of a sum; default: the engines')
           e.g. sparc:top_k=500,factor=100,bm25-paper   sparc-exact:model=models/sparc,max_over=all
 
 Domains (``--domains``, comma-separated): the project's ``squad``, ``newsqa`` and ``val``, or the
@@ -45,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..engines.base import best_per_document
+from ..engines.hybrid import BM25_WEIGHT
 from ..errors import SparcError
 from ..eval import MEASURES, evaluate_file
 from ..layout import DEFAULT_FACTOR, Manifest
@@ -170,6 +172,10 @@ def _engine(system: System, evalset: EvalSet, paths: dict[str, Path], folder: Pa
     info = Manifest.read(index).index
     settings = {**settings, "factor": manifest.factor, "scoring": "Lucene impact index",
                 "index_build_seconds": info.build_seconds, "index_megabytes": round(info.bytes / 1e6, 2)}
+    hybrid, weight = system.options.get("hybrid"), system.options.get("hybrid_weight", BM25_WEIGHT)
+    if hybrid == "sum":  # one request: the engine sums SPARC and the BM25 terms each sentence stores
+        settings["hybrid"] = f"{weight:g} x BM25 + {1 - weight:g} x SPARC in one query, each over its attainable score"
+        return open_engine("lucene", index, hybrid="sum", hybrid_weight=weight), settings
     return open_engine("lucene", index), settings
 
 
@@ -190,7 +196,7 @@ class _SharedRun:
 
 
 def _hybrid(system: System, engine, settings: dict, bm25: _SharedRun):
-    from ..engines.hybrid import BM25_WEIGHT, HybridEngine
+    from ..engines.hybrid import HybridEngine
 
     weight = system.options.get("hybrid_weight", BM25_WEIGHT)
     settings = {**settings, "hybrid": "RRF (k = 60)" if system.options["hybrid"] == "rrf" else
@@ -214,7 +220,7 @@ def run_table(systems: list[str], domains: list[str], workdir: str | Path, data:
         folder = Path(workdir) / domain
         paths = evalset.write(folder / "evalset")
         doc_of = {s.id: s.doc for s in evalset.sentences} if evalset.level == "document" else None
-        hybrids = any("hybrid" in s.options for s in parsed)
+        hybrids = any(s.options.get("hybrid") in ("minmax", "rrf") for s in parsed)  # BM25 run fused here
         bm25 = bm25_settings = None  # one Lucene BM25 engine per domain, shared by the bm25 row and every hybrid
         if hybrids or any(s.kind == "bm25" for s in parsed):
             engine, bm25_settings = _engine(System("bm25", "bm25"), evalset, paths, folder)
@@ -227,7 +233,7 @@ def run_table(systems: list[str], domains: list[str], workdir: str | Path, data:
                 else:
                     engine, settings = _engine(system, evalset, paths, folder)
                     opened.append(engine)
-                    if "hybrid" in system.options:
+                    if system.options.get("hybrid") in ("minmax", "rrf"):
                         engine, settings = _hybrid(system, engine, settings, bm25)
                 name = system.spec.replace(":", "_").replace("=", "-").replace("/", "_")
                 runs.append((system, engine, settings, folder / "runs" / f"{name}.trec"))
@@ -266,8 +272,6 @@ def _search(runs: list, topics: list[tuple[str, str]], doc_of: dict | None, k: i
 
 def _tag(system: System) -> str:
     """The run file's tag: sparc-es, the engine and the hybrid, e.g. ``sparc-es-lucene-sum0.3``."""
-    from ..engines.hybrid import BM25_WEIGHT
-
     hybrid = system.options.get("hybrid")
     return run_tag(ENGINE_OF[system.kind], hybrid, system.options.get("hybrid_weight", BM25_WEIGHT))
 

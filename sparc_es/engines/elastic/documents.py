@@ -28,6 +28,7 @@ from ...errors import choice
 from ...layout import Manifest
 
 FIELD = "weights"
+BLEND_META = "sparc_es_blend"  # the mapping's _meta key of the one-request sum's maxima (blend.py)
 
 
 class QueryMode(str, Enum):

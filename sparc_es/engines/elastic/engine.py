@@ -10,13 +10,16 @@ too and fuses the two lists client-side, with the Lucene engine's own
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 
 from ...errors import EngineError, choice
 from ...query import QueryEncoder
 from ..base import Hit
 from .connection import _cluster_errors, _redacted, check_server
-from .documents import QueryMode, bm25_body, query_body, text_searchable
+from ..blend import BM25_SHARE, Blend
+from ..hybrid import HybridMethod
+from .documents import BLEND_META, QueryMode, bm25_body, query_body, text_searchable
 
 MSEARCH_BATCH = 50  # questions per _msearch request
 
@@ -45,11 +48,30 @@ class ElasticEngine:
             raise EngineError(f"index {index!r} was not made by sparc-es (no _meta.sparc_es in its mapping)")
         self.factor = float(meta["factor"])
         self.text_searchable = text_searchable(mappings)  # whether BM25 (a hybrid) can search its text
+        blended = mappings.get("_meta", {}).get(BLEND_META)
+        # the one-request sum's maxima, where the index stores BM25 terms (see use_blend)
+        self.blend = Blend.from_json(json.loads(blended), f"index {index!r}") if blended else None
+        self.bm25_share: float | None = None
+        self.method, self.bm25_weight = None, None  # what a run tag and the server say of it (use_blend)
+
+    def use_blend(self, bm25_share: float = BM25_SHARE) -> None:
+        """Search with the one-request sum of SPARC and BM25 (:mod:`~sparc_es.engines.blend`), BM25's
+        share ``bm25_share``; scores become fractions of each question's attainable score."""
+        if self.blend is None:
+            raise EngineError(f"index {self.index!r} stores no BM25 terms (loaded by an older sparc-es); load it "
+                              "again with sparc-es index --engine es --recreate for the SPARC + BM25 sum")
+        self.bm25_share = bm25_share
+        self.method, self.bm25_weight = HybridMethod.SUM, bm25_share
+
+    def weights(self, question: str) -> dict[str, float]:
+        """The question as the engine is asked it: ``{feature: clause weight}``."""
+        bag = self.queries.bag(question)
+        return bag if self.bm25_share is None else self.blend.weights(question, bag, self.bm25_share)
 
     def body(self, question: str, k: int = 10) -> dict | None:
         """The request body for ``question`` (what ``sparc-es query-dsl`` prints); None when the
         question has no token to score."""
-        bag = self.queries.bag(question)
+        bag = self.weights(question)
         return query_body(bag, size=k, mode=self.mode) if bag else None
 
     def bm25(self) -> ElasticBM25:
@@ -93,7 +115,8 @@ class ElasticEngine:
         hits = []
         for h in response["hits"]["hits"]:
             src = h.get("_source", {})
-            hits.append(Hit(id=h["_id"], score=h["_score"] / self.factor, text=src.get("text", ""),
+            score = h["_score"] if self.bm25_share is not None else h["_score"] / self.factor
+            hits.append(Hit(id=h["_id"], score=score, text=src.get("text", ""),
                             doc=src.get("doc"), start=src.get("start"), end=src.get("end")))
         return hits
 
@@ -107,6 +130,7 @@ class ElasticBM25(ElasticEngine):
     :meth:`ElasticEngine.bm25`; it shares that engine's client, which that engine closes."""
 
     factor = 1.0  # BM25 scores as the cluster gives them
+    bm25_share = None
 
     def __init__(self, client, index_name: str) -> None:  # the mapping was read by the SPARC engine
         self.client, self.index = client, index_name

@@ -22,7 +22,8 @@ from ...errors import EngineError, count_mismatch
 from ...layout import SENTENCES, Manifest, es_failures, id_digest, iter_vectors
 from ...store import SentenceStore
 from .connection import _cluster_errors, check_index_name, check_server, scan
-from .documents import BASE_MAPPING, FIELD, FieldType, _differs, _identity, es_features, mapping, same_weights
+from .. import blend
+from .documents import BASE_MAPPING, BLEND_META, FIELD, FieldType, _differs, _identity, es_features, mapping, same_weights
 
 # said after an error a re-run can get past
 _AGAIN = "; run the same command again when the cluster is back: loading resumes"
@@ -39,6 +40,8 @@ class _Load:
     report: Path  # the JSONL report of failed, missing and foreign ids
     bulk: dict  # streaming_bulk's chunk_size, max_retries and initial_backoff
     progress: bool
+    statistics: blend.Statistics  # of the sentences' BM25 terms, counted before the load
+    maxima: dict[str, int]  # each feature's largest value: SPARC's counted before, BM25's while loading
 
 
 @dataclass
@@ -72,10 +75,11 @@ def build_index(encoded: str | Path, client, index_name: str, chunk_size: int = 
     index = check_index_name(index_name)
     encoded, manifest = _check_folder(encoded)
     check_server(client)
+    statistics, maxima = blend.count(iter_vectors(encoded))
     load = _Load(client, index, encoded, manifest,
                  report=Path(report) if report else encoded / es_failures(index),
                  bulk={"chunk_size": chunk_size, "max_retries": max_retries, "initial_backoff": initial_backoff},
-                 progress=progress)
+                 progress=progress, statistics=statistics, maxima=maxima)
     resume = _create_or_check_index(load, mapping(manifest, field_type), recreate)
     counts = _stream_bulk(load, resume)
     if resume:
@@ -132,7 +136,7 @@ def _stream_bulk(load: _Load, resume: bool) -> _Counts:
     with _cluster_errors(f"loading into {load.index!r}", _AGAIN), \
             open(load.report, "w", encoding="utf-8") as failures, \
             tqdm(total=expected, unit="sent", desc="bulk", disable=not load.progress, file=sys.stderr) as bar:
-        actions = _actions(load.encoded, load.index, load.client if resume else None, skipped)
+        actions = _actions(load, load.client if resume else None, skipped)
         for success, item in helpers.streaming_bulk(load.client, actions, **load.bulk,
                                                     raise_on_error=False, raise_on_exception=False):
             if success:
@@ -210,7 +214,10 @@ def _write_build_record(load: _Load, count: int) -> None:
             "sparc_es": _identity(manifest),
             "sparc_es_build": {"encoded": str(load.encoded.resolve()), "corpus": list(manifest.corpus),
                                "sentences": manifest.sentences, "documents": count,
-                               "at": datetime.now(UTC).isoformat(timespec="seconds")}})
+                               "at": datetime.now(UTC).isoformat(timespec="seconds")},
+            # as one string: feature names are not field names, and integers survive any server
+            BLEND_META: json.dumps(blend.Blend(load.maxima, load.statistics.digest()).to_json(), ensure_ascii=False,
+                                   sort_keys=True)})
 
 
 # --- the folder's records, and the ids the index holds ------------------------------------------
@@ -235,12 +242,15 @@ def _present(client, index_name: str, ids: list[str]) -> dict[str, str | None]:
     return {d["_id"]: d.get("_source", {}).get("hash") for d in docs if d.get("found")}
 
 
-def _actions(encoded: Path, index_name: str, client=None, skipped: list[int] | None = None) -> Iterator[dict]:
-    """Bulk actions for every record; with ``client``, those the index already holds unchanged
-    (same content hash) are skipped (a resumed load, or an update) and counted in ``skipped[0]``."""
+def _actions(load: _Load, client=None, skipped: list[int] | None = None) -> Iterator[dict]:
+    """Bulk actions for every record, with its BM25 terms (:func:`~sparc_es.engines.blend.blended`);
+    with ``client``, those the index already holds unchanged (same content hash, which names the
+    BM25 statistics too) are skipped (a resumed load, or an update) and counted in ``skipped[0]``."""
+    encoded, index_name = load.encoded, load.index
     store = SentenceStore(encoded / SENTENCES)
     try:
         for batch in _batches(encoded):
+            batch = list(blend.blended(batch, load.statistics, load.maxima))
             if client is not None:
                 there = _present(client, index_name, [r["id"] for r in batch])
                 fresh = [r for r in batch if r["id"] not in there or there[r["id"]] != r.get("hash")]

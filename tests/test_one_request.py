@@ -1,0 +1,278 @@
+"""The default answer in one engine request (``sparc_es.engines.blend``): SPARC and BM25 summed by the
+engine, scores a fraction of the question's attainable score, the same on Lucene and Elasticsearch.
+
+The quick tests check the arithmetic of the clause weights and the analyser; the ``jvm`` tests
+check, on the real documents of ``tests/data/docs`` encoded by the shipped model, that Lucene's
+score is that weighted sum of what each sentence stores (read back from its postings, not
+recomputed by the code under test), that one question is one Lucene query, and that scores can be
+thresholded; the ``es`` tests that the loopback Elasticsearch API ranks and scores the same, from
+``search --engine es`` and from the ``query-dsl`` request sent as Kibana sends it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from sparc_es.cli import main
+from sparc_es.engines.blend import (
+    BLEND_FILE,
+    PREFIX,
+    SCALE,
+    Blend,
+    EnglishAnalyzer,
+    Statistics,
+    blended,
+    count,
+)
+
+DOCS = Path(__file__).parent / "data" / "docs"
+QUESTIONS = [
+    "How do I add a boolean flag to a command?",
+    "How can I prompt the user for a password?",
+    "What does the invoke_without_command parameter do?",
+    "How are environment variables used as defaults for options?",
+    "How do I test a Click application?",
+    "What is a command group?",
+    "How do I make an option required?",
+    "How do I print colored text to the terminal?",
+    "Which types can a parameter have?",
+    "How do I show a progress bar?",
+]
+
+
+# --- the arithmetic (quick) ------------------------------------------------------------------------
+
+def test_analyzer_drops_stop_words_and_possessives_and_stems():
+    terms = EnglishAnalyzer().terms("The user's options are running in Click's groups, e.g. 3.5 and 1,000 files")
+    assert terms == ["user", "option", "run", "click", "group", "e.g", "3.5", "1,000", "file"]
+
+
+def test_bm25_weights_follow_lucene_formula():
+    analyzer = EnglishAnalyzer()
+    texts = ["cats chase mice", "dogs chase cats and cats", "birds sing"]
+    stats = Statistics()
+    for t in texts:
+        stats.add(analyzer.terms(t))
+    got = stats.weights(analyzer.terms(texts[1]))
+    avgdl = stats.terms / stats.sentences
+    tf, n, dl = 2, 2, 4  # "cat" twice in a sentence of 4 terms, in 2 of 3 sentences
+    idf = math.log(1 + (3 - n + 0.5) / (n + 0.5))
+    assert got[PREFIX + "cat"] == round(idf * tf / (tf + 0.9 * (1 - 0.4 + 0.4 * dl / avgdl)) * SCALE)
+    assert set(got) == {PREFIX + "dog", PREFIX + "chase", PREFIX + "cat"}
+
+
+def test_clause_weights_make_each_side_reach_exactly_its_share():
+    """A sentence storing every question feature at its largest value scores exactly 1; each side's
+    weights times the maxima sum to its share; features no sentence stores are left out."""
+    blend = Blend({"how": 7, "flag": 40, "##s": 3, PREFIX + "flag": 90, PREFIX + "boolean": 120})
+    tokens = {"how": 1, "flag": 2, "unknown": 1}
+    weights = blend.weights("boolean flags, flags!", tokens, bm25_share=0.4)
+    assert "unknown" not in weights and PREFIX + "unknown" not in weights
+    sparc = sum(w * blend.maxima[f] for f, w in weights.items() if not f.startswith(PREFIX))
+    bm25 = sum(w * blend.maxima[f] for f, w in weights.items() if f.startswith(PREFIX))
+    assert sparc == pytest.approx(0.6) and bm25 == pytest.approx(0.4)
+    assert weights[PREFIX + "flag"] == pytest.approx(0.4 * 2 / (2 * 90 + 120))  # counted twice
+    # a question with no word in the index: the BM25 side is empty, the most it can score is 0.6
+    assert sum(w * blend.maxima[f] for f, w in blend.weights("zzz", {"how": 1}, 0.4).items()) == pytest.approx(0.6)
+
+
+def test_records_gain_bm25_features_and_their_maxima(tmp_path):
+    records = [{"id": "a", "contents": "Boolean flags are flags.", "vector": {"flag": 9, "bool": 4}, "hash": "h1"},
+               {"id": "b", "contents": "Nothing stored here.", "vector": {}},
+               {"id": "c", "contents": "A flag.", "vector": {"flag": 12}}]
+    stats, maxima = count(records)
+    assert stats.sentences == 3 and maxima == {"flag": 12, "bool": 4}
+    out = list(blended(records, stats, maxima))
+    assert set(out[0]["vector"]) == {"flag", "bool", PREFIX + "boolean", PREFIX + "flag"}
+    assert out[1]["vector"] == {}  # no neural weights: stays unretrievable, as encode counted it
+    assert out[0]["hash"] == f"h1+{stats.digest()}"  # a load that skips unchanged documents sees new statistics
+    assert maxima[PREFIX + "flag"] == max(r["vector"].get(PREFIX + "flag", 0) for r in out)
+    assert all(0 < v < 512 for r in out for f, v in r["vector"].items() if f.startswith(PREFIX))
+
+
+def test_blend_record_refuses_other_settings(tmp_path):
+    from sparc_es.errors import StoreError
+
+    Blend({"a": 1}, "digest").write(tmp_path)
+    assert Blend.read(tmp_path).maxima == {"a": 1}
+    record = json.loads((tmp_path / BLEND_FILE).read_text())
+    record["k1"] = 1.2
+    (tmp_path / BLEND_FILE).write_text(json.dumps(record))
+    with pytest.raises(StoreError, match="k1 1.2"):
+        Blend.read(tmp_path)
+
+
+# --- Lucene (jvm) ------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def docs_index(tmp_path_factory):
+    from sparc_es.encode import encode_corpus
+    from sparc_es.engines.lucene import build_index
+    from sparc_es.model import SparcModel
+
+    root = tmp_path_factory.mktemp("one-request")
+    encode_corpus([DOCS], root / "encoded", SparcModel.load("default"), idf=True, progress=False)
+    build_index(root / "encoded", root / "index")
+    return root
+
+
+@pytest.mark.jvm
+def test_default_is_one_lucene_query_whose_score_is_the_weighted_sum_of_the_stored_values(docs_index):
+    from sparc_es.engines import open_engine
+    from sparc_es.engines.lucene import LuceneEngine
+
+    engine = open_engine("lucene", docs_index / "index", hybrid="default")
+    try:
+        assert isinstance(engine, LuceneEngine) and engine.bm25_share == 0.3  # not a client-side fusion
+        calls = []
+        weighted = engine.searcher.weighted
+        engine.searcher.weighted = lambda bag, k: calls.append(bag) or weighted(bag, k)
+        for question in QUESTIONS:
+            hits = engine.search(question, k=10)
+            assert len(calls) == 1 and hits, question  # one request a question
+            weights = calls.pop()
+            assert any(f.startswith(PREFIX) for f in weights) and any(not f.startswith(PREFIX) for f in weights)
+            stored = engine.stored([h.id for h in hits], weights)  # read from the postings
+            for h in hits:
+                expected = sum(w * stored[h.id].get(f, 0) for f, w in weights.items())
+                assert h.score == pytest.approx(expected, rel=1e-5), (question, h.id)
+                assert 0 < h.score <= 1 + 1e-6
+            assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    finally:
+        engine.close()
+
+
+@pytest.mark.jvm
+def test_bm25_share_one_ranks_as_lucene_bm25(docs_index):
+    """The stored BM25 terms are a BM25: alone (share 1) they put the Lucene BM25 baseline's top hit
+    first for most questions (the two differ in quantisation and Lucene's lossy length norms)."""
+    from sparc_es.engines import open_engine
+
+    ours = open_engine("lucene", docs_index / "index", hybrid="sum", hybrid_weight=1.0)
+    lucene = open_engine("bm25", docs_index / "index")
+    try:
+        same = 0
+        for question in QUESTIONS:
+            top = lucene.search(question, k=1)[0]
+            ties = {h.id for h in ours.search(question, k=10) if h.score >= ours.search(question, k=1)[0].score - 1e-6}
+            same += top.id in ties
+        assert same >= 8, same
+    finally:
+        ours.close()
+        lucene.close()
+
+
+@pytest.mark.jvm
+def test_min_score_drops_hits_below_it(docs_index, capsys):
+    index = str(docs_index / "index")
+    assert main(["search", "--index", index, "--json", "-k", "10", QUESTIONS[0]]) == 0
+    scores = [h["score"] for h in json.loads(capsys.readouterr().out)]
+    cut = scores[4]
+    assert main(["search", "--index", index, "--json", "-k", "10", "--min-score", str(cut), QUESTIONS[0]]) == 0
+    kept = [h["score"] for h in json.loads(capsys.readouterr().out)]
+    assert kept == [s for s in scores if s >= cut] and len(kept) < len(scores)
+    assert main(["search", "--index", index, "--engine", "bm25", "--min-score", "1", "q"]) == 1
+    assert "--min-score" in capsys.readouterr().err
+
+
+@pytest.mark.jvm
+def test_an_index_without_bm25_terms_falls_back_with_a_notice(docs_index, tmp_path):
+    import shutil
+
+    from sparc_es.engines import open_engine
+    from sparc_es.engines.hybrid import HybridEngine
+
+    old = tmp_path / "old"
+    shutil.copytree(docs_index / "index", old)
+    (old / BLEND_FILE).unlink()  # as an older sparc-es built it
+    said = []
+    engine = open_engine("lucene", old, hybrid="default", notice=said.append)
+    try:
+        assert isinstance(engine, HybridEngine) and engine.method.value == "minmax"
+        assert "rebuild the index" in said[0]
+    finally:
+        engine.close()
+
+
+# --- Elasticsearch (es, jvm) -----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def docs_es(docs_index, es_url):
+    from sparc_es.engines.elastic import Connection, build_index as load_es
+
+    client = Connection(es_url).client()
+    index = f"sparc-one-{os.getpid()}"
+    load_es(docs_index / "encoded", client, index, progress=False, recreate=True)
+    yield index
+    client.indices.delete(index=index, ignore_unavailable=True)
+    client.close()
+
+
+@pytest.mark.es
+@pytest.mark.jvm
+def test_the_default_ranks_and_scores_the_same_on_lucene_and_elasticsearch(docs_index, docs_es, es_url, capsys):
+    common = ["-k", "10", "--json"]
+    differ = 0
+    for question in QUESTIONS:
+        assert main(["search", "--index", str(docs_index / "index"), *common, question]) == 0
+        lucene = json.loads(capsys.readouterr().out)
+        assert main(["search", "--engine", "es", "--es-url", es_url, "--es-index", docs_es, "--tokenizer",
+                     str(docs_index / "index"), *common, question]) == 0
+        es = json.loads(capsys.readouterr().out)
+        assert [h["score"] for h in es] == pytest.approx([h["score"] for h in lucene], rel=1e-5), question
+        differ += [h["id"] for h in es] != [h["id"] for h in lucene]
+    assert differ == 0
+
+
+@pytest.mark.es
+@pytest.mark.jvm
+def test_the_default_is_one_search_request_on_elasticsearch(docs_index, docs_es, es_url):
+    from sparc_es.engines import open_engine
+    from sparc_es.engines.elastic import Connection, ElasticEngine
+
+    engine = open_engine("es", connection=Connection(es_url), es_index=docs_es, tokenizer=docs_index / "index",
+                         hybrid="default")
+    try:
+        assert isinstance(engine, ElasticEngine) and engine.bm25_share == 0.3
+        sent = []
+        search, msearch = engine.client.search, engine.client.msearch
+        engine.client.search = lambda **kw: sent.append(("search", kw)) or search(**kw)
+        engine.client.msearch = lambda **kw: sent.append(("msearch", kw)) or msearch(**kw)
+        hits = engine.search(QUESTIONS[1], k=5)
+        assert len(hits) == 5 and [kind for kind, _ in sent] == ["search"]
+        assert sent[0][1]["size"] == 5  # not a depth of 1,000
+        engine.batch_search([(f"q{i}", q) for i, q in enumerate(QUESTIONS)], k=5)
+        assert [kind for kind, _ in sent[1:]] == ["msearch"]
+        assert len(sent[1][1]["searches"]) == 2 * len(QUESTIONS)  # one search a question
+    finally:
+        engine.close()
+
+
+@pytest.mark.es
+@pytest.mark.jvm
+def test_query_dsl_pasted_as_kibana_sends_it_returns_the_search_hits(docs_index, docs_es, es_url, capsys):
+    question = QUESTIONS[3]
+    assert main(["query-dsl", "--es-url", es_url, "--es-index", docs_es, "--tokenizer", str(docs_index / "index"),
+                 question]) == 0
+    printed = capsys.readouterr().out
+    lines = [line for line in printed.splitlines() if not line.startswith("#")]
+    assert lines[0] == f"GET /{docs_es}/_search"  # one request
+    body = "\n".join(lines[1:]).encode()
+    request = urllib.request.Request(f"{es_url}/{docs_es}/_search", data=body, method="POST",
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request) as response:
+        pasted = json.load(response)["hits"]["hits"]
+    assert main(["search", "--engine", "es", "--es-url", es_url, "--es-index", docs_es, "--tokenizer",
+                 str(docs_index / "index"), "--json", question]) == 0
+    searched = json.loads(capsys.readouterr().out)
+    assert [h["_id"] for h in pasted] == [h["id"] for h in searched]
+    assert [h["_score"] for h in pasted] == pytest.approx([h["score"] for h in searched], rel=1e-6)
+    # the same request from a Lucene index of the same encoded folder: no cluster needed to print it
+    assert main(["query-dsl", "--es-index", docs_es, "--tokenizer", str(docs_index / "index"), question]) == 0
+    assert capsys.readouterr().out == printed

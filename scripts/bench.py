@@ -295,37 +295,47 @@ def bench_scale(encoded: Path, workdir: Path, questions: list[str], label: str) 
     impact = manifest.index
     texts = (Sentence(id=r["id"], text=r["contents"]) for r in iter_vectors(encoded))
     bm25_info = build_bm25_index(texts, index / "bm25", overwrite=True)
-    from sparc_es.engines.hybrid import BM25_WEIGHT, DEFAULT_METHOD, HybridEngine
+    from sparc_es.engines.hybrid import BM25_WEIGHT, HybridEngine, HybridMethod
 
-    sparc = open_engine("lucene", index)
+    sparc = open_engine("lucene", index, hybrid="none")
     bm25 = LuceneBM25(index / "bm25")
-    # What `sparc-es search` does by default on a Lucene index: both engines to depth 1,000, fused.
-    default = HybridEngine(sparc, bm25, DEFAULT_METHOD, BM25_WEIGHT)
+    # What `sparc-es search` does by default on a Lucene index: one query, SPARC and the stored BM25
+    # terms summed by Lucene; and the default before it: both engines to depth 1,000, fused here.
+    default = open_engine("lucene", index, hybrid="default")
+    assert default.method is HybridMethod.SUM
+    minmax = HybridEngine(open_engine("lucene", index, hybrid="none"), bm25, HybridMethod.MINMAX, BM25_WEIGHT)
+    engines = (("sparc", sparc), ("bm25", bm25), ("default", default), ("previous_default_minmax", minmax))
     out = {"sentences": impact.documents,
            "index": {"sparc_seconds": impact.build_seconds, "bm25_seconds": bm25_info["build_seconds"],
                      "sparc_sentences_per_second": round(impact.documents / impact.build_seconds),
                      "bm25_sentences_per_second": round(bm25_info["documents"] / bm25_info["build_seconds"]),
                      "sparc_over_bm25_build_time": round(impact.build_seconds / bm25_info["build_seconds"], 1),
+                     # the impact index holds the BM25 terms the default sums: it is the default's whole index
                      "sparc_megabytes": round(impact.bytes / 1e6, 1),
-                     "bm25_megabytes": round(bm25_info["bytes"] / 1e6, 1)},
+                     "bm25_megabytes": round(bm25_info["bytes"] / 1e6, 1),
+                     "sparc_over_bm25_size": round(impact.bytes / bm25_info["bytes"], 1)},
            "latency_ms": {}, "throughput_qps_2_threads": {}}
-    for k in (10, 1000):
+    for k in (10, 100, 1000):
         # The engines' own search, as a user calls it (hits as Hit objects, ids included; no texts:
-        # batch_search of one question, so the SQLite text lookup is not timed).
-        for name, engine in (("sparc", sparc), ("bm25", bm25), ("default_hybrid", default)):
+        # batch_search of one question, so the SQLite text lookup is not timed). The engines take
+        # turns question by question, so that load on the machine falls on all of them alike.
+        times: dict[str, list[float]] = {name: [] for name, _ in engines}
+        for timed in (False, True):
             # One untimed pass warms the page cache and the JIT: after the 20 questions this used to
             # be, the first scale of a run still ran up to 1.6x slower at k=1000 than the next.
             for q in questions:
-                engine.batch_search([("q", q)], k)
-            times = []
-            for q in questions:
-                t = time.perf_counter()
-                engine.batch_search([("q", q)], k)
-                times.append(1000 * (time.perf_counter() - t))
-            out["latency_ms"][f"{name}_k{k}"] = {"p50": round(statistics.median(times), 3),
-                                                 "p99": round(percentile(times, 0.99), 3)}
-        out["latency_ms"][f"sparc_over_bm25_p50_k{k}"] = round(
-            out["latency_ms"][f"sparc_k{k}"]["p50"] / out["latency_ms"][f"bm25_k{k}"]["p50"], 2)
+                for name, engine in engines:
+                    t = time.perf_counter()
+                    engine.batch_search([("q", q)], k)
+                    if timed:
+                        times[name].append(1000 * (time.perf_counter() - t))
+        for name, _ in engines:
+            out["latency_ms"][f"{name}_k{k}"] = {"p50": round(statistics.median(times[name]), 3),
+                                                 "p99": round(percentile(times[name], 0.99), 3)}
+        for name in ("sparc", "default", "previous_default_minmax"):
+            for q in ("p50", "p99"):
+                out["latency_ms"][f"{name}_over_bm25_{q}_k{k}"] = round(
+                    out["latency_ms"][f"{name}_k{k}"][q] / out["latency_ms"][f"bm25_k{k}"][q], 2)
     topics = [(f"q{i}", q) for i, q in enumerate(questions)]
     for name, engine in (("sparc", sparc), ("bm25", bm25)):
         rates = []
@@ -334,8 +344,8 @@ def bench_scale(encoded: Path, workdir: Path, questions: list[str], label: str) 
             engine.batch_search(topics, k=10, threads=2)
             rates.append(len(topics) / (time.perf_counter() - t))
         out["throughput_qps_2_threads"][name] = spread(rates)
-    sparc.close()
-    bm25.close()
+    for engine in (sparc, default, minmax):  # the fusion closes its two engines, the BM25 one among them
+        engine.close()
     return out
 
 
@@ -429,6 +439,24 @@ def markdown(result: dict) -> str:
                      f"({lat['sparc_over_bm25_p50_k1000']}x) | "
                      f"{lat['sparc_k1000']['p99']} / {lat['bm25_k1000']['p99']} ms | "
                      f"{qps['sparc']['median']:.0f} / {qps['bm25']['median']:.0f} |")
+    if scales:
+        lines += ["", "The default search (one Lucene query, SPARC and the stored BM25 terms summed) beside Lucene BM25, "
+                  "the engines taking turns question by question; ms, and the ratio to BM25:", "",
+                  "| sentences | k | BM25 p50 / p99 | default p50 / p99 | default / BM25 p50, p99 | SPARC alone p50 "
+                  "| previous default (two searches, min-max) p50 | index size default / BM25 |",
+                  "|---|---|---|---|---|---|---|---|"]
+    for s in scales.values():
+        lat, i = s["latency_ms"], s["index"]
+        for k in (10, 100):
+            if f"default_k{k}" not in lat:
+                continue
+            lines.append(f"| {s['sentences']:,} | {k} | {lat[f'bm25_k{k}']['p50']} / {lat[f'bm25_k{k}']['p99']} | "
+                         f"{lat[f'default_k{k}']['p50']} / {lat[f'default_k{k}']['p99']} | "
+                         f"**{lat[f'default_over_bm25_p50_k{k}']}x**, {lat[f'default_over_bm25_p99_k{k}']}x | "
+                         f"{lat[f'sparc_k{k}']['p50']} ({lat[f'sparc_over_bm25_p50_k{k}']}x) | "
+                         f"{lat[f'previous_default_minmax_k{k}']['p50']} "
+                         f"({lat[f'previous_default_minmax_over_bm25_p50_k{k}']}x) | "
+                         f"{i['sparc_megabytes']} / {i['bm25_megabytes']} MB ({i.get('sparc_over_bm25_size', '?')}x) |")
     g = result.get("growth_per_million")
     if g:
         ratio = "n/a, below the noise between these scales" if g["ratio"] is None else f"{g['ratio']}x"

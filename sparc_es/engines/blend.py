@@ -47,7 +47,7 @@ SCALE = 32  # stored as round(bm25 * SCALE): idf stays under 16 below 8M sentenc
 BLEND_FILE = "blend.json"  # in a Lucene index folder: the settings and each feature's largest value
 
 # BM25's share of the score by default: chosen on the validation domains (docs/evaluation.md).
-BM25_SHARE = 0.3
+BM25_SHARE = 0.4
 
 # Lucene's EnglishAnalyzer.ENGLISH_STOP_WORDS_SET, which Anserini's default analyser uses.
 STOP_WORDS = frozenset(

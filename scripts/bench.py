@@ -440,8 +440,8 @@ def markdown(result: dict) -> str:
                      f"{lat['sparc_k1000']['p99']} / {lat['bm25_k1000']['p99']} ms | "
                      f"{qps['sparc']['median']:.0f} / {qps['bm25']['median']:.0f} |")
     if scales:
-        lines += ["", "The default search (one Lucene query, SPARC and the stored BM25 terms summed) beside Lucene BM25, "
-                  "the engines taking turns question by question; ms, and the ratio to BM25:", "",
+        lines += ["", "The default search (one Lucene query, SPARC and the stored BM25 terms summed) beside "
+                  "Lucene BM25, the engines taking turns question by question; ms, and the ratio to BM25:", "",
                   "| sentences | k | BM25 p50 / p99 | default p50 / p99 | default / BM25 p50, p99 | SPARC alone p50 "
                   "| previous default (two searches, min-max) p50 | index size default / BM25 |",
                   "|---|---|---|---|---|---|---|---|"]

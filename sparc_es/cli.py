@@ -456,7 +456,9 @@ def _index_parser(sub) -> None:
     p.add_argument("--index", metavar="DIR", help="Lucene index folder to write (--engine lucene)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing Lucene index folder")
     p.add_argument("--no-bm25", action="store_true",
-                   help="skip the BM25 index of the sentence texts that --hybrid and --engine bm25 search")
+                   help="skip the separate BM25 index of the sentence texts that --engine bm25 and the client-side "
+                        "fusions (--hybrid minmax, rrf) search; the default search needs none: the BM25 terms it "
+                        "sums are stored in the impact index")
     _engine_args(p, ["lucene", "es"], query=False)
     g = p.add_argument_group("Elasticsearch loading (--engine es only)")
     g.add_argument("--chunk-size", type=_k, help="documents per bulk request (default: 500)")

@@ -124,10 +124,10 @@ class Service:
         self.kind, self.model = kind, model
         self._explainer = None
         self.index = Path(index) if index is not None else None
-        method = getattr(engine, "method", None)  # a HybridEngine's fusion
+        method = getattr(engine, "method", None)  # the hybrid, or None: SPARC alone, BM25
+        weighed = method is not None and method.value in ("sum", "minmax")
         self.engine_info = {"engine": kind, "hybrid": method.value if method is not None else None,
-                            "hybrid_weight": engine.bm25_weight if method is not None and method.value in ("sum", "minmax")
-                            else None}
+                            "hybrid_weight": engine.bm25_weight if weighed else None}
         self.manifest = Manifest.read(self.index) if self.index is not None else None
         store = self.index / SENTENCES if self.index is not None else None
         self.store = SentenceStore(store) if store is not None and store.is_file() else None
@@ -246,7 +246,8 @@ def create_app(service: Service) -> FastAPI:
     @app.get("/search")
     async def search_get(q: str = Query(..., description="the question"), k: int = Query(10, ge=1, le=MAX_K),
                          context: bool = False,
-                         min_score: float | None = Query(None, description=MIN_SCORE_HELP, allow_inf_nan=False)) -> dict:
+                         min_score: float | None = Query(None, description=MIN_SCORE_HELP,
+                                                         allow_inf_nan=False)) -> dict:
         """The top ``k`` sentences for question ``q``."""
         return await _search(q, k, context, min_score)
 

@@ -65,7 +65,7 @@ def test_encode_index_search_run_explain(tmp_path, corpus, tiny_model_dir, capsy
     pairs = json.loads(out)
     assert rc == 0 and len(pairs) == 5 and pairs[0]["weight"] >= pairs[-1]["weight"] > 0
 
-    for method in ("rrf", "sum"):
+    for method in ("rrf", "sum", "minmax"):
         rc, out, err = run_cli(capsys, "search", "--index", idx, "--hybrid", method, "--json", "-k", 6,
                                "integer impacts in lucene")
         hits = json.loads(out)
@@ -243,7 +243,9 @@ def test_search_defaults_to_the_hybrid_and_says_when_it_cannot(tmp_path, corpus,
 
     assert run_cli(capsys, "index", "--input", enc, "--index", tmp_path / "nobm25", "--no-bm25")[0] == 0
     got, err = hits(index=tmp_path / "nobm25")
-    assert got == alone and "no BM25 index" in err  # said, not silent
+    assert got == default and not err  # the default sums the BM25 terms of the impact index: no BM25 index needed
+    rc, _, err = run_cli(capsys, "search", "--index", tmp_path / "nobm25", "--hybrid", "minmax", question)
+    assert rc == 1 and "no BM25 index" in err  # the client-side fusion does need it: said, not silent
 
     for flags in (("--hybrid", "none", "--hybrid-weight", 0.5), ("--hybrid", "rrf", "--hybrid-weight", 0.5)):
         rc, _, err = run_cli(capsys, "search", "--index", tmp_path / "idx", *flags, question)
@@ -356,6 +358,8 @@ INAPPLICABLE = [
     (["query-dsl", "--hybrid", "rrf", "--hybrid-weight", "0.2", "q"], "does not apply to --hybrid rrf"),
     (["query-dsl", "--hybrid", "none", "--hybrid-weight", "0.2", "q"], "does not apply to --hybrid none"),
     (["query-dsl", "--hybrid-weight", "1.5", "q"], "between 0 and 1"),
+    (["query-dsl", "--hybrid", "rrf", "--es-url", "http://127.0.0.1:9", "q"], "--es-url reads the sum's maxima"),
+    (["search", "--index", "IDX", "--engine", "bm25", "--min-score", "0.2", "q"], "--min-score applies to the SPARC"),
     (["query-dsl", "--bm25-weight", "1", "q"], "--bm25-weight is gone"),
 ]
 

@@ -15,6 +15,7 @@ from sparc_es.encode import encode_corpus
 from sparc_es.engines import open_engine
 from sparc_es.engines.elastic import (
     BASE_MAPPING,
+    SETTINGS,
     Connection,
     ElasticBM25,
     ElasticEngine,
@@ -51,6 +52,43 @@ def test_mapping_file_is_the_mapping_the_code_creates():
     shipped = json.loads((ROOT / "mappings" / "sparc.json").read_text())
     shipped.pop("_meta")
     assert shipped == BASE_MAPPING
+    assert json.loads((ROOT / "mappings" / "sparc-settings.json").read_text()) == SETTINGS
+
+
+@pytest.mark.es
+@pytest.mark.jvm
+def test_a_match_on_text_is_the_lucene_bm25_indexs_bm25(tmp_path, es_url):
+    """One BM25: the mapping analyses ``text`` as Lucene's English analyser and scores it with k1 0.9,
+    b 0.4, so a ``match`` ranks as the Lucene BM25 index of the same sentences. With the mapping of
+    earlier versions (the standard analyser, k1 1.2, b 0.75) the rankings differ."""
+    from sparc_es.corpus import read_corpus
+    from sparc_es.engines.bm25 import LuceneBM25, build_bm25_index
+
+    sentences = list(read_corpus([ROOT / "tests" / "data" / "docs"]))
+    build_bm25_index(sentences, tmp_path / "bm25")
+    lucene = LuceneBM25(tmp_path / "bm25")
+    client = Connection(es_url).client()
+    questions = ["How do I add a boolean flag?", "prompting the user for passwords", "environment variables defaults",
+                 "testing click applications", "command groups and subcommands", "required options",
+                 "colored terminal output", "parameter types", "progress bars", "the user's home folder",
+                 "options that are counted", "file arguments opened lazily"]
+    agree = {}
+    for name, settings, text in ((f"bm25-now-{os.getpid()}", SETTINGS, BASE_MAPPING["properties"]["text"]),
+                                 (f"bm25-before-{os.getpid()}", {}, {"type": "text"})):
+        client.indices.create(index=name, mappings={"properties": {"text": text}}, settings=settings)
+        try:
+            for start in range(0, len(sentences), 200):
+                client.bulk(operations=[x for s in sentences[start: start + 200]
+                                        for x in ({"index": {"_index": name, "_id": s.id}}, {"text": s.text})])
+            client.indices.refresh(index=name)
+            es = ElasticBM25(client, name)
+            agree[name] = sum([h.id for h in es.search(q, k=10)] == [h.id for h in lucene.search(q, k=10)]
+                              for q in questions)
+        finally:
+            client.indices.delete(index=name, ignore_unavailable=True)
+    lucene.close()
+    now, before = agree.values()
+    assert now >= len(questions) - 1 and before < now, agree
 
 
 def test_query_is_a_linear_dot_product():
@@ -225,21 +263,22 @@ def test_sparse_vector_field_and_query_give_the_same_ranking(squad_both, es_url)
 @pytest.mark.es
 @pytest.mark.jvm
 @pytest.mark.data
-@pytest.mark.parametrize("method", ["sum", "rrf"])
-def test_the_hybrid_on_elasticsearch_is_the_lucene_engines_fusion(squad_both, es_url, method):
-    """--hybrid on Elasticsearch: the SPARC query and a BM25 match query on the text, each to the
-    fusion depth, fused client-side by the very function the Lucene hybrid uses; hits keep their text."""
+@pytest.mark.parametrize("method", ["minmax", "rrf"])
+def test_the_client_side_hybrid_on_elasticsearch_is_the_lucene_engines_fusion(squad_both, es_url, method):
+    """--hybrid minmax or rrf on Elasticsearch: the SPARC query and a BM25 match query on the text,
+    each to the fusion depth, fused client-side by the very function the Lucene hybrid uses; hits
+    keep their text. (The default, one request, is tests/test_one_request.py's.)"""
     root, questions, client, index = squad_both
     sparc = ElasticEngine(client, index, QueryEncoder.load(root / "encoded"))
     bm25 = sparc.bm25()
     assert sparc.text_searchable and isinstance(bm25, ElasticBM25)
     engine = open_engine("es", connection=Connection(es_url), es_index=index, tokenizer=root / "encoded",
-                         hybrid="default" if method == "sum" else method)
+                         hybrid=method)
     assert isinstance(engine, HybridEngine) and engine.method.value == method and engine.bm25_weight == BM25_WEIGHT
     fused = 0
     for q in questions[:25]:
         s, b = sparc.search(q, k=DEPTH), bm25.search(q, k=DEPTH)
-        want = normalised_sum(s, b, BM25_WEIGHT) if method == "sum" else reciprocal_rank([s, b])
+        want = normalised_sum(s, b, BM25_WEIGHT) if method == "minmax" else reciprocal_rank([s, b])
         got = engine.search(q, k=10)
         assert [(h.id, round(h.score, 9)) for h in got] == [(i, round(x, 9)) for i, x in want[:10]], q
         assert all(h.text and h.doc for h in got)
@@ -272,9 +311,10 @@ def test_an_index_without_searchable_text_is_searched_by_sparc_alone_and_says_so
         capsys.readouterr()
         assert main(search) == 0
         err = capsys.readouterr().err
-        assert err == (f"sparc-es: warning: index {name!r} has no searchable text field for BM25: searching with "
-                       "SPARC alone, not the default hybrid\n"), err
-        for extra, reason in ((["--hybrid", "sum"], "no searchable text field"),
+        assert err == (f"sparc-es: warning: index {name!r} stores no BM25 terms and it cannot be searched by BM25: "
+                       "searching with SPARC alone, not the default hybrid\n"), err
+        for extra, reason in ((["--hybrid", "sum"], "stores no BM25 terms"), (["--hybrid", "minmax"],
+                                                                              "no searchable text field"),
                               (["--hybrid-weight", "0.5"], "--hybrid-weight weighs the default hybrid")):
             assert main([*search, *extra]) == 1
             err = capsys.readouterr().err

@@ -318,9 +318,12 @@ def test_query_dsl_says_the_factor_of_its_score(tmp_path, tiny_model_dir, capsys
     assert rc == 0 and comment.startswith("# ") and "integer impact sum, 3 x the score sparc-es search shows" in comment
     rc, out, _ = run_cli(capsys, "query-dsl", "--hybrid", "none", "lucene impacts")
     assert rc == 0 and "integer impact sum, 5 x" in out.splitlines()[0] and out.splitlines()[1].startswith("GET /")
-    rc, out, _ = run_cli(capsys, "query-dsl", "--tokenizer", tmp_path / "enc", "lucene impacts")  # the hybrid
+    rc, out, _ = run_cli(capsys, "query-dsl", "--hybrid", "minmax", "--tokenizer", tmp_path / "enc", "lucene impacts")
     comment = out.splitlines()[0]
     assert rc == 0 and comment.startswith("# sparc-es fuses") and "integer impact sum, 3 x" in comment
+    # the default's clause weights need the maxima of an index (a cluster's mapping, or a Lucene index)
+    rc, _, err = run_cli(capsys, "query-dsl", "--tokenizer", tmp_path / "enc", "lucene impacts")
+    assert rc == 1 and "largest stored value" in err and err.count("\n") == 1
     with pytest.raises(SystemExit):
         main(["query-dsl", "--help"])
     assert "--index" not in capsys.readouterr().out

@@ -183,7 +183,7 @@ def test_fusion_formulas_by_hand():
     assert [i for i, _ in reciprocal_rank([sparc, bm25])] == ["c", "a", "b", "d"]
 
 
-@pytest.mark.parametrize("method", ["rrf", "sum"])
+@pytest.mark.parametrize("method", ["rrf", "minmax"])
 @pytest.mark.jvm
 @pytest.mark.data
 def test_hybrid_fuses_the_two_real_lucene_runs(squad_index, method):

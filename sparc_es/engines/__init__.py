@@ -86,7 +86,7 @@ def open_engine(kind: EngineKind | str = EngineKind.LUCENE, index: str | Path | 
             if method is HybridMethod.SUM:
                 sparc.use_blend(weight)
                 return sparc
-            return HybridEngine(sparc, sparc.bm25(), method, weight) if method is not None else sparc
+            return HybridEngine(sparc, sparc.bm25(notice), method, weight) if method is not None else sparc
         except BaseException:
             sparc.close()
             raise

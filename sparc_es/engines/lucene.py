@@ -31,7 +31,6 @@ from ..layout import (
     BM25,
     LUCENE,
     SENTENCES,
-    VECTORS,
     VECTORS_FILE,
     IndexInfo,
     Manifest,

@@ -48,6 +48,7 @@ from .connection import (
 from .documents import (
     BASE_MAPPING,
     FIELD,
+    SETTINGS,
     FieldType,
     QueryMode,
     bm25_body,
@@ -64,8 +65,8 @@ from .loader import build_index, id_differences
 from .source import ElasticSource
 
 __all__ = [
-    "BASE_MAPPING", "FIELD", "MAX_BACKOFF", "SUPPORTED_MAJORS", "Connection", "ElasticBM25", "ElasticEngine",
-    "ElasticSource", "FieldType", "QueryMode", "bm25_body", "build_index", "check_index_name", "check_server",
-    "es_features", "feature_name", "id_differences", "mapping", "query_body", "redact_url", "retry_delays",
-    "same_weights", "scan", "text_searchable", "token_name",
+    "BASE_MAPPING", "FIELD", "MAX_BACKOFF", "SETTINGS", "SUPPORTED_MAJORS", "Connection", "ElasticBM25",
+    "ElasticEngine", "ElasticSource", "FieldType", "QueryMode", "bm25_body", "build_index", "check_index_name",
+    "check_server", "es_features", "feature_name", "id_differences", "mapping", "query_body", "redact_url",
+    "retry_delays", "same_weights", "scan", "text_searchable", "token_name",
 ]

@@ -61,10 +61,17 @@ def es_features(vector: dict[str, float]) -> dict[str, float]:
     return {feature_name(t): float(w) for t, w in vector.items() if w > 0}
 
 
+# The BM25 of a `match` on `text` (the client-side fusions, a user's own queries) is the Lucene
+# BM25 index's: Lucene's English analysis (the `english` analyser: possessives, stop words, Porter)
+# and Pyserini's k1 and b, as a custom similarity in the index settings.
+SIMILARITY = "sparc_bm25"
+SETTINGS = {"index": {"similarity": {SIMILARITY: {"type": "BM25", "k1": 0.9, "b": 0.4}}}}
+TEXT = {"type": "text", "analyzer": "english", "similarity": SIMILARITY}
+
 BASE_MAPPING = {
     "dynamic": "strict",
     "properties": {
-        "text": {"type": "text"},
+        "text": TEXT,
         "context": {"type": "text", "index": False},  # shown with a hit, not searched
         "doc": {"type": "keyword"},
         "start": {"type": "integer"},
@@ -137,8 +144,15 @@ def query_body(bag: dict[str, float], size: int = 10, mode: QueryMode | str = Qu
 
 def bm25_body(question: str, size: int = 10) -> dict:
     """Search request scoring the sentences' ``text`` by BM25 (the index's analyser and similarity:
-    Elasticsearch's defaults, the standard analyser and k1 = 1.2, b = 0.75, for a sparc-es index)."""
+    Lucene's English analysis and k1 = 0.9, b = 0.4 for a sparc-es index, :data:`TEXT`; an index
+    created by an older sparc-es has Elasticsearch's defaults, see :func:`same_bm25`)."""
     return {"size": size, "query": {"match": {"text": {"query": question}}}, "_source": list(SOURCE)}
+
+
+def same_bm25(index_mapping: dict) -> bool:
+    """Whether an index's ``text`` is analysed and scored as the Lucene BM25 index's (:data:`TEXT`)."""
+    field = index_mapping.get("properties", {}).get("text") or {}
+    return field.get("analyzer") == TEXT["analyzer"] and field.get("similarity") == SIMILARITY
 
 
 def text_searchable(index_mapping: dict) -> bool:

@@ -11,15 +11,15 @@ too and fuses the two lists client-side, with the Lucene engine's own
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from ...errors import EngineError, choice
 from ...query import QueryEncoder
 from ..base import Hit
-from .connection import _cluster_errors, _redacted, check_server
 from ..blend import BM25_SHARE, Blend
 from ..hybrid import HybridMethod
-from .documents import BLEND_META, QueryMode, bm25_body, query_body, text_searchable
+from .connection import _cluster_errors, _redacted, check_server
+from .documents import BLEND_META, QueryMode, bm25_body, query_body, same_bm25, text_searchable
 
 MSEARCH_BATCH = 50  # questions per _msearch request
 
@@ -48,6 +48,7 @@ class ElasticEngine:
             raise EngineError(f"index {index!r} was not made by sparc-es (no _meta.sparc_es in its mapping)")
         self.factor = float(meta["factor"])
         self.text_searchable = text_searchable(mappings)  # whether BM25 (a hybrid) can search its text
+        self.same_bm25 = same_bm25(mappings)  # whether that BM25 is the Lucene BM25 index's
         blended = mappings.get("_meta", {}).get(BLEND_META)
         # the one-request sum's maxima, where the index stores BM25 terms (see use_blend)
         self.blend = Blend.from_json(json.loads(blended), f"index {index!r}") if blended else None
@@ -74,11 +75,15 @@ class ElasticEngine:
         bag = self.weights(question)
         return query_body(bag, size=k, mode=self.mode) if bag else None
 
-    def bm25(self) -> ElasticBM25:
-        """BM25 over this index's ``text`` field, through the same client (the BM25 side of a hybrid)."""
+    def bm25(self, notice: Callable[[str], None] | None = None) -> ElasticBM25:
+        """BM25 over this index's ``text`` field, through the same client (the BM25 side of a
+        client-side fusion); ``notice`` hears when that BM25 is not the Lucene BM25 index's."""
         if not self.text_searchable:
             raise EngineError(f"index {self.index!r} has no searchable text field for BM25; search it with "
                               "--hybrid none (SPARC alone)")
+        if not self.same_bm25 and notice is not None:
+            notice(f"index {self.index!r} was created by an older sparc-es: its BM25 is Elasticsearch's default "
+                   "(standard analyser, k1 1.2, b 0.75), not the Lucene BM25 index's; --recreate it to match")
         return ElasticBM25(self.client, self.index)
 
     def search(self, question: str, k: int = 10) -> list[Hit]:

@@ -21,9 +21,20 @@ from pathlib import Path
 from ...errors import EngineError, count_mismatch
 from ...layout import SENTENCES, Manifest, es_failures, id_digest, iter_vectors
 from ...store import SentenceStore
-from .connection import _cluster_errors, check_index_name, check_server, scan
 from .. import blend
-from .documents import BASE_MAPPING, BLEND_META, FIELD, FieldType, _differs, _identity, es_features, mapping, same_weights
+from .connection import _cluster_errors, check_index_name, check_server, scan
+from .documents import (
+    BASE_MAPPING,
+    BLEND_META,
+    FIELD,
+    SETTINGS,
+    FieldType,
+    _differs,
+    _identity,
+    es_features,
+    mapping,
+    same_weights,
+)
 
 # said after an error a re-run can get past
 _AGAIN = "; run the same command again when the cluster is back: loading resumes"
@@ -107,7 +118,7 @@ def _create_or_check_index(load: _Load, body: dict, recreate: bool) -> bool:
         if recreate and client.indices.exists(index=index):
             client.indices.delete(index=index)
         if not client.indices.exists(index=index):
-            client.indices.create(index=index, mappings=body)
+            client.indices.create(index=index, mappings=body, settings=SETTINGS)
             return False
         # Re-running into the same index replaces documents by id; weights from another model or
         # factor would be mixed in silently, so that is refused.

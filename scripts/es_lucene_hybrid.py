@@ -26,8 +26,9 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from loopback import noida_server  # noqa: E402
 
 SETS = ("docs-click", "docs-black", "docs-pip")
-MODES = {"sparc": ["--hybrid", "none"], "bm25": ["--hybrid", "sum", "--hybrid-weight", "1"],
-         "sum 0.3 (default)": [], "rrf": ["--hybrid", "rrf"]}
+MODES = {"sparc": ["--hybrid", "none"], "bm25": ["--hybrid", "minmax", "--hybrid-weight", "1"],
+         "minmax 0.3 (the default then)": ["--hybrid", "minmax", "--hybrid-weight", "0.3"],
+         "rrf": ["--hybrid", "rrf"]}
 MEASURES = ("MRR@1000", "R@1", "R@100")
 
 

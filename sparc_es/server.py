@@ -121,6 +121,7 @@ class Service:
         hits scoring less are dropped (a request may ask its own). The service closes the engine."""
         self.engine = engine
         self.min_score = min_score
+        self._presenter = None  # made on the worker thread by the first notice()
         self.kind, self.model = kind, model
         self._explainer = None
         self.index = Path(index) if index is not None else None
@@ -150,6 +151,14 @@ class Service:
         hits = above(self.engine.search(question, k), self.min_score if min_score is None else min_score)
         contexts = self.store.get([h.id for h in hits], context=True) if context and self.store else {}
         return [self._hit(rank, h, contexts.get(h.id)) for rank, h in enumerate(hits, start=1)]
+
+    def notice(self, question: str) -> str | None:
+        """The CLI's one line when no word of the question is in the index (else None)."""
+        if self._presenter is None:
+            from .show import Presenter
+
+            self._presenter = Presenter(self.engine, self.index if self.kind != "es" else None)
+        return self._presenter.question(question).notice()
 
     @staticmethod
     def _hit(rank: int, hit: Hit, stored) -> dict[str, Any]:
@@ -191,6 +200,8 @@ class Service:
                 "factor": m.factor if m else None, "engine": self.engine_info}
 
     def close(self) -> None:
+        if self._presenter is not None:  # its sentence store belongs to the worker thread
+            self._worker.submit(self._presenter.close).result()
         self._worker.shutdown(wait=True)
         self.engine.close()
         if self.store is not None:
@@ -261,8 +272,11 @@ def create_app(service: Service) -> FastAPI:
             _question(question)
         except ValueError as e:
             raise ApiError(422, f"q: {e}") from None
-        return {"question": question, "k": k,
-                "hits": await service.run(service.search, question, k, context, min_score)}
+        def work() -> dict:
+            hits = service.search(question, k, context, min_score)
+            return {"question": question, "k": k, "notice": service.notice(question), "hits": hits}
+
+        return await service.run(work)
 
     @app.post("/batch")
     async def batch(body: BatchRequest) -> dict:

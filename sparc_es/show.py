@@ -117,14 +117,18 @@ class Places:
         self._documents: dict[str, _Document | None] = {}
 
     def file(self, doc: str) -> Path | None:
-        """The file of document ``doc``: under a corpus folder, a corpus file of that name, or the path itself."""
+        """The file of document ``doc``: under a corpus folder (a JSONL corpus file's folder for its
+        records' documents), or a corpus file of that name. Only there: an index is a shared
+        artefact, and its sentence store must not make a search open any file the process can read
+        (an absolute or ``../`` document, or a link leading out of the folder)."""
         for root in self.roots:
-            if root.is_dir() and (root / doc).is_file():
-                return root / doc
             if root.is_file() and root.name == doc:
                 return root
-        path = Path(doc)
-        return path if path.is_file() and format_of(path) else None
+            folder = root if root.is_dir() else root.parent
+            path = _inside(folder, doc)
+            if path is not None:
+                return path
+        return None
 
     def _document(self, doc: str) -> tuple[Path, _Document] | None:
         path = self.file(doc)
@@ -149,6 +153,17 @@ class Places:
         path, document = opened
         line = len(re.findall(r"\r\n?|\n", document.text[: s.start])) + 1
         return Place(path, line, _headings(document, s, path))
+
+
+def _inside(folder: Path, doc: str) -> Path | None:
+    """``folder / doc`` when it is a regular file whose real path is inside ``folder``, else None."""
+    try:
+        path = (folder / doc).resolve(strict=True)
+        if not path.is_relative_to(folder.resolve(strict=True)) or not path.is_file():
+            return None
+    except (OSError, RuntimeError, ValueError):  # missing, a link loop, a NUL in the name
+        return None
+    return folder / doc
 
 
 def _holds(text: str, s: Sentence) -> bool:

@@ -327,3 +327,26 @@ def test_query_dsl_says_the_factor_of_its_score(tmp_path, tiny_model_dir, capsys
     with pytest.raises(SystemExit):
         main(["query-dsl", "--help"])
     assert "--index" not in capsys.readouterr().out
+
+
+def test_document_paths_are_opened_only_under_the_corpus_roots(tmp_path):
+    """An index is a shared artefact: its sentence store names the documents, and must not make a
+    search open any file the process can read (issue 36, item 3)."""
+    from sparc_es.show import Places
+
+    docs, outside = tmp_path / "docs", tmp_path / "outside"
+    (docs / "sub").mkdir(parents=True)
+    outside.mkdir()
+    (docs / "sub" / "page.md").write_text("# Page\n\nInside the corpus.\n")
+    (outside / "secret.md").write_text("# Secret\n\nThe password is hunter2.\n")
+    (docs / "link.md").symlink_to(outside / "secret.md")
+    (tmp_path / "records.jsonl").write_text("{}\n")
+    places = Places([str(docs)])
+    assert places.file("sub/page.md") == docs / "sub" / "page.md"
+    for doc in ("../outside/secret.md", str(outside / "secret.md"), "link.md", "sub/../../outside/secret.md",
+                "nul\0.md", "sub"):
+        assert places.file(doc) is None, doc
+    # a JSONL corpus: its records' documents under its own folder only
+    jsonl = Places([str(tmp_path / "records.jsonl")])
+    assert jsonl.file("docs/sub/page.md") == tmp_path / "docs" / "sub" / "page.md"
+    assert jsonl.file("/etc/passwd") is None and jsonl.file("../../etc/hostname") is None

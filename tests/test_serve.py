@@ -167,13 +167,31 @@ def test_search_answers_what_the_search_command_answers(server, engine):
         for k in (1, 3, 10):
             want = expected(engine.search(question, k))
             status, body, _ = search_get(server, question, k)
-            assert status == 200 and body == {"question": question, "k": k, "hits": want}
+            assert status == 200 and body == {"question": question, "k": k, "notice": None, "hits": want}
             status, posted, _ = call(server, "POST", "/search", {"question": question, "k": k})
             assert status == 200 and posted == body
     status, body, _ = search_get(server, "Which Java version does Pyserini need?", 3)
     top = body["hits"][0]
     assert top["id"] == "docs/setup.md#1" and top["doc"] == "docs/setup.md"
     assert top["where"] == f"docs/setup.md:0-{len(DOCS['docs/setup.md'][0])}"
+
+
+@pytest.mark.jvm
+def test_search_drops_hits_under_min_score_and_says_when_no_word_is_in_the_index(server, engine):
+    """The default's scores are fractions of the question's attainable score: a threshold means the
+    same for every question. A question none of whose words is in the index says so, as the CLI does."""
+    question = QUESTIONS[0]
+    scores = [h.score for h in engine.search(question, 10)]
+    assert all(0 < s <= 1 for s in scores)
+    cut = scores[2]
+    status, body, _ = search_get(server, question, 10, min_score=cut)
+    assert status == 200 and [h["score"] for h in body["hits"]] == [s for s in scores if s >= cut]
+    status, posted, _ = call(server, "POST", "/search", {"question": question, "k": 10, "min_score": cut})
+    assert status == 200 and posted == body
+    status, body, _ = search_get(server, "zzzzqqq xyzzy", 10)
+    assert status == 200 and body["notice"].startswith("no word of the question is in the index"), body
+    status, body, _ = search_get(server, question, 10, min_score="nan")
+    assert status == 422
 
 
 @pytest.mark.jvm

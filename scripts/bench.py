@@ -485,14 +485,39 @@ def update_docs(table: str) -> list[Path]:
     return changed
 
 
+def keep_top(encoded: Path, out: Path, k: int) -> Path:
+    """An encoded folder whose sentences keep only their ``k`` largest impacts (ties: token order):
+    the posting lists of a smaller K, for timing, without encoding again."""
+    from sparc_es.layout import VECTORS, VECTORS_FILE, Manifest, copy_into, iter_vectors
+
+    if (out / "meta.json").is_file() and Manifest.read(out).top_k == k:
+        return out
+    shutil.rmtree(out, ignore_errors=True)
+    (out / VECTORS).mkdir(parents=True)
+    postings = 0
+    with open(out / VECTORS / VECTORS_FILE, "w", encoding="utf-8") as f:
+        for r in iter_vectors(encoded):
+            top = sorted(r["vector"].items(), key=lambda kv: -kv[1])[:k]
+            postings += len(top)
+            f.write(json.dumps({**r, "vector": dict(top)}, ensure_ascii=False) + "\n")
+    copy_into(encoded, out)
+    Manifest.read(encoded).replace(top_k=k, postings=postings).write(out)
+    return out
+
+
 def scales_only(args, questions: list[str]) -> int:
-    """``--scales-only``: :func:`bench_scale` over encoded corpora already in the work folder."""
+    """``--scales-only``: :func:`bench_scale` over encoded corpora already in the work folder
+    (with ``--keep-top K``, their sentences cut to their K largest impacts)."""
     out = {"command": "python scripts/bench.py " + " ".join(sys.argv[1:]), "when": time.strftime("%Y-%m-%d %H:%M"),
-           "machine": {"cpu_model": cpu_model(), "platform": platform.platform()}, "scales": {}}
+           "machine": {"cpu_model": cpu_model(), "platform": platform.platform()}, "keep_top": args.keep_top,
+           "scales": {}}
     for label in args.scales.split(","):
         encoded = encoded_folder(label, args.workdir)
         if not encoded.is_dir():
             sys.exit(f"{encoded}: missing; run scripts/bench.py --scales {label} first")
+        if args.keep_top:
+            encoded = keep_top(encoded, args.workdir / f"{encoded.name}-top{args.keep_top}", args.keep_top)
+            label = f"{label}-top{args.keep_top}"
         out["scales"][label] = bench_scale(encoded, args.workdir, questions, label)
         print(label, json.dumps(out["scales"][label]["latency_ms"]), file=sys.stderr, flush=True)
     args.json.parent.mkdir(parents=True, exist_ok=True)
@@ -517,9 +542,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scales-only", action="store_true", help="index and search the encoded corpora already in "
                    "--workdir only (a change to the engines, not the model): no encoding, exact scoring or "
                    "Elasticsearch; a missing corpus is an error")
+    p.add_argument("--keep-top", type=int, metavar="K", help="with --scales-only: each sentence keeps only its K "
+                   "largest impacts (the posting lists of a smaller K, timed without encoding again)")
     p.add_argument("--update-docs", action="store_true", help="rewrite the generated tables in README.md and "
                    "docs/benchmarks.md (between the bench markers)")
     args = p.parse_args(argv)
+    if args.keep_top is not None and not args.scales_only:
+        p.error("--keep-top cuts the corpora of --scales-only")
 
     import importlib.metadata
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """The technical-documentation QA validation set: fetch the pinned docs, check the answer patterns.
 
-Four projects' documentation, one folder each under ``work/docsqa/`` (git-ignored, never
+Six projects' documentation, one folder each under ``work/docsqa/`` (git-ignored, never
 committed); the questions and answer patterns are committed under ``docs/validation/docsqa/``
 (see its README.md for how they were written and what the files mean).
 
@@ -103,6 +103,26 @@ PROJECTS: tuple[Project, ...] = (
         url="https://flask.palletsprojects.com/",
         notes=("Debian keeps only the current version of a package in bookworm: should a point release "
                "replace 2.2.2-3, apt-get download fails and the pin (and sha256) must be moved.",)),
+    Project(
+        name="pymdown", version="9.9.2", format="md", licence="MIT",
+        source="pypi-sdist", spec="pymdown-extensions==9.9.2", filename="pymdown_extensions-9.9.2.tar.gz",
+        sha256="ebb33069bafcb64d5f5988043331d4ea4929325dc678a6bcf247ddfcf96499f8",
+        root="pymdown_extensions-9.9.2/docs/src/markdown/", include=("*.md",), exclude=(".snippets",),
+        rule="every .md file under the sdist's docs/src/markdown/ folder (MkDocs-Material Markdown: admonitions, "
+             "collapsible blocks, content tabs, attribute lists), subfolders included, except the .snippets/ folder "
+             "(link references, abbreviations and a script that the snippets extension appends to every page)",
+        url="https://facelessuser.github.io/pymdown-extensions/",
+        notes=("9.9.2 is the last release whose docs use MkDocs-Material's !!! / ??? / === syntax; from 9.10 "
+               "they move to the project's own /// blocks.",)),
+    Project(
+        name="werkzeug", version="3.1.3", format="rst", licence="BSD-3-Clause",
+        source="pypi-sdist", spec="werkzeug==3.1.3", filename="werkzeug-3.1.3.tar.gz",
+        sha256="60723ce945c19328679790e3282cc758aa4a6040e4bb330f53d30fa546d44746",
+        root="werkzeug-3.1.3/docs/", include=("*.rst",),
+        rule="every .rst file under the sdist's docs/ folder, subfolders included (Sphinx API pages: "
+             "autodoc and py directives with hand-written paragraphs; changes.rst only includes ../CHANGES.rst, "
+             "which is not taken)",
+        url="https://werkzeug.palletsprojects.com/"),
 )
 BY_NAME = {p.name: p for p in PROJECTS}
 
@@ -284,7 +304,8 @@ def prose(text: str, fmt: str) -> str:
                 fence, info = m.group(1), m.group(2).strip()
                 if directives and fence == directives[-1][0] * directives[-1][1] and not info:
                     directives.pop()
-                elif info.startswith("{") and info[1:].split("}")[0] not in _MYST_CODE:
+                elif re.match(r"\{[A-Za-z][\w-]*\}", info) and info[1:].split("}")[0] not in _MYST_CODE:
+                    # a MyST directive ({note}); a brace header of attributes ({.css linenums="1"}) is code
                     directives.append((fence[0], len(fence)))
                 else:
                     code = (fence[0], len(fence))
@@ -484,10 +505,11 @@ def main(argv: list[str] | None = None) -> int:
         s.add_argument("--project", action="append", choices=sorted(BY_NAME), help="only this project (repeatable)")
         if cmd in ("check", "evalsets"):
             s.add_argument("--set", type=Path, default=DEFAULT_SET, help="the questions and answers folder")
+        if cmd == "check":
+            s.add_argument("-v", "--verbose", action="store_true", help="a line for every pattern, not only problems")
         if cmd == "evalsets":
             s.add_argument("--output", type=Path, default=Path("work/docsqa-sets"),
                            help="where the evaluation sets go (default work/docsqa-sets)")
-            s.add_argument("-v", "--verbose", action="store_true", help="a line for every pattern, not only problems")
     args = p.parse_args(argv)
     names = args.project or [pr.name for pr in PROJECTS]
     if args.command == "fetch":

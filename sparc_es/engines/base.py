@@ -53,6 +53,14 @@ class EngineKind(str, Enum):
     BM25 = "bm25"
 
 
+class HybridMethod(str, Enum):
+    """How SPARC and BM25 are combined (``--hybrid``; the rules are :mod:`~sparc_es.engines.hybrid`'s)."""
+
+    SUM = "sum"  # one request: the engine sums SPARC and BM25 (blend.py)
+    MINMAX = "minmax"  # two requests, min-max normalised and summed here
+    RRF = "rrf"  # two requests, reciprocal-rank fusion here
+
+
 def above(hits: list[Hit], min_score: float | None) -> list[Hit]:
     """The hits scoring at least ``min_score`` (all of them when it is None): ``--min-score``."""
     return hits if min_score is None else [h for h in hits if h.score >= min_score]

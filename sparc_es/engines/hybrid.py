@@ -21,11 +21,10 @@ Ties are broken by sentence id so that a fused run is deterministic.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from enum import Enum
 from pathlib import Path
 
 from ..errors import SparcError, choice
-from .base import Hit
+from .base import Hit, HybridMethod
 from .blend import BM25_SHARE
 
 RRF_K = 60
@@ -33,12 +32,6 @@ DEPTH = 1000  # sentences each engine retrieves per question before a client-sid
 
 # BM25's share of a sum (``--hybrid-weight``) by default, for ``sum`` and ``minmax`` alike.
 BM25_WEIGHT = BM25_SHARE
-
-
-class HybridMethod(str, Enum):
-    SUM = "sum"  # one request: the engine sums SPARC and BM25 (blend.py)
-    MINMAX = "minmax"  # two requests, min-max normalised and summed here
-    RRF = "rrf"  # two requests, reciprocal-rank fusion here
 
 
 CLIENT_SIDE = (HybridMethod.MINMAX, HybridMethod.RRF)

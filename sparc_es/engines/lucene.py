@@ -44,8 +44,7 @@ from ..store import SentenceStore, check_ids
 from . import blend
 from ._impacts import write_impact_index
 from ._java import TopK, folder_size, index_documents, parts, start_jvm
-from .base import Hit
-from .hybrid import HybridMethod
+from .base import Hit, HybridMethod
 
 
 def build_index(encoded: str | Path, folder: str | Path, overwrite: bool = False, bm25: bool = True,

@@ -15,9 +15,8 @@ from collections.abc import Callable, Iterable
 
 from ...errors import EngineError, choice
 from ...query import QueryEncoder
-from ..base import Hit
+from ..base import Hit, HybridMethod
 from ..blend import BM25_SHARE, Blend
-from ..hybrid import HybridMethod
 from .connection import _cluster_errors, _redacted, check_server
 from .documents import BLEND_META, QueryMode, bm25_body, query_body, same_bm25, text_searchable
 

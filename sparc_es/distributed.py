@@ -388,6 +388,9 @@ class _Stream:
         self.saved_context = {}
 
 
+_TOKEN = ""  # the token of the local Rays this process starts (see _local_token)
+
+
 def _local_token() -> None:
     """Require a fresh random token of every client of the local Ray about to start.
 
@@ -397,10 +400,13 @@ def _local_token() -> None:
     this process's environment and so in the Ray processes it starts. A ``RAY_AUTH_MODE`` the
     user set is theirs to keep.
     """
+    global _TOKEN
     if os.environ.get("RAY_AUTH_MODE") is not None:
         return
+    # One token per process: Ray's own client caches the first token it reads.
+    _TOKEN = _TOKEN or secrets.token_hex(32)
     os.environ["RAY_AUTH_MODE"] = "token"
-    os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
+    os.environ["RAY_AUTH_TOKEN"] = _TOKEN
     try:
         from ray._raylet import Config
     except ImportError:  # a Ray without token authentication

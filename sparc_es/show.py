@@ -124,8 +124,8 @@ class Places:
         for root in self.roots:
             if root.is_file() and root.name == doc:
                 return root
-            folder = root if root.is_dir() else root.parent
-            path = _inside(folder, doc)
+            folder = root if root.is_dir() else root.parent if root.is_file() else None
+            path = _inside(folder, doc) if folder is not None else None
             if path is not None:
                 return path
         return None

@@ -375,29 +375,39 @@ def test_an_option_that_does_not_apply_is_a_one_line_error(tmp_path, capsys, arg
 
 
 def test_query_dsl_prints_what_search_on_elasticsearch_sends(capsys):
-    """The default is the hybrid: an _msearch of the SPARC search and the BM25 match search, each to
-    the fusion depth, with a # line (a Kibana console comment) saying how sparc-es fuses them."""
-    from sparc_es.engines.hybrid import DEPTH
+    """The client-side fusions: an _msearch of the SPARC search and the BM25 match search, each to
+    the fusion depth, with a # line (a Kibana console comment) saying how sparc-es fuses them; rrf
+    also in the one-request retriever form, labelled as needing an Enterprise licence. (The
+    default, one _search, is tests/test_one_request.py's: it needs an index's maxima.)"""
+    from sparc_es.engines.hybrid import BM25_WEIGHT, DEPTH
 
-    rc, out, err = run_cli(capsys, "query-dsl", "--es-index", "notes", "Which Java version?")
+    rc, out, err = run_cli(capsys, "query-dsl", "--es-index", "notes", "--hybrid", "minmax", "Which Java version?")
     lines = out.splitlines()
-    assert rc == 0 and lines[0].startswith("# sparc-es fuses the two lists client-side: 0.3 x BM25' + 0.7 x SPARC'")
+    assert rc == 0 and lines[0].startswith(f"# sparc-es fuses the two lists client-side: {BM25_WEIGHT:g} x BM25' + "
+                                           f"{1 - BM25_WEIGHT:g} x SPARC'")
     assert lines[1] == "GET /notes/_msearch" and lines[2] == lines[4] == "{}" and len(lines) == 6, out
     sparc, bm25 = json.loads(lines[3]), json.loads(lines[5])
     assert sparc["size"] == bm25["size"] == DEPTH and "rank_feature" in sparc["query"]["bool"]["should"][0]
     assert bm25["query"] == {"match": {"text": {"query": "Which Java version?"}}}
     rc, out, _ = run_cli(capsys, "query-dsl", "--hybrid", "rrf", "-k", 2000, "Which Java version?")
     assert rc == 0 and "reciprocal-rank fusion" in out and json.loads(out.splitlines()[5])["size"] == 2000
+    enterprise = out.split("Enterprise licence", 1)[1].split("\n", 2)
+    assert enterprise[1] == "GET /sparc/_search"
+    retriever = json.loads(enterprise[2])["retriever"]["rrf"]
+    assert [r["standard"]["query"] for r in retriever["retrievers"]] == [sparc["query"], bm25["query"]]
     rc, out, _ = run_cli(capsys, "query-dsl", "--hybrid", "none", "--es-index", "notes", "Which Java version?")
     comment, head, body = out.split("\n", 2)  # the # line: the factor between _score and search's score
     assert rc == 0 and comment.startswith("# the SPARC search's _score is the integer impact sum, 5 x")
     assert head == "GET /notes/_search" and json.loads(body)["size"] == 10
+    rc, _, err = run_cli(capsys, "query-dsl", "  ")
+    assert rc == 1 and "empty question" in err
 
 
 @pytest.mark.jvm
 def test_run_tags_say_engine_and_hybrid_and_runs_are_written_a_batch_at_a_time(tmp_path, corpus, tiny_model_dir,
                                                                                capsys, monkeypatch):
     from sparc_es import cli
+    from sparc_es.engines.hybrid import BM25_WEIGHT
 
     enc, idx = tmp_path / "enc", tmp_path / "idx"
     assert run_cli(capsys, "encode", "--corpus", corpus, "--output", enc, "--model", tiny_model_dir, "--quiet")[0] == 0
@@ -412,7 +422,9 @@ def test_run_tags_say_engine_and_hybrid_and_runs_are_written_a_batch_at_a_time(t
         rows = [line.split() for line in (tmp_path / name).read_text().splitlines()]
         return {r[5] for r in rows}, [r[:5] for r in rows]
 
-    for flags, tag in ((), "sparc-es-lucene-sum0.3"), (("--hybrid-weight", 0.5), "sparc-es-lucene-sum0.5"), \
+    for flags, tag in ((), f"sparc-es-lucene-sum{BM25_WEIGHT:g}"), \
+            (("--hybrid-weight", 0.5), "sparc-es-lucene-sum0.5"), \
+            (("--hybrid", "minmax"), f"sparc-es-lucene-minmax{BM25_WEIGHT:g}"), \
             (("--hybrid", "rrf"), "sparc-es-lucene-rrf"), (("--hybrid", "none"), "sparc-es-lucene"), \
             (("--engine", "bm25"), "sparc-es-bm25"), (("--tag", "mine"), "mine"):
         assert run(*flags)[0] == {tag}, flags

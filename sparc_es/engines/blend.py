@@ -108,6 +108,17 @@ class Statistics:
                 out[PREFIX + term] = value
         return out
 
+    def to_json(self) -> dict:
+        return {"sentences": self.sentences, "terms": self.terms, "df": dict(sorted(self.df.items()))}
+
+    @classmethod
+    def from_json(cls, record: dict, where: str) -> Statistics:
+        try:
+            return cls(int(record["sentences"]), int(record["terms"]),
+                       Counter({str(t): int(n) for t, n in record["df"].items()}))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise StoreError(f"{where}: unreadable BM25 statistics") from None
+
     def digest(self) -> str:
         """A fingerprint of the statistics: stored weights made with other statistics differ."""
         h = hashlib.sha256(f"{self.sentences} {self.terms}".encode())

@@ -11,6 +11,7 @@ index holds exactly the folder's ids (:func:`id_differences`, by an order-free d
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections.abc import Iterator
@@ -92,6 +93,8 @@ def build_index(encoded: str | Path, client, index_name: str, chunk_size: int = 
                  bulk={"chunk_size": chunk_size, "max_retries": max_retries, "initial_backoff": initial_backoff},
                  progress=progress, statistics=statistics, maxima=maxima)
     resume = _create_or_check_index(load, mapping(manifest, field_type), recreate)
+    if resume:  # an update keeps the BM25 statistics of the index's first load (unchanged documents are skipped)
+        load = dataclasses.replace(load, statistics=_kept_statistics(load) or statistics)
     counts = _stream_bulk(load, resume)
     if resume:
         counts.deleted = _delete_stale_ids(load)
@@ -227,8 +230,21 @@ def _write_build_record(load: _Load, count: int) -> None:
                                "sentences": manifest.sentences, "documents": count,
                                "at": datetime.now(UTC).isoformat(timespec="seconds")},
             # as one string: feature names are not field names, and integers survive any server
-            BLEND_META: json.dumps(blend.Blend(load.maxima, load.statistics.digest()).to_json(), ensure_ascii=False,
-                                   sort_keys=True)})
+            BLEND_META: json.dumps({**blend.Blend(load.maxima, load.statistics.digest()).to_json(),
+                                    "counts": load.statistics.to_json()}, ensure_ascii=False, sort_keys=True)})
+
+
+def _kept_statistics(load: _Load) -> blend.Statistics | None:
+    """The BM25 statistics an index was first loaded with (None for an index loaded before they were
+    kept): an update keeps them, as ``encode --update`` keeps the first encode's IDF, so the
+    documents it skips as unchanged keep the weights they were stored with."""
+    with _cluster_errors(f"reading the mapping of {load.index!r}", _AGAIN):
+        meta = load.client.indices.get_mapping(index=load.index)[load.index]["mappings"].get("_meta", {})
+    try:
+        counts = json.loads(meta[BLEND_META])["counts"]
+    except (KeyError, TypeError, ValueError):
+        return None
+    return blend.Statistics.from_json(counts, f"index {load.index!r}")
 
 
 # --- the folder's records, and the ids the index holds ------------------------------------------

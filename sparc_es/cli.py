@@ -495,10 +495,11 @@ def cmd_index(args: argparse.Namespace) -> int:
     info = manifest.index
     if manifest.empty_vectors:
         _warn(f"{manifest.empty_vectors} sentences have no weights and are not in the index")
-    print(f"indexed {info.documents} sentences into {args.index} in {info.build_seconds:.1f} s "
+    print(f"indexed {info.documents} sentences with their BM25 terms into {args.index} in {info.build_seconds:.1f} s "
           f"({info.bytes / 1e6:.1f} MB)")
     if info.bm25:
-        print(f"  and their texts for BM25 (--hybrid, --engine bm25) in {info.bm25['build_seconds']:.1f} s "
+        print(f"  and a separate BM25 index of their texts (--engine bm25, --hybrid minmax or rrf) in "
+              f"{info.bm25['build_seconds']:.1f} s "
               f"({info.bm25['bytes'] / 1e6:.1f} MB)")
     return 0
 

@@ -105,7 +105,7 @@ def test_a_beir_folder_end_to_end_with_documents(tmp_path, beir, tiny_model_dir,
     assert run_cli(capsys, "encode", "--corpus", beir / "corpus.jsonl", "--output", enc, "--model", tiny_model_dir,
                    "--quiet")[0] == 0
     rc, out, err = run_cli(capsys, "index", "--input", enc, "--index", idx)
-    assert rc == 0 and "and their texts for BM25" in out and "BM25 index" in err, err
+    assert rc == 0 and "a separate BM25 index of their texts" in out and "BM25 index" in err, err
     rc, _, err = run_cli(capsys, "run", "--index", idx, "--engine", "bm25", "--documents", "--topics",
                          tmp_path / "set" / "topics.tsv", "--output", tmp_path / "docs.trec", "-k", 3)
     assert rc == 0, err

@@ -1,11 +1,13 @@
 """Search: :class:`ElasticEngine`, a sparc-es index in Elasticsearch as an :class:`~sparc_es.engines.base.Engine`,
-and :class:`ElasticBM25`, BM25 over the same index's ``text`` (the other half of a hybrid).
+and :class:`ElasticBM25`, BM25 over the same index's ``text`` (the other half of a client-side fusion).
 
-A question becomes the dot-product query of :func:`~sparc_es.engines.elastic.documents.query_body`
-(``_msearch`` for many); scores are divided by the index's quantisation factor, as the Lucene
-engine's are. A hybrid sends the BM25 ``match`` query of :func:`~sparc_es.engines.elastic.documents.bm25_body`
-too and fuses the two lists client-side, with the Lucene engine's own
-:class:`~sparc_es.engines.hybrid.HybridEngine`.
+A question becomes one ``_search`` (for many questions too, one each): by default the one-request
+sum of SPARC and the stored BM25 terms (:meth:`ElasticEngine.use_blend`, scores fractions of the
+question's attainable score); SPARC alone, the dot-product query of
+:func:`~sparc_es.engines.elastic.documents.query_body`, with scores divided by the index's
+quantisation factor, as the Lucene engine's are. ``--hybrid minmax`` and ``rrf`` also send the BM25
+``match`` query of :func:`~sparc_es.engines.elastic.documents.bm25_body` and fuse the two lists
+client-side, with the Lucene engine's own :class:`~sparc_es.engines.hybrid.HybridEngine`.
 """
 
 from __future__ import annotations
@@ -19,9 +21,6 @@ from ..base import Hit, HybridMethod
 from ..blend import BM25_SHARE, Blend
 from .connection import _cluster_errors, _redacted, check_server
 from .documents import BLEND_META, QueryMode, bm25_body, query_body, same_bm25, text_searchable
-
-MSEARCH_BATCH = 50  # questions per _msearch request
-
 
 # said after a search that timed out (only then: a rejected query is not slow)
 _SLOW = "; raise --es-timeout if the cluster is slow"
@@ -94,25 +93,18 @@ class ElasticEngine:
         return self._hits(response)
 
     def batch_search(self, topics: Iterable[tuple[str, str]], k: int = 1000, threads: int = 1) -> dict[str, list[Hit]]:
-        """Many questions through ``_msearch``, 50 per request (``threads`` is not used: the cluster
+        """Many questions, one ``_search`` each, as :meth:`search` asks them: a slow cluster's
+        timeout bounds one question, never a batch of them (``threads`` is not used: the cluster
         searches in parallel)."""
-        topics = list(topics)
         results: dict[str, list[Hit]] = {}
-        for start in range(0, len(topics), MSEARCH_BATCH):
-            part = [(qid, self.body(q, k)) for qid, q in topics[start: start + MSEARCH_BATCH]]
-            asked = [(qid, body) for qid, body in part if body is not None]
-            results.update((qid, []) for qid, _ in part)
-            if not asked:
+        for qid, question in topics:
+            body = self.body(question, k)
+            if body is None:
+                results[qid] = []
                 continue
-            searches = []
-            for _, body in asked:
-                searches += [{"index": self.index}, body]
-            with _cluster_errors(f"searching {self.index!r}", slow=_SLOW):
-                responses = self.client.msearch(searches=searches)["responses"]
-            for (qid, _), response in zip(asked, responses):
-                if "error" in response:
-                    raise EngineError(f"query {qid} failed: {response['error']}")
-                results[qid] = self._hits(response)
+            with _cluster_errors(f"searching {self.index!r} for question {qid}", slow=_SLOW):
+                response = self.client.search(index=self.index, **body)
+            results[qid] = self._hits(response)
         return results
 
     def _hits(self, response) -> list[Hit]:

@@ -142,10 +142,9 @@ class Blend:
         Features no sentence stores are left out (they add nothing to any score)."""
         if not 0.0 <= bm25_share <= 1.0:
             raise SparcError(f"BM25's share of the sum must be between 0 and 1, not {bm25_share:g}")
-        sides = ({t: c for t, c in tokens.items() if t in self.maxima}, 1.0 - bm25_share), \
-                (self.term_counts(question), bm25_share)
+        sparc = {t: c for t, c in tokens.items() if t in self.maxima}
         out: dict[str, float] = {}
-        for bag, share in sides:
+        for bag, share in ((sparc, 1.0 - bm25_share), (self.term_counts(question), bm25_share)):
             reach = sum(c * self.maxima[f] for f, c in bag.items())
             if share > 0 and reach > 0:
                 out.update((f, share * c / reach) for f, c in bag.items())

@@ -599,6 +599,10 @@ def _serve_parser(sub) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on; the default is this machine only, "
                    "0.0.0.0 every interface (the API has no authentication) (default: %(default)s)")
     p.add_argument("--port", type=_port, default=8000, help="0 takes a free one (default: %(default)s)")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="answer requests for this host name too (repeatable); by default only the --host address, "
+                        "localhost, 127.0.0.1 and ::1 are answered, so that a web page cannot rebind its own name "
+                        "to this server and read the index")
     p.add_argument("--log-level", choices=["critical", "error", "warning", "info", "debug"], default="info",
                    help="uvicorn's log level; info logs every request (default: %(default)s)")
     p.add_argument("--model", default="default", help="the model GET /explain encodes hits again with: the one "
@@ -636,10 +640,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         sock.close()
         raise
     host = f"[{args.host}]" if ":" in args.host else args.host
+    if server.host_of(args.host) not in server.LOCAL_HOSTS:
+        _warn(f"listening on {args.host}: the API has no authentication, so anyone who reaches this address can "
+              "search the index and read its sentences; put it behind a proxy that authenticates")
     print(f"serving {args.index or args.es_index} on http://{host}:{sock.getsockname()[1]}/ (Ctrl-C stops)",
           file=sys.stderr, flush=True)
     try:
-        server.serve(service, sock, log_level=args.log_level)
+        server.serve(service, sock, log_level=args.log_level,
+                     allowed_hosts=[args.host, *server.LOCAL_HOSTS, *args.allow_host])
     except KeyboardInterrupt:  # uvicorn stops on Ctrl-C, then raises it again: the usual way to stop
         pass
     finally:

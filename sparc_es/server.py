@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
@@ -226,9 +226,32 @@ def page() -> str:
     return (resources.files("sparc_es") / "web" / "index.html").read_text(encoding="utf-8")
 
 
-def create_app(service: Service) -> FastAPI:
-    """The FastAPI application over ``service``; the caller closes the service."""
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
+
+
+def host_of(header: str) -> str:
+    """The host name of a ``Host`` header, without its port (``[::1]:8000`` -> ``::1``), lower-cased."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1:].split("]", 1)[0]
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+def create_app(service: Service, allowed_hosts: Iterable[str] | None = None) -> FastAPI:
+    """The FastAPI application over ``service``; the caller closes the service. ``allowed_hosts``:
+    the only ``Host`` headers answered (None: any), so that a web page the user visits cannot rebind
+    its own name to this server's address and read the index (DNS rebinding)."""
     app = FastAPI(title="sparc-es", version=__version__, description="SPARC sentence retrieval over one index")
+    allowed = None if allowed_hosts is None else {host_of(h) for h in allowed_hosts}
+
+    @app.middleware("http")
+    async def _host_check(request: Request, call_next):
+        host = host_of(request.headers.get("host", ""))
+        if allowed is not None and host not in allowed:
+            shown = host.encode("ascii", "backslashreplace").decode()[:100]
+            return JSONResponse({"error": f"Host {shown!r} is not served here (serve --allow-host {shown} allows it)"},
+                                status_code=400)
+        return await call_next(request)
 
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, e: ApiError) -> JSONResponse:
@@ -330,7 +353,9 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve(service: Service, sock: socket.socket, log_level: str = "info") -> None:
-    """Serve ``service`` on a listening socket until interrupted (Ctrl-C, SIGTERM)."""
-    server = uvicorn.Server(uvicorn.Config(create_app(service), log_level=log_level))
+def serve(service: Service, sock: socket.socket, log_level: str = "info",
+          allowed_hosts: Iterable[str] | None = None) -> None:
+    """Serve ``service`` on a listening socket until interrupted (Ctrl-C, SIGTERM), answering only
+    requests whose ``Host`` is one of ``allowed_hosts`` (None: any)."""
+    server = uvicorn.Server(uvicorn.Config(create_app(service, allowed_hosts), log_level=log_level))
     server.run(sockets=[sock])

@@ -443,3 +443,28 @@ def test_serve_binds_to_this_machine_by_default():
     args = build_parser().parse_args(["serve", "--index", "x"])
     assert (args.host, args.port) == ("127.0.0.1", 8000)
     assert os.fspath(args.index) == "x"
+
+
+def test_host_names_are_read_without_their_port():
+    from sparc_es.server import host_of
+
+    assert [host_of(h) for h in ("localhost:8000", "[::1]:8000", "127.0.0.1", "Example.COM", "::1")] == \
+        ["localhost", "::1", "127.0.0.1", "example.com", "::1"]
+
+
+@pytest.mark.jvm
+def test_requests_for_other_host_names_are_refused(server):
+    """DNS rebinding: a page the user visits points its own name at 127.0.0.1 and reads the API.
+    Only the bound address, localhost, 127.0.0.1 and ::1 (and --allow-host names) are answered."""
+    port = server.rsplit(":", 1)[1]
+    for host, status in ((f"evil.example:{port}", 400), ("evil.example", 400), (f"localhost:{port}", 200),
+                         (f"127.0.0.1:{port}", 200)):
+        request = urllib.request.Request(server + "/health", headers={"Host": host})
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                got, body = response.status, json.loads(response.read())
+        except urllib.error.HTTPError as e:
+            got, body = e.code, json.loads(e.read())
+        assert got == status, (host, body)
+        if status == 400:
+            assert "is not served here" in body["error"] and "--allow-host" in body["error"]

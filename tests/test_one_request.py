@@ -226,8 +226,10 @@ def test_the_default_ranks_and_scores_the_same_on_lucene_and_elasticsearch(docs_
                      str(docs_index / "index"), *common, question]) == 0
         es = json.loads(capsys.readouterr().out)
         assert [h["score"] for h in es] == pytest.approx([h["score"] for h in lucene], rel=1e-5), question
+        for mine in es:  # the same sentence at each rank, or one tied with it (float sums in another order)
+            assert mine["id"] in {h["id"] for h in lucene if abs(h["score"] - mine["score"]) <= 1e-5}, question
         differ += [h["id"] for h in es] != [h["id"] for h in lucene]
-    assert differ == 0
+    assert differ <= 1, differ  # measured: 0 of these 10 (2 of 500 on val, ties only: docs/evaluation.md)
 
 
 @pytest.mark.es

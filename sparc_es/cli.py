@@ -692,6 +692,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise SparcError(f"--tag {args.tag!r}: a run tag is one word (TREC run files split on whitespace)")
     depth = 1000 if args.depth is None else args.depth
     topics = list(read_topics(args.topics))
+    if not topics:  # an empty run file would score 0 without a word
+        raise SparcError(f"{args.topics}: no topics in it (one 'qid<TAB>question' per line)")
     engine = _open_engine(args)
     output = Path(args.output)
     partial = output.with_name(output.name + ".partial")  # renamed once complete: no half run under RUN

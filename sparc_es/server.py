@@ -37,7 +37,7 @@ try:
     from fastapi import FastAPI, Query, Request
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import HTMLResponse, JSONResponse
-    from pydantic import BaseModel, ConfigDict, Field, field_validator
+    from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
     from starlette.exceptions import HTTPException
 except ImportError as e:  # an optional part: say which extra brings it
     raise SparcError(f"sparc-es serve needs FastAPI and uvicorn ({e}); pip install 'sparc-es[serve]'") from None
@@ -77,7 +77,7 @@ class SearchRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     question: str
-    k: int = Field(10, ge=1, le=MAX_K)
+    k: StrictInt = Field(10, ge=1, le=MAX_K)  # strict: true is not 1
     context: bool = Field(False, description="add each hit's passage")
     min_score: float | None = Field(None, allow_inf_nan=False, description=MIN_SCORE_HELP)
 
@@ -92,7 +92,7 @@ class BatchRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     questions: list[str] = Field(min_length=1, max_length=MAX_BATCH)
-    k: int = Field(10, ge=1, le=MAX_K)
+    k: StrictInt = Field(10, ge=1, le=MAX_K)  # strict: true is not 1
     context: bool = False
     min_score: float | None = Field(None, allow_inf_nan=False, description=MIN_SCORE_HELP)
 

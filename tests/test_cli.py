@@ -472,3 +472,13 @@ def test_help_names_what_a_user_can_read_and_adapt_says_how_long_it_takes(capsys
         in texts["adapt"]
     assert "Unsupervised Domain Adaptation for Sparse Retrieval" in texts["encode"]
     assert re.search(r"one step took [\d.]+ s on one thread .* the default 500 steps take about \d+", texts["adapt"])
+
+
+def test_run_of_an_empty_topics_file_is_refused(tmp_path, capsys):
+    """Issue 36, item 12: it exited 0 with an empty run, which scores 0 without a word."""
+    topics = tmp_path / "topics.tsv"
+    topics.write_text("\n")
+    rc, _, err = run_cli(capsys, "run", "--index", tmp_path / "idx", "--topics", topics,
+                         "--output", tmp_path / "r.trec")
+    assert rc == 1 and "no topics in it" in err and err.count("\n") == 1, err
+    assert not (tmp_path / "r.trec").exists()

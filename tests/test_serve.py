@@ -248,6 +248,8 @@ def test_explain_says_why_each_hit_scored(server, engine):
     ("POST", "/search", {"question": " ", "k": 3}, None, 422, "question: empty question"),
     ("POST", "/search", {"question": "java", "k": 5000}, None, 422, "k: input should be less than or equal"),
     ("POST", "/search", {"question": "java", "kk": 3}, None, 422, "kk: extra inputs are not permitted"),
+    ("POST", "/search", {"question": "java", "k": True}, None, 422, "k: input should be a valid integer"),
+    ("POST", "/batch", {"questions": ["java"], "k": True}, None, 422, "k: input should be a valid integer"),
     ("POST", "/search", None, b'{"question": "java",', 400, "invalid JSON body"),
     ("POST", "/search", None, b"question=java", 400, "invalid JSON body"),
     ("POST", "/search", ["java"], None, 422, "request body: input should be a valid dictionary"),

@@ -129,7 +129,7 @@ def test_default_is_one_lucene_query_whose_score_is_the_weighted_sum_of_the_stor
 
     engine = open_engine("lucene", docs_index / "index", hybrid="default")
     try:
-        assert isinstance(engine, LuceneEngine) and engine.bm25_share == 0.4  # not a client-side fusion
+        assert isinstance(engine, LuceneEngine) and engine.bm25_weight == 0.4  # not a client-side fusion
         calls = []
         weighted = engine.searcher.weighted
         engine.searcher.weighted = lambda bag, k: calls.append(bag) or weighted(bag, k)
@@ -241,7 +241,7 @@ def test_the_default_is_one_search_request_on_elasticsearch(docs_index, docs_es,
     engine = open_engine("es", connection=Connection(es_url), es_index=docs_es, tokenizer=docs_index / "index",
                          hybrid="default")
     try:
-        assert isinstance(engine, ElasticEngine) and engine.bm25_share == 0.4
+        assert isinstance(engine, ElasticEngine) and engine.bm25_weight == 0.4
         sent = []
         search, msearch = engine.client.search, engine.client.msearch
         engine.client.search = lambda **kw: sent.append(("search", kw)) or search(**kw)

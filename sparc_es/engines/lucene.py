@@ -138,8 +138,7 @@ class LuceneEngine:
             if self.blend is None:
                 raise StoreError(f"{self.path}: built before sentences stored their BM25 terms; rebuild it with "
                                  "sparc-es index --overwrite for the SPARC + BM25 sum")
-        self.bm25_share = bm25_share
-        # what a run tag and the server say of it: the one-request sum, or SPARC alone
+        # the one-request sum, BM25's share (what a run tag and the server say of it), or SPARC alone
         self.method, self.bm25_weight = (HybridMethod.SUM, bm25_share) if bm25_share is not None else (None, None)
         self.queries = QueryEncoder.load(self.path)
         self.factor = self.manifest.factor
@@ -153,7 +152,7 @@ class LuceneEngine:
         """The question as the engine is asked it: ``{feature: clause weight}``."""
         if self.blend is None:
             return self.queries.encode(question)
-        return self.blend.weights(question, self.queries.bag(question), self.bm25_share)
+        return self.blend.weights(question, self.queries.bag(question), self.bm25_weight)
 
     def search(self, question: str, k: int = 10) -> list[Hit]:
         return self._hits(self.searcher.weighted(self.weights(question), k))

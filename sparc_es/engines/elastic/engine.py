@@ -50,8 +50,9 @@ class ElasticEngine:
         blended = mappings.get("_meta", {}).get(BLEND_META)
         # the one-request sum's maxima, where the index stores BM25 terms (see use_blend)
         self.blend = Blend.from_json(json.loads(blended), f"index {index!r}") if blended else None
-        self.bm25_share: float | None = None
-        self.method, self.bm25_weight = None, None  # what a run tag and the server say of it (use_blend)
+        # the one-request sum and BM25's share in it (use_blend), or SPARC alone; a run tag and the server say it
+        self.method: HybridMethod | None = None
+        self.bm25_weight: float | None = None
 
     def use_blend(self, bm25_share: float = BM25_SHARE) -> None:
         """Search with the one-request sum of SPARC and BM25 (:mod:`~sparc_es.engines.blend`), BM25's
@@ -59,13 +60,12 @@ class ElasticEngine:
         if self.blend is None:
             raise EngineError(f"index {self.index!r} stores no BM25 terms (loaded by an older sparc-es); load it "
                               "again with sparc-es index --engine es --recreate for the SPARC + BM25 sum")
-        self.bm25_share = bm25_share
         self.method, self.bm25_weight = HybridMethod.SUM, bm25_share
 
     def weights(self, question: str) -> dict[str, float]:
         """The question as the engine is asked it: ``{feature: clause weight}``."""
         bag = self.queries.bag(question)
-        return bag if self.bm25_share is None else self.blend.weights(question, bag, self.bm25_share)
+        return bag if self.method is not HybridMethod.SUM else self.blend.weights(question, bag, self.bm25_weight)
 
     def body(self, question: str, k: int = 10) -> dict | None:
         """The request body for ``question`` (what ``sparc-es query-dsl`` prints); None when the
@@ -111,7 +111,7 @@ class ElasticEngine:
         hits = []
         for h in response["hits"]["hits"]:
             src = h.get("_source", {})
-            score = h["_score"] if self.bm25_share is not None else h["_score"] / self.factor
+            score = h["_score"] if self.method is HybridMethod.SUM else h["_score"] / self.factor
             hits.append(Hit(id=h["_id"], score=score, text=src.get("text", ""),
                             doc=src.get("doc"), start=src.get("start"), end=src.get("end")))
         return hits
@@ -126,7 +126,7 @@ class ElasticBM25(ElasticEngine):
     :meth:`ElasticEngine.bm25`; it shares that engine's client, which that engine closes."""
 
     factor = 1.0  # BM25 scores as the cluster gives them
-    bm25_share = None
+    method = None
 
     def __init__(self, client, index_name: str) -> None:  # the mapping was read by the SPARC engine
         self.client, self.index = client, index_name

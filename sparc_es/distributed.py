@@ -51,7 +51,6 @@ import dataclasses
 import logging
 import os
 import pickle
-import secrets
 import socket
 import sys
 import warnings
@@ -388,32 +387,6 @@ class _Stream:
         self.saved_context = {}
 
 
-_TOKEN = ""  # the token of the local Rays this process starts (see _local_token)
-
-
-def _local_token() -> None:
-    """Require a fresh random token of every client of the local Ray about to start.
-
-    Ray's servers (GCS, raylet, workers) listen on every interface whatever node address they are
-    given, and an unauthenticated Ray is code execution for whoever reaches it. With token
-    authentication (Ray 2.52+) they refuse any request without the token, which lives only in
-    this process's environment and so in the Ray processes it starts. A ``RAY_AUTH_MODE`` the
-    user set is theirs to keep.
-    """
-    global _TOKEN
-    if os.environ.get("RAY_AUTH_MODE") is not None:
-        return
-    # One token per process: Ray's own client caches the first token it reads.
-    _TOKEN = _TOKEN or secrets.token_hex(32)
-    os.environ["RAY_AUTH_MODE"] = "token"
-    os.environ["RAY_AUTH_TOKEN"] = _TOKEN
-    try:
-        from ray._raylet import Config
-    except ImportError:  # a Ray without token authentication
-        return
-    Config.initialize("")  # this process read its Ray settings at import: read them again
-
-
 def _here() -> dict:
     """Ray options that keep a task or actor on the driver's machine when it can."""
     try:
@@ -504,9 +477,9 @@ class RayBackend:
                 self._started = True
             else:
                 cpus = actors * self.threads if actors else os.cpu_count() or 1
-                # address="local": a new Ray on this machine, whatever RAY_ADDRESS says, with a
-                # token of its own (see _local_token).
-                _local_token()
+                # address="local": a new Ray on this machine, whatever RAY_ADDRESS says. Its servers
+                # listen on every interface; Ray (2.52+) requires a token of its clients (the user's
+                # ~/.ray/auth_token), unless RAY_AUTH_MODE=disabled says otherwise.
                 ray.init(address="local", num_cpus=cpus, include_dashboard=False, **quiet)
                 self._started = True
         except SparcError:

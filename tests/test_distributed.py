@@ -168,29 +168,24 @@ def test_a_killed_ray_encode_resumes_to_the_same_folder(reference, tmp_path):
 
 @needs_ray
 @pytest.mark.slow
-def test_a_local_ray_refuses_clients_without_its_token():
+def test_a_local_ray_refuses_clients_without_a_token():
     """Ray listens on every interface, and an unauthenticated Ray is code execution for whoever
-    reaches it: the Ray sparc-es starts refuses a client that does not hold its token (it took one)."""
+    reaches it: the local Ray sparc-es starts (Ray 2.52+, token authentication by default) refuses a
+    client that sends no token."""
     import os
 
     import ray
 
     from sparc_es.distributed import RayBackend
 
-    if os.environ.get("RAY_AUTH_MODE") not in (None, "token"):
+    if os.environ.get("RAY_AUTH_MODE", "token") != "token":
         pytest.skip(f"RAY_AUTH_MODE={os.environ['RAY_AUTH_MODE']} is set: the user's Ray settings are kept")
     with RayBackend(actors=1, threads=1) as backend:
         backend.connect()
         gcs = ray.get_runtime_context().gcs_address
-        assert os.environ["RAY_AUTH_MODE"] == "token"
         outsider = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
-        # Without a token, and with the one Ray keeps for the user in ~/.ray/auth_token (which
-        # Ray would otherwise use, so that every process of the user, or one that reads that file,
-        # is let in): both refused.
-        for mode in ("disabled", "token"):
-            outsider.update(RAY_AUTH_MODE=mode)
-            tried = subprocess.run([sys.executable, "-c", f"import ray; ray.init(address={gcs!r}); print('IN')"],
-                                   env=outsider, capture_output=True, text=True, timeout=180)
-            assert "IN" not in tried.stdout and tried.returncode != 0, mode
-            assert "Authentication token is missing or incorrect" in tried.stderr or (
-                mode == "token" and "no token" in tried.stderr.lower()), tried.stderr[-2000:]
+        outsider["RAY_AUTH_MODE"] = "disabled"  # a client that sends no token
+        tried = subprocess.run([sys.executable, "-c", f"import ray; ray.init(address={gcs!r}); print('IN')"],
+                               env=outsider, capture_output=True, text=True, timeout=180)
+    assert "IN" not in tried.stdout and tried.returncode != 0
+    assert "Authentication token is missing or incorrect" in tried.stderr, tried.stderr[-2000:]

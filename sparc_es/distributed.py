@@ -469,6 +469,10 @@ class RayBackend:
         logging.getLogger("ray.data").setLevel(logging.ERROR)
         actors, gpus_per_actor = self._asked
         quiet = {"logging_level": logging.ERROR, "log_to_driver": False}
+        # Ray's failure-signal handler takes SIGSEGV from the JVM that the Lucene engine runs in this
+        # process, which uses it in normal operation, and Ray's shutdown leaves it at the default:
+        # a later Lucene call then kills the process (ray-project/ray#36415, #58984).
+        os.environ.setdefault("RAY_DISABLE_FAILURE_SIGNAL_HANDLER", "1")
         try:
             if ray.is_initialized():
                 pass  # the caller's own Ray: used as it is, and left running

@@ -632,7 +632,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         engine = _open_engine(args)
         try:
-            service = server.Service(engine, args.index, args.engine, args.model, args.min_score)
+            service = server.Service(engine, args.index, args.engine, args.model, args.min_score,
+                                     reopen=lambda: _open_engine(args))
         except BaseException:
             engine.close()
             raise

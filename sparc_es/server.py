@@ -1,7 +1,7 @@
 """``sparc-es serve``: a long-running HTTP JSON API over one open engine, so a question pays the
 JVM's start once, not per ``sparc-es search``.
 
-    GET  /health                  index, sentence count, model fingerprint, engine
+    GET  /health                  index name, sentence count, model fingerprint, engine, its last failure
     GET  /search?q=...&k=10       the hits of one question (also POST /search {"question", "k"})
     POST /batch                   {"questions": [...], "k"}: the hits of each question
     GET  /sentences/{id}          a stored sentence with its passage and where it sits
@@ -12,14 +12,21 @@ FastAPI on uvicorn, thin over the library: the engine ``open_engine`` gives (the
 ``sparc-es search`` opens) and the index's :class:`~sparc_es.store.SentenceStore`. Every engine
 and store call runs on one worker thread: the Lucene engine (pyjnius, a tokenizer) is not safe
 for concurrent use, and one thread also keeps a single Python thread attached to the JVM.
-Errors are JSON ``{"error": "one line"}``: 4xx for a bad request, 500 when the engine fails.
+Errors are JSON ``{"error": "one line"}``: 4xx for a bad request (413 for a body over
+``MAX_BODY``), 500 when the engine fails (its stack goes to the server's log, never to the client).
+``/health`` answers off the worker, so a long request never hides a failing engine. A request
+whose client has gone stops at its next question; a rebuilt index (``index --overwrite``) is
+reopened before the next request that reads it. Nothing the API returns names a local path.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import socket
+import threading
+import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
@@ -29,7 +36,7 @@ from typing import Annotated, Any, TypeVar
 from . import __version__
 from .engines.base import Engine, Hit, above
 from .errors import SparcError
-from .layout import SENTENCES, Manifest
+from .layout import META, SENTENCES, Manifest
 from .store import SentenceStore
 
 try:
@@ -45,14 +52,22 @@ except ImportError as e:  # an optional part: say which extra brings it
 MAX_K = 1000  # hits per question
 MAX_BATCH = 1000  # questions per /batch request
 MAX_EXPLAIN = 20  # hits per /explain request: each is encoded again
+MAX_BODY = 4 << 20  # bytes of a request body: a full /batch of long questions fits
+MAX_LINE = 300  # characters of an error message sent to a client
 T = TypeVar("T")
 log = logging.getLogger("sparc_es.server")
 
 
 def one_line(e: BaseException) -> str:
-    """An error's message on one line (a sparc-es error's own; the type and message of any other)."""
+    """An error's message on one line (a sparc-es error's own; the type and message of any other):
+    its first line only (a Java exception's stack follows it), at most ``MAX_LINE`` characters."""
     text = str(e) if isinstance(e, SparcError) else f"{type(e).__name__}: {e}"
-    return " ".join(text.split())
+    first = " ".join(next((line for line in text.splitlines() if line.strip()), "").split())
+    return first if len(first) <= MAX_LINE else first[:MAX_LINE - 3] + "..."
+
+
+class Gone(Exception):
+    """The client of a request went away (or the server is stopping): its work stops."""
 
 
 class ApiError(Exception):
@@ -115,35 +130,85 @@ class Service:
     """One engine and its index's sentence store behind a single worker thread."""
 
     def __init__(self, engine: Engine, index: str | Path | None, kind: str = "lucene", model: str = "default",
-                 min_score: float | None = None) -> None:
+                 min_score: float | None = None, reopen: Callable[[], Engine] | None = None) -> None:
         """``engine`` as ``open_engine`` opened it, over ``index``; ``kind`` is its name (lucene, es, bm25).
         ``model``: what ``/explain`` encodes hits again with (loaded on its first call). ``min_score``:
-        hits scoring less are dropped (a request may ask its own). The service closes the engine."""
-        self.engine = engine
+        hits scoring less are dropped (a request may ask its own). ``reopen``: opens the engine again
+        when ``index`` was rebuilt (None: keep answering from the first). The service closes the engine."""
         self.min_score = min_score
-        self._presenter = None  # made on the worker thread by the first notice()
-        self.kind, self.model = kind, model
-        self._explainer = None
+        self.kind, self.model, self._reopen = kind, model, reopen
         self.index = Path(index) if index is not None else None
+        self.closing = threading.Event()
+        self.failure: dict[str, Any] | None = None  # the last engine call's error, until one succeeds
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparc-es-engine")
+        self._open(engine)
+
+    def _open(self, engine: Engine) -> None:
+        """Take ``engine`` and the index's manifest and store as they are now (on the worker thread,
+        or before it starts)."""
+        self.engine = engine
+        self._presenter = self._explainer = None  # made on the worker thread when first needed
         method = getattr(engine, "method", None)  # the hybrid, or None: SPARC alone, BM25
         weighed = method is not None and method.value in ("sum", "minmax")
-        self.engine_info = {"engine": kind, "hybrid": method.value if method is not None else None,
+        self.engine_info = {"engine": self.kind, "hybrid": method.value if method is not None else None,
                             "hybrid_weight": engine.bm25_weight if weighed else None}
+        self.stamp = _stamp(self.index)
         self.manifest = Manifest.read(self.index) if self.index is not None else None
         store = self.index / SENTENCES if self.index is not None else None
         self.store = SentenceStore(store) if store is not None and store.is_file() else None
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparc-es-engine")
+        self.sentences = len(self.store) if self.store is not None else None
 
-    async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        """``fn(*args)`` on the worker thread; an engine failure becomes a 500 with one line."""
+    def _drop(self) -> None:
+        """Close what :meth:`_open` took (on the worker thread)."""
+        if self._presenter is not None:  # the explainer holds only the engine and the model
+            self._presenter.close()
+        self.engine.close()
+        if self.store is not None:
+            self.store.close()
+
+    def fresh(self) -> None:
+        """Reopen the engine when the index folder was rebuilt since it was opened (on the worker)."""
+        if self._reopen is None or self.index is None:
+            return
+        stamp = _stamp(self.index)
+        if stamp is None or stamp == self.stamp:  # gone for a moment while a rebuild renames it in
+            return
+        log.warning("%s was rebuilt: opening it again", self.index.name)
+        engine = self._reopen()
+        self._drop()
+        self._open(engine)
+
+    async def run(self, fn: Callable[..., T], *args: Any, request: Request | None = None) -> T:
+        """``fn(*args)`` on the worker thread, the index reopened first if it was rebuilt; an engine
+        failure becomes a 500 with one line (its stack in the log). With ``request``, ``fn`` takes a
+        last argument, a function to call between units of work: it raises :class:`Gone` once the
+        client has disconnected, so abandoned work does not hold the worker."""
+        gone = threading.Event()
+
+        def check() -> None:
+            if gone.is_set() or self.closing.is_set():
+                raise Gone
+
+        def work() -> T:
+            check()
+            self.fresh()
+            return fn(*args, check) if request is not None else fn(*args)
+
+        watcher = asyncio.create_task(_watch(request, gone)) if request is not None else None
         try:
-            return await asyncio.wrap_future(self._worker.submit(fn, *args))
-        except ApiError:
+            result = await asyncio.wrap_future(self._worker.submit(work))
+        except (ApiError, Gone):
             raise
         except Exception as e:
             message = one_line(e)
-            log.error("engine error: %s", message)
+            log.error("engine error: %s", message, exc_info=e)
+            self.failure = {"error": message, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
             raise ApiError(500, message) from None
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+        self.failure = None
+        return result
 
     def search(self, question: str, k: int, context: bool, min_score: float | None = None) -> list[dict[str, Any]]:
         """The hits of one question as JSON objects, ranked from 1 (on the worker thread); those
@@ -178,8 +243,9 @@ class Service:
         return {**found.to_json(), "context": found.context, "where": place}
 
     def explain(self, question: str, ids: list[str]) -> dict[str, Any]:
-        """:meth:`~sparc_es.explain.Explainer.explain` of the hits ``ids`` (sentence ids or ranks);
-        422 for an id or rank that names no hit, 500 when the model is not the index's."""
+        """:meth:`~sparc_es.explain.Explainer.explain` of the hits ``ids`` (sentence ids or ranks),
+        without local paths; 422 for an id or rank that names no hit, 500 when the model is not the
+        index's."""
         if self.index is None or self.kind != "lucene":
             raise ApiError(404, "explain reads a Lucene impact index: serve one with --index INDEX (--engine lucene)")
         if self._explainer is None:
@@ -188,24 +254,54 @@ class Service:
             self._explainer = Explainer(self.index, self.engine, self.model)
         self._explainer.inputs()  # the model and its corpus statistics: a failure here is the server's
         try:
-            return self._explainer.explain(question, ids)
+            found = self._explainer.explain(question, ids)
         except SparcError as e:
             raise ApiError(422, one_line(e)) from None
+        found["index"] = self.index.name
+        for hit in found["hits"]:
+            hit.pop("path", None)
+        return found
 
     def health(self) -> dict[str, Any]:
+        """What the server answers from, and the engine's last failure (``status`` "failing" until a
+        call succeeds again); read off the worker, from what :meth:`_open` noted."""
         m = self.manifest
-        return {"status": "ok", "version": __version__, "index": str(self.index) if self.index else None,
-                "sentences": len(self.store) if self.store is not None else None,
+        return {"status": "failing" if self.failure else "ok", "version": __version__,
+                "index": self.index.name if self.index else None, "sentences": self.sentences,
                 "model": {"fingerprint": m.model.fingerprint, "base": m.model.base_model.get("name")} if m else None,
-                "factor": m.factor if m else None, "engine": self.engine_info}
+                "factor": m.factor if m else None, "engine": self.engine_info, "failure": self.failure}
 
     def close(self) -> None:
-        if self._presenter is not None:  # its sentence store belongs to the worker thread
-            self._worker.submit(self._presenter.close).result()
-        self._worker.shutdown(wait=True)
-        self.engine.close()
-        if self.store is not None:
-            self.store.close()
+        """Stop: abandon queued and running work at its next check, then close the engine."""
+        self.closing.set()
+        self._worker.submit(self._drop_quietly).result()
+        self._worker.shutdown(wait=True, cancel_futures=True)
+
+    def _drop_quietly(self) -> None:
+        try:
+            self._drop()
+        except Exception as e:  # stopping anyway: say what failed
+            log.error("closing the engine: %s", one_line(e))
+
+
+def _stamp(index: Path | None) -> tuple[int, int] | None:
+    """What changes when ``index`` is rebuilt: the folder's inode (a rebuild renames a new folder
+    into place) and its manifest's time; None when it is not there."""
+    if index is None:
+        return None
+    try:
+        return os.stat(index).st_ino, os.stat(index / META).st_mtime_ns
+    except OSError:
+        return None
+
+
+async def _watch(request: Request, gone: threading.Event) -> None:
+    """Set ``gone`` once ``request``'s client has disconnected."""
+    while not gone.is_set():
+        if await request.is_disconnected():
+            gone.set()
+            return
+        await asyncio.sleep(0.1)
 
 
 def _validation_message(e: RequestValidationError) -> tuple[int, str]:
@@ -237,21 +333,15 @@ def host_of(header: str) -> str:
     return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
 
 
-def create_app(service: Service, allowed_hosts: Iterable[str] | None = None) -> FastAPI:
+def create_app(service: Service, allowed_hosts: Iterable[str] | None = None, max_body: int = MAX_BODY) -> FastAPI:
     """The FastAPI application over ``service``; the caller closes the service. ``allowed_hosts``:
     the only ``Host`` headers answered (None: any), so that a web page the user visits cannot rebind
-    its own name to this server's address and read the index (DNS rebinding)."""
-    app = FastAPI(title="sparc-es", version=__version__, description="SPARC sentence retrieval over one index")
-    allowed = None if allowed_hosts is None else {host_of(h) for h in allowed_hosts}
-
-    @app.middleware("http")
-    async def _host_check(request: Request, call_next):
-        host = host_of(request.headers.get("host", ""))
-        if allowed is not None and host not in allowed:
-            shown = host.encode("ascii", "backslashreplace").decode()[:100]
-            return JSONResponse({"error": f"Host {shown!r} is not served here (serve --allow-host {shown} allows it)"},
-                                status_code=400)
-        return await call_next(request)
+    its own name to this server's address and read the index (DNS rebinding). ``max_body``: the
+    largest request body read, in bytes."""
+    # no /docs or /redoc: FastAPI's pages load their scripts from a CDN; /openapi.json describes the API
+    app = FastAPI(title="sparc-es", version=__version__, description="SPARC sentence retrieval over one index",
+                  docs_url=None, redoc_url=None)
+    app.add_middleware(Guard, allowed_hosts=allowed_hosts, max_body=max_body)
 
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, e: ApiError) -> JSONResponse:
@@ -264,18 +354,26 @@ def create_app(service: Service, allowed_hosts: Iterable[str] | None = None) -> 
 
     @app.exception_handler(HTTPException)
     async def _http(request: Request, e: HTTPException) -> JSONResponse:
+        if isinstance(e.__cause__, TooLarge):  # FastAPI reads the body, and calls its failure a 400
+            return JSONResponse({"error": str(e.__cause__)}, status_code=413)
         message = {404: f"no such endpoint: {request.url.path}",
                    405: f"{request.method} is not allowed on {request.url.path}"}.get(e.status_code, str(e.detail))
         return JSONResponse({"error": message}, status_code=e.status_code, headers=e.headers)
 
+    @app.exception_handler(Gone)
+    async def _gone(request: Request, e: Gone) -> JSONResponse:  # nobody reads it; uvicorn logs the status
+        return JSONResponse({"error": "the client went away or the server is stopping"}, status_code=503)
+
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, e: Exception) -> JSONResponse:
+        log.error("internal error on %s: %s", request.url.path, one_line(e), exc_info=e)
         return JSONResponse({"error": one_line(e)}, status_code=500)
 
     @app.get("/health")
     async def health() -> dict:
-        """Index, sentence count, model fingerprint and engine."""
-        return await service.run(service.health)
+        """Index name, sentence count, model fingerprint, engine, and the engine's last failure
+        (``status``: "ok", or "failing" until an engine call succeeds again)."""
+        return service.health()
 
     @app.get("/search")
     async def search_get(q: str = Query(..., description="the question"), k: int = Query(10, ge=1, le=MAX_K),
@@ -302,13 +400,16 @@ def create_app(service: Service, allowed_hosts: Iterable[str] | None = None) -> 
         return await service.run(work)
 
     @app.post("/batch")
-    async def batch(body: BatchRequest) -> dict:
+    async def batch(body: BatchRequest, request: Request) -> dict:
         """The top ``k`` sentences for each of ``questions``, in order."""
-        def work() -> list[dict]:
-            return [{"question": q, "hits": service.search(q, body.k, body.context, body.min_score)}
-                    for q in body.questions]
+        def work(check: Callable[[], None]) -> list[dict]:
+            results = []
+            for q in body.questions:
+                check()  # stop when the client is gone
+                results.append({"question": q, "hits": service.search(q, body.k, body.context, body.min_score)})
+            return results
 
-        return {"k": body.k, "results": await service.run(work)}
+        return {"k": body.k, "results": await service.run(work, request=request)}
 
     @app.get("/explain")
     async def explain(q: Annotated[str, Query(description="the question")],
@@ -336,6 +437,48 @@ def create_app(service: Service, allowed_hosts: Iterable[str] | None = None) -> 
     return app
 
 
+class TooLarge(Exception):
+    """A request body over the server's limit."""
+
+
+class Guard:
+    """ASGI middleware in front of every request: a ``Host`` not in ``allowed_hosts`` (None: any) is
+    refused with 400, and a body over ``max_body`` bytes with 413, by its ``Content-Length`` before
+    it is read, or as it arrives when it is sent in chunks. (A plain ASGI class, not Starlette's
+    ``BaseHTTPMiddleware``, which swallows the disconnect that stops abandoned work.)"""
+
+    def __init__(self, app, allowed_hosts: Iterable[str] | None, max_body: int) -> None:
+        self.app, self.max_body = app, max_body
+        self.allowed = None if allowed_hosts is None else {host_of(h) for h in allowed_hosts}
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        headers = dict(scope.get("headers") or ())
+        host = host_of(headers.get(b"host", b"").decode("latin-1"))
+        if self.allowed is not None and host not in self.allowed:
+            shown = host.encode("ascii", "backslashreplace").decode()[:100]
+            return await JSONResponse({"error": f"Host {shown!r} is not served here (serve --allow-host {shown} "
+                                                "allows it)"}, status_code=400)(scope, receive, send)
+        declared = headers.get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.max_body):
+            return await JSONResponse({"error": self.too_large()}, status_code=413)(scope, receive, send)
+        seen = 0
+
+        async def counted():
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.max_body:
+                raise TooLarge(self.too_large())
+            return message
+
+        await self.app(scope, counted, send)
+
+    def too_large(self) -> str:
+        return f"request body over {self.max_body:,} bytes"
+
+
 def listen(host: str, port: int) -> socket.socket:
     """A listening socket on ``host:port``, or a one-line error (port taken, unknown host)."""
     try:
@@ -357,5 +500,9 @@ def serve(service: Service, sock: socket.socket, log_level: str = "info",
           allowed_hosts: Iterable[str] | None = None) -> None:
     """Serve ``service`` on a listening socket until interrupted (Ctrl-C, SIGTERM), answering only
     requests whose ``Host`` is one of ``allowed_hosts`` (None: any)."""
-    server = uvicorn.Server(uvicorn.Config(create_app(service, allowed_hosts), log_level=log_level))
-    server.run(sockets=[sock])
+    class Server(uvicorn.Server):
+        async def shutdown(self, sockets=None) -> None:
+            service.closing.set()  # running work stops at its next question rather than delaying the exit
+            await super().shutdown(sockets)
+
+    Server(uvicorn.Config(create_app(service, allowed_hosts), log_level=log_level)).run(sockets=[sock])

@@ -33,6 +33,7 @@ from sparc_es.engines.hybrid import BM25_WEIGHT, DEFAULT_METHOD
 from sparc_es.engines.lucene import build_index
 from sparc_es.errors import EngineError
 from sparc_es.layout import Manifest
+from sparc_es.server import page
 
 pytest.importorskip("fastapi", reason="the serve extra: pip install -e '.[serve]'")
 pytest.importorskip("uvicorn", reason="the serve extra: pip install -e '.[serve]'")
@@ -58,21 +59,26 @@ QUESTIONS = ["Which Java version does Pyserini need?", "What happens when encodi
 @pytest.fixture(scope="module")
 def index(tmp_path_factory) -> Path:
     """A Lucene index (with its BM25 index) of a few documentation sentences, shipped default model."""
+    root = tmp_path_factory.mktemp("serve")
+    _encode(DOCS, root / "encoded")
+    build_index(root / "encoded", root / "index")
+    return root / "index"
+
+
+def _encode(docs: dict[str, list[str]], output: Path) -> None:
+    """Encode ``docs`` (document -> its sentences) with the shipped default model."""
     from sparc_es.model import SparcModel
 
-    root = tmp_path_factory.mktemp("serve")
     records, offset = [], 0
-    for doc, sentences in DOCS.items():
+    for doc, sentences in docs.items():
         heading = Path(doc).stem.capitalize()
         for n, text in enumerate(sentences, start=1):
             records.append({"id": f"{doc}#{n}", "text": text, "context": f"{heading}. {' '.join(sentences)}",
                             "doc": doc, "start": offset, "end": offset + len(text)})
             offset += len(text) + 1
-    corpus = root / "corpus.jsonl"
+    corpus = output.with_suffix(".jsonl")
     corpus.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    encode_corpus([corpus], root / "encoded", SparcModel.load("default"), progress=False, idf=IDF_DEFAULT)
-    build_index(root / "encoded", root / "index")
-    return root / "index"
+    encode_corpus([corpus], output, SparcModel.load("default"), progress=False, idf=IDF_DEFAULT)
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +92,10 @@ def engine(index):
 @pytest.fixture(scope="module")
 def server(index, tmp_path_factory):
     """``sparc-es serve --index INDEX --port 0`` running; yields its base URL."""
-    log = tmp_path_factory.mktemp("serve-log") / "serve.log"
+    yield from _serve(index, tmp_path_factory.mktemp("serve-log") / "serve.log")
+
+
+def _serve(index: Path, log: Path):
     with open(log, "w") as out:
         process = subprocess.Popen([sys.executable, "-m", "sparc_es", "serve", "--index", str(index), "--port", "0",
                                     "--log-level", "warning"], stdout=out, stderr=subprocess.STDOUT)
@@ -155,7 +164,8 @@ def test_health_names_the_index_model_and_engine(server, index):
     status, body, kind = call(server, "GET", "/health")
     manifest = Manifest.read(index)
     assert status == 200 and kind.startswith("application/json")
-    assert body["status"] == "ok" and Path(body["index"]) == index
+    assert body["status"] == "ok" and body["index"] == index.name and body["failure"] is None
+    assert str(index.parent) not in json.dumps(body)  # no local path to a client
     assert body["sentences"] == sum(map(len, DOCS.values())) == manifest.sentences
     assert body["model"]["fingerprint"] == manifest.model.fingerprint
     assert body["engine"] == {"engine": "lucene", "hybrid": DEFAULT_METHOD.value, "hybrid_weight": BM25_WEIGHT}
@@ -231,6 +241,7 @@ def test_explain_says_why_each_hit_scored(server, engine):
     for hit in body["hits"]:
         assert hit["sum"] == hit["impact"] == hit["recomputed_sum"] and hit["matches_index"], hit["mismatched"]
         assert {t["token"] for t in hit["tokens"]} == set(body["tokens"])
+    assert body["index"] == Path(body["index"]).name and "path" not in body["hits"][0]  # no local paths
     for path, status_wanted, says in [("/explain?q=java&ids=docs%2Fnowhere.md%231", 422, "no sentence with this id"),
                                       ("/explain?q=java", 422, "ids: field required"),
                                       ("/explain?q=java&" + "&".join(["ids=1"] * 21), 422, "at most 20 hits")]:
@@ -333,18 +344,48 @@ def test_the_page_shows_hits_with_the_questions_words_marked(server, engine, tmp
     print(f"screenshot of the search page: {shot}")
 
 
+@pytest.mark.jvm
+def test_a_rebuilt_index_is_answered_from(index, tmp_path):
+    """``index --overwrite`` while ``serve`` runs: the next request answers from the new index."""
+    served = tmp_path / "index"
+    shutil.copytree(index, served)
+    server = _serve(served, tmp_path / "serve.log")
+    base = next(server)
+    try:
+        question = "Who keeps the lighthouse lamp lit?"
+        assert all(h["doc"] != "notes/sea.md" for h in search_get(base, question)[1]["hits"])
+        _encode({**DOCS, "notes/sea.md": ["The lighthouse keeper keeps the lamp lit all night."]}, tmp_path / "enc")
+        assert main(["index", "--input", str(tmp_path / "enc"), "--index", str(served), "--overwrite"]) == 0
+        status, body, _ = search_get(base, question)
+        assert status == 200 and body["hits"][0]["id"] == "notes/sea.md#1", body
+        assert call(base, "GET", "/health")[1]["sentences"] == sum(map(len, DOCS.values())) + 1
+        status, body, _ = call(base, "GET", "/sentences/" + quote("notes/sea.md#1", safe=""))
+        assert status == 200 and body["text"].startswith("The lighthouse keeper")
+    finally:
+        next(server, None)  # stops it: Ctrl-C, exit status 0
+
+
 # --- the server module on its own: engine failures and serialised engine calls ------------------
 
 class _Engine:
-    """A stand-in engine: fails on "fail", else notes how many searches run at once."""
+    """A stand-in engine (the server module's own tests need an engine that fails or waits on
+    command): fails on "fail" and "crash", waits for ``release`` on "wait", else notes how many
+    searches run at once."""
 
     def __init__(self) -> None:
-        self.running = self.most = 0
+        self.running = self.most = self.calls = 0
         self.lock = threading.Lock()
+        self.waiting, self.release = threading.Event(), threading.Event()
 
     def search(self, question: str, k: int = 10) -> list[Hit]:
+        self.calls += 1
         if question == "fail":
-            raise EngineError("the Lucene index went away\nsecond line")
+            raise EngineError("the Lucene index went away\n\tat org.apache.lucene.Index.search(Index.java:12)")
+        if question == "crash":
+            raise RuntimeError("java.lang.NullPointerException\n\tat sparces.lucene.Search.run(Search.java:3)")
+        if question == "wait":
+            self.waiting.set()
+            assert self.release.wait(timeout=60)
         with self.lock:
             self.running += 1
             self.most = max(self.most, self.running)
@@ -357,6 +398,9 @@ class _Engine:
         pass
 
 
+FAKE_MAX_BODY = 64 << 10
+
+
 @pytest.fixture()
 def fake_server():
     """The app over a stand-in engine, uvicorn in a thread on a free port."""
@@ -367,7 +411,7 @@ def fake_server():
     fake = _Engine()
     service = Service(fake, None, "lucene")
     sock = listen("127.0.0.1", 0)
-    server = uvicorn.Server(uvicorn.Config(create_app(service), log_level="critical"))
+    server = uvicorn.Server(uvicorn.Config(create_app(service, max_body=FAKE_MAX_BODY), log_level="critical"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     base = f"http://127.0.0.1:{sock.getsockname()[1]}"
@@ -381,13 +425,21 @@ def fake_server():
     sock.close()
 
 
-def test_an_engine_failure_is_a_500_with_one_line(fake_server):
+def test_an_engine_failure_is_a_500_with_one_line_and_health_says_so(fake_server, caplog):
+    """The client gets the first line; the stack goes to the log; /health reports the failure until
+    an engine call succeeds again."""
     base, _ = fake_server
     status, body, _ = search_get(base, "fail")
-    assert status == 500 and body == {"error": "the Lucene index went away second line"}
+    assert status == 500 and body == {"error": "the Lucene index went away"}
+    status, body, _ = search_get(base, "crash")
+    assert status == 500 and body == {"error": "RuntimeError: java.lang.NullPointerException"}
+    assert "Search.java:3" in caplog.text  # the stack is in the server's log
+    status, body, _ = call(base, "GET", "/health")
+    assert status == 200 and body["status"] == "failing" and body["failure"]["error"].startswith("RuntimeError")
     status, body, _ = call(base, "POST", "/batch", {"questions": ["ok", "fail"]})
     assert status == 500 and "went away" in body["error"]
     assert search_get(base, "still answering")[0] == 200
+    assert call(base, "GET", "/health")[1]["status"] == "ok"
     status, body, _ = call(base, "GET", "/sentences/x")
     assert status == 404 and "no sentence store" in body["error"]
     status, body, _ = call(base, "GET", "/explain?q=x&ids=1")
@@ -405,6 +457,71 @@ def test_the_engine_is_never_called_from_two_threads_at_once(fake_server):
     for t in threads:
         t.join(timeout=60)
     assert results == [200] * 20 and fake.most == 1
+
+
+def test_health_answers_while_the_engine_is_busy(fake_server):
+    base, fake = fake_server
+    waiting = threading.Thread(target=search_get, args=(base, "wait"))
+    waiting.start()
+    try:
+        assert fake.waiting.wait(timeout=30)
+        status, body, _ = call(base, "GET", "/health")  # the worker is held by "wait"
+        assert status == 200 and body["status"] == "ok"
+    finally:
+        fake.release.set()
+        waiting.join(timeout=60)
+
+
+def test_a_batch_whose_client_left_stops(fake_server):
+    """Five abandoned batches of 1,000 questions do not hold the one worker: each stops at its next
+    question once its client has gone."""
+    base, fake = fake_server
+    body = json.dumps({"questions": ["wait"] + ["q"] * 999}).encode()
+    host, port = base.removeprefix("http://").split(":")
+    for _ in range(5):
+        fake.waiting.clear()
+        fake.release.clear()
+        with socket.create_connection((host, int(port))) as client:
+            client.sendall(b"POST /batch HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                           b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+            assert fake.waiting.wait(timeout=30)
+        time.sleep(0.5)  # the server notices the closed connection
+        fake.release.set()
+        assert search_get(base, "next")[0] == 200
+    assert fake.calls < 5 * 10, fake.calls
+
+
+def test_request_bodies_over_the_limit_are_refused_unread(fake_server):
+    """By Content-Length before a byte of the body is read; in chunks, as they arrive."""
+    import http.client
+
+    base, _ = fake_server
+    host, port = base.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port))) as client:
+        client.sendall(b"POST /batch HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                       b"Content-Length: 200000000\r\n\r\n")  # and no body: the answer comes first
+        client.settimeout(30)
+        answer = ""
+        while not answer.endswith("}") and (part := client.recv(65536).decode()):
+            answer += part
+    assert answer.startswith("HTTP/1.1 413") and f"request body over {FAKE_MAX_BODY:,} bytes" in answer
+    big = json.dumps({"questions": ["x" * 100] * (FAKE_MAX_BODY // 100 + 10)}).encode()
+    connection = http.client.HTTPConnection(host, int(port), timeout=60)
+    chunks = (big[i:i + 4096] for i in range(0, len(big), 4096))  # no Content-Length: counted as it arrives
+    connection.request("POST", "/batch", body=chunks, headers={"Content-Type": "application/json"},
+                       encode_chunked=True)
+    response = connection.getresponse()
+    assert response.status == 413 and "request body over" in json.loads(response.read())["error"]
+    connection.close()
+
+
+def test_no_page_loads_scripts_from_elsewhere(fake_server):
+    """FastAPI's /docs and /redoc fetch Swagger UI from a CDN: not served; the schema is."""
+    base, _ = fake_server
+    assert call(base, "GET", "/docs")[0] == 404 and call(base, "GET", "/redoc")[0] == 404
+    status, schema, _ = call(base, "GET", "/openapi.json")
+    assert status == 200 and "/search" in schema["paths"]
+    assert "://" not in page().replace("http://www.w3.org", "")
 
 
 # --- the CLI: search from stdin, a port already taken ---------------------------------------------

@@ -287,6 +287,10 @@ def _report_encode(manifest) -> None:
             "C0 controls but tab and line ends, DEL, C1 controls"  # a folder written before kinds were kept
         _warn(f"removed {manifest.control_characters_removed} control characters from the corpus text: {kinds}; "
               f"e.g. in {', '.join(manifest.cleaned_ids)}")
+    if manifest.cut_texts:
+        n = manifest.cut_texts
+        _warn(f"{n} text{'s' if n != 1 else ''} of the corpus {'were' if n != 1 else 'was'} cut or read in pieces: "
+              f"{'; '.join(_printable(e) for e in manifest.cut_examples)}{' ...' if n > len(manifest.cut_examples) else ''}")
     if manifest.truncated_contexts:
         _warn(f"{manifest.truncated_contexts} of {manifest.sentences} contexts were cut to fit "
               f"{manifest.model.max_length} tokens with their sentence (the sentence itself is kept whole)")

@@ -23,13 +23,14 @@ when hits are printed) and counted in :class:`ReadStats`.
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import re
 import stat
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -37,7 +38,7 @@ import orjson
 
 from .errors import InputError
 from .ids import ID_UNSAFE, SURROGATE, id_problem, shown
-from .readers import CODE, HEADING, ROW, SUFFIXES, Block, format_of, locate, read_blocks
+from .readers import CODE, HEADING, ROW, SUFFIXES, Block, Report, format_of, locate, read_blocks
 
 JSONL_SUFFIXES = (".jsonl", ".json")
 TEXT_SUFFIXES = tuple(SUFFIXES)  # documents: .txt, .md/.markdown, .rst/.rest, .html/.htm
@@ -69,6 +70,16 @@ def controls_found(kinds: dict[str, int], most: int = 4) -> str:
 
 # Elasticsearch refuses a longer _id (UTF-8 bytes); Lucene and TREC files take any length.
 ID_MAX_BYTES = 512
+# A "sentence" longer than this (a line with no sentence end, a table row, minified text) is read as
+# pieces of at most this many characters, cut at spaces: the encoder reads only its first
+# max_length tokens (256, about 1,200 characters of English), so the rest would be lost, and a 5 MB
+# line would be tokenised whole.
+MAX_SENTENCE_CHARS = 1_500
+# A block longer than this gives each sentence a window of it as context, the part around the
+# sentence, not the whole block: the passage encoder reads 256 tokens, and every sentence of a
+# 5 MB paragraph would otherwise store all of it.
+MAX_CONTEXT_CHARS = 10_000
+CUT_EXAMPLES = 5
 
 
 def sentence_id_problem(sid: str) -> str | None:
@@ -91,6 +102,14 @@ class ReadStats:
     skipped_files: dict[str, int] = field(default_factory=dict)  # files in folders not read, by suffix
     hidden_files: int = 0  # hidden files and folders (.git, .DS_Store) passed over
     skipped_links: int = 0  # links in folders to files or folders outside the folder, or to no regular file
+    cut: int = 0  # texts the readers cut or bounded (a sentence too long, an expansion too large, ...)
+    cut_examples: list[str] = field(default_factory=list)  # the first few, "file:line: what"
+
+    def note_cut(self, where: str, line: int | None, what: str) -> None:
+        """Count one text cut or bounded by a reader, at ``where`` (a file) and ``line``."""
+        self.cut += 1
+        if len(self.cut_examples) < CUT_EXAMPLES:
+            self.cut_examples.append(f"{where}{f':{line}' if line is not None else ''}: {what}")
 
     def skipped_notice(self) -> str:
         """One line for the user about the folder files not read ("" when none were skipped)."""
@@ -196,7 +215,11 @@ def document_sentences(text: str, doc_id: str, stats: ReadStats | None = None, t
     if (removed or removed_title) and stats is not None:
         _count(stats, doc_id, *raw)
     title = _SPACES.sub(" ", title).strip()
-    for s in split_document(text, doc_id, format, keep_code, where):
+    report = None
+    if stats is not None:
+        def report(line: int | None, what: str) -> None:
+            stats.note_cut(where or doc_id, line, what)
+    for s in split_document(text, doc_id, format, keep_code, where, report):
         context = f"{title}. {s.context}" if title else s.context
         yield Sentence(id=s.id, text=s.text, context=context, doc=s.doc, start=s.start, end=s.end)
 
@@ -254,8 +277,9 @@ def context_of(block: Block) -> str:
     return " ".join(parts)
 
 
-def _block_sentences(block: Block, source: str, format: str) -> Iterator[tuple[str, int, int]]:
-    """(text, start, end) of each sentence of a block; offsets index ``source``."""
+def _block_sentences(block: Block, source: str, format: str) -> Iterator[tuple[str, int, int, int]]:
+    """(text, start, end, at) of each sentence of a block: ``start`` and ``end`` index ``source``,
+    ``at`` is about where the sentence starts in ``block.text``."""
     import blingfire  # small native dependency; imported here so reading JSONL never needs it
 
     if format == "text":  # the block is the source itself: Bling Fire's offsets are the file's
@@ -266,12 +290,12 @@ def _block_sentences(block: Block, source: str, format: str) -> Iterator[tuple[s
                 b -= 1
             sentence = _SPACES.sub(" ", raw[a:b]).strip()
             if sentence:
-                yield sentence, block.start + a, block.start + b
+                yield sentence, block.start + a, block.start + b, a
         return
     if block.kind in (ROW, CODE):  # one unit: a row is its header's pairs, code is not prose
         raw = source[block.start:block.end]
         a, b = len(raw) - len(raw.lstrip()), len(raw.rstrip())
-        yield block.text, block.start + a, block.start + max(a, b)
+        yield block.text, block.start + a, block.start + max(a, b), 0
         return
     _, spans = blingfire.text_to_sentences_and_offsets(block.text)
     pos = block.start
@@ -281,18 +305,83 @@ def _block_sentences(block: Block, source: str, format: str) -> Iterator[tuple[s
             start, end = locate(source, sentence, pos, block.end)
             if end > start and (start, end) != (pos, block.end):
                 pos = end
-            yield sentence, start, end
+            yield sentence, start, end, a
+
+
+def _bounded(sentences: Iterable[tuple[str, int, int, int]], source: str, lines: _Lines,
+             report: Report | None) -> Iterator[tuple[str, int, int, int]]:
+    """The sentences, each over ``MAX_SENTENCE_CHARS`` read as pieces cut at spaces (each located
+    in ``source``), and reported."""
+    for sentence, start, end, at in sentences:
+        if len(sentence) <= MAX_SENTENCE_CHARS:
+            yield sentence, start, end, at
+            continue
+        pieces = _pieces(sentence)
+        if report is not None:
+            report(lines.of(start), f"a sentence of {len(sentence):,} characters read as {len(pieces):,} pieces "
+                                    f"of at most {MAX_SENTENCE_CHARS:,}")
+        pos, offset = start, 0
+        for piece in pieces:
+            a, b = locate(source, piece, pos, max(end, pos))
+            if b > a:
+                pos = b
+            yield piece, a, b, at + offset
+            offset += len(piece) + 1
+
+
+def _pieces(text: str, most: int = MAX_SENTENCE_CHARS) -> list[str]:
+    """``text`` cut into pieces of at most ``most`` characters, at the last space before each cut
+    (anywhere, when a stretch has no space)."""
+    pieces = []
+    while len(text) > most:
+        cut = text.rfind(" ", most // 2, most + 1)
+        cut = cut if cut > 0 else most
+        pieces.append(text[:cut].strip())
+        text = text[cut:].lstrip()
+    if text:
+        pieces.append(text)
+    return [p for p in pieces if p]
+
+
+def _window(text: str, at: int, size: int = MAX_CONTEXT_CHARS) -> str:
+    """The part of a long block's ``text`` that is the context of the sentence at ``at``: a span of
+    ``size`` characters on a grid of half of it (so neighbouring sentences share it, and the
+    passage encoded for it), that holds the sentence's start, cut at spaces."""
+    half = size // 2
+    begin = max(0, (at // half) * half - half // 2)
+    finish = begin + size
+    if begin > 0:
+        space = text.find(" ", begin, begin + 200)
+        begin = space + 1 if space >= 0 else begin
+    if finish < len(text):
+        space = text.rfind(" ", finish - 200, finish)
+        finish = space if space >= 0 else finish
+    return text[begin:finish].strip()
+
+
+class _Lines:
+    """Line numbers of offsets in one text."""
+
+    def __init__(self, text: str) -> None:
+        self.text, self.starts = text, None
+
+    def of(self, offset: int) -> int:
+        if self.starts is None:
+            self.starts = [0] + [m.end() for m in re.finditer("\n", self.text)]
+        return bisect.bisect_right(self.starts, offset)
 
 
 def split_document(text: str, doc_id: str, format: str = "text", keep_code: bool = False,
-                   where: str | None = None) -> Iterator[Sentence]:
+                   where: str | None = None, report: Report | None = None) -> Iterator[Sentence]:
     """Split a document into sentences (Bling Fire, inside each block the reader finds).
 
     ``format``: "text", "markdown", "rst" or "html" (:mod:`sparc_es.readers`). A sentence's
     context is :func:`context_of` its block (for plain text: its paragraph); ``start``/``end``
     index ``text``. Headings give no sentence of their own: they are in the context of every
     sentence of their section. ``keep_code`` makes each code block one sentence; ``where``
-    names the document in errors (default: ``doc_id``).
+    names the document in errors (default: ``doc_id``). A sentence over ``MAX_SENTENCE_CHARS`` is
+    read as pieces, and a block over ``MAX_CONTEXT_CHARS`` gives each sentence a window of itself
+    as context; ``report(line, what)`` hears of each such cut (and of what the readers cut).
     """
     name = where or doc_id
     if SURROGATE.search(doc_id):  # a file name that is not UTF-8 (Python keeps its bytes as surrogates)
@@ -305,11 +394,14 @@ def split_document(text: str, doc_id: str, format: str = "text", keep_code: bool
     id_prefix = ID_UNSAFE.sub("_", doc_id)
     room = ID_MAX_BYTES - len(id_prefix.encode("utf-8")) - 1  # for "<n>" after "#"
     n = 0
-    for block in read_blocks(text, format, keep_code, name=name):
+    lines = _Lines(text)
+    for block in read_blocks(text, format, keep_code, name=name, report=report):
         if block.kind == HEADING:
             continue
         context = context_of(block)
-        for sentence, start, end in _block_sentences(block, text, format):
+        for sentence, start, end, at in _bounded(_block_sentences(block, text, format), text, lines, report):
+            if len(block.text) > MAX_CONTEXT_CHARS:
+                context = context_of(replace(block, text=_window(block.text, at)))
             if len(str(n)) > room:
                 raise InputError(name, f"sentence ids ({shown(id_prefix, 40)}#{n}) would be longer than the "
                                        f"{ID_MAX_BYTES} bytes Elasticsearch takes: shorten the "

@@ -459,7 +459,8 @@ def _encode(source: Source, out: Path, model: SparcModel, settings: dict, total:
     manifest = Manifest.from_json({"sparc_es": __version__, **settings, **extra_meta, **stats.to_json(),
                                    "removed": removed, "control_characters_removed": cleaned.control_characters,
                                    "control_character_kinds": cleaned.control_kinds or None,
-                                   "cleaned_ids": cleaned.examples, "generation": new_generation()})
+                                   "cleaned_ids": cleaned.examples, "cut_texts": cleaned.cut,
+                                   "cut_examples": cleaned.cut_examples, "generation": new_generation()})
     manifest.write(out)
     (out / PROGRESS).unlink(missing_ok=True)
     return manifest

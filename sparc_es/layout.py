@@ -217,6 +217,8 @@ class Manifest:
     control_characters_removed: int = 0  # from the corpus's texts (see corpus.ReadStats)
     control_character_kinds: dict | None = None  # those characters by code point, {"U+0080": 2}
     cleaned_ids: tuple[str, ...] = ()  # the first few sentences (or documents) they were removed from
+    cut_texts: int = 0  # texts the readers cut or bounded (see corpus.ReadStats.cut)
+    cut_examples: tuple[str, ...] = ()  # the first few, "file:line: what"
     requantized_from: str | None = None
     # Changes whenever the folder's content is written anew (encode, update, requantize): a reader
     # checks it did not change under it (:func:`reading`).
@@ -244,7 +246,7 @@ class Manifest:
         kwargs = {k: v for k, v in d.items() if k in known}
         model_fields = {f.name for f in dataclasses.fields(ModelInfo)}
         kwargs["model"] = ModelInfo(**{k: v for k, v in d["model"].items() if k in model_fields})
-        for name in ("corpus", "truncated_ids", "cleaned_ids"):
+        for name in ("corpus", "truncated_ids", "cleaned_ids", "cut_examples"):
             kwargs[name] = tuple(kwargs.get(name, ()))
         if d.get("index"):
             kwargs["index"] = IndexInfo(**{"engine": d.get("engine", "lucene"), **d["index"]})

@@ -56,11 +56,11 @@ class CorpusStatistics:
 
     @property
     def avgdl(self) -> float:
-        return self.tokens / self.sentences if self.sentences else 1.0
+        return self.tokens / self.sentences if self.tokens else 1.0  # no tokens: no weight to normalise
 
     @property
     def avg_words(self) -> float:
-        return self.words / self.sentences if self.sentences else 1.0
+        return self.words / self.sentences if self.words else 1.0  # no alphabetic word anywhere: no stem weights
 
     def add(self, token_ids: Iterable[Iterable[int]], stems: Iterable[list[str]] | None = None,
             words: Iterable[list[str]] | None = None) -> None:

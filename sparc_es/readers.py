@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
@@ -55,6 +55,13 @@ FORMATS = ("text", "markdown", "rst", "html")
 SUFFIXES = {".txt": "text", ".md": "markdown", ".markdown": "markdown", ".rst": "rst", ".rest": "rst",
             ".html": "html", ".htm": "html"}
 LEAD_CHARS = 300  # a longer paragraph before a list gives only its last sentences as the lead-in
+Report = Callable[[int | None, str], None]  # report(line, what): a reader cut or bounded something
+MARKDOWN_NESTING = 100  # markdown-it's limit (default 20: ten list levels); content deeper is cut and reported
+# The characters one reStructuredText substitution may expand to (nested ones included), and all of
+# a document's substitutions together: five levels of ten references each make a 370-byte file
+# expand to gigabytes. A reference past either is left out and reported.
+RST_SUBSTITUTION_CHARS = 10_000
+RST_SUBSTITUTIONS_CHARS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -75,16 +82,21 @@ def format_of(path: str | Path) -> str | None:
     return SUFFIXES.get(Path(path).suffix.lower())
 
 
-def read_blocks(text: str, format: str = "text", keep_code: bool = False, name: str = "<document>"
-                ) -> Iterator[Block]:
+def read_blocks(text: str, format: str = "text", keep_code: bool = False, name: str = "<document>",
+                report: Report | None = None) -> Iterator[Block]:
     """The blocks of one document, in order. ``format``: one of :data:`FORMATS`; ``keep_code`` keeps
-    code blocks (kind ``code``); ``name`` locates errors (:class:`~sparc_es.errors.InputError`)."""
+    code blocks (kind ``code``); ``name`` locates errors (:class:`~sparc_es.errors.InputError`);
+    ``report(line, what)`` hears of what a reader had to leave out (too deep, too large)."""
+    report = report or (lambda line, what: None)
     if format == "text":
         blocks = _text_blocks(text)
     elif format == "markdown":
-        blocks = _markdown_blocks(text)
+        blocks = _markdown_blocks(text, report)
     elif format == "rst":
-        blocks = _RstWalker(text).blocks(rst_doctree(text, name))
+        tree = rst_doctree(text, name)
+        for line, what in tree.get("sparc_es_cut", ()):
+            report(line, what)
+        blocks = _RstWalker(text).blocks(tree)
     elif format == "html":
         blocks = _html_blocks(text, 0, [])
     else:
@@ -191,7 +203,8 @@ def locate(source: str, text: str, start: int, end: int, max_gap: int = 2000) ->
 
 def _text_blocks(text: str) -> Iterator[Block]:
     # A paragraph is a run of lines with no blank line inside (the splitter sparc-es always had).
-    for m in re.finditer(r"\S(?:.|\n(?!\s*\n))*", text):
+    # Possessive: the plain pattern's backtracking stack took 1.7 GB on a 6 MB line.
+    for m in re.finditer(r"\S(?:.++|\n(?!\s*\n))*+", text):
         yield Block(_squash(m.group()), start=m.start(), end=m.end())
 
 
@@ -201,7 +214,7 @@ def _text_blocks(text: str) -> Iterator[Block]:
 def _markdown():
     from markdown_it import MarkdownIt
 
-    return MarkdownIt("commonmark").enable("table")
+    return MarkdownIt("commonmark", {"maxNesting": MARKDOWN_NESTING}).enable("table")
 
 
 def _front_matter_lines(text: str, lines: list[int]) -> int:
@@ -248,12 +261,16 @@ def _inline(token) -> str:
     return _squash("".join(parts)) if has_text else ""
 
 
-def _markdown_blocks(text: str) -> Iterator[Block]:
+def _markdown_blocks(text: str, report: Report) -> Iterator[Block]:
     lines = _line_starts(text)
     front = _front_matter_lines(text, lines)
     # The front matter's lines are blanked, not cut: line numbers (and so spans) stay the file's.
     body = "\n" * front + text[lines[front]:] if front else text
     tokens = _markdown().parse(body)
+    deepest = max(tokens, key=lambda t: t.level, default=None)
+    if deepest is not None and deepest.level >= MARKDOWN_NESTING - 1:  # markdown-it stopped reading there
+        report(deepest.map[0] + 1 if deepest.map else None,
+               f"lists and quotes nested deeper than {MARKDOWN_NESTING} levels: what is inside left out")
 
     def span(token) -> tuple[int, int]:
         a, b = token.map
@@ -556,6 +573,9 @@ class _Html(HTMLParser):
         # comment, declaration and processing instruction ends with ">", so after the text's last
         # ">" none can be complete: the parser would make all of it text, which is done here at once.
         rest = self.rawdata
+        opened = rest.find("<!--")
+        if opened >= 0 and "-->" not in rest[opened + 4:]:  # HTML5: a comment left open runs to the end
+            rest = self.rawdata = rest[:opened]
         cut = rest.rfind(">") + 1
         if self.cdata_elem is None and "<" in rest[cut:]:
             from html import unescape
@@ -706,6 +726,7 @@ def _rst_classes():
     from docutils.parsers.rst import Directive, Parser, directives, roles
     from docutils.parsers.rst.languages import get_language
     from docutils.parsers.rst.states import Inliner, MarkupMismatch
+    from docutils.transforms import Transform
     from docutils.utils import escape2null
 
     class AnyOption(dict):
@@ -817,10 +838,67 @@ def _rst_classes():
     TolerantInliner = type("TolerantInliner", (Inliner,), {**shared, "interpreted": interpreted, "parse": parse,
                                                           "implicit_inline": implicit_inline})
 
+    class BoundedSubstitutions(Transform):
+        """Before docutils expands substitutions (priority 220): a reference whose expansion, nested
+        ones included, is over ``RST_SUBSTITUTION_CHARS``, or would take the document's expansions
+        over ``RST_SUBSTITUTIONS_CHARS``, is left out (a ``problematic`` node, which the reader
+        skips), and noted in the document's ``sparc_es_cut`` as (line, what)."""
+
+        default_priority = 219
+
+        def apply(self) -> None:
+            document = self.document
+            defs, normed = document.substitution_defs, document.substitution_names
+            sizes: dict[str, int] = {}
+            cut = document.setdefault("sparc_es_cut", [])
+
+            def key(ref) -> str | None:
+                name = ref["refname"]
+                return name if name in defs else normed.get(name.lower())
+
+            def size(name: str, open_: set[str]) -> int:  # characters of a definition, expanded
+                if name not in sizes:
+                    if name in open_:  # circular: docutils reports it
+                        return 0
+                    open_.add(name)
+                    total = len(defs[name].astext())
+                    for ref in defs[name].findall(nodes.substitution_reference):
+                        inner = key(ref)
+                        n = size(inner, open_) if inner is not None else 0
+                        total += n if n <= RST_SUBSTITUTION_CHARS else 0  # cut below
+                    open_.discard(name)
+                    sizes[name] = total
+                return sizes[name]
+
+            budget, reported = RST_SUBSTITUTIONS_CHARS, set()
+            for ref in list(document.findall(nodes.substitution_reference)):
+                name = key(ref)
+                if name is None:
+                    continue
+                try:
+                    n = size(name, set())
+                except RecursionError:  # a chain of thousands of definitions
+                    n = RST_SUBSTITUTIONS_CHARS + 1
+                inside = any(isinstance(a, nodes.substitution_definition) for a in _ancestors(ref))
+                if n > RST_SUBSTITUTION_CHARS or (not inside and n > budget):
+                    line = next((a.line for a in _ancestors(ref) if a.line), None)
+                    what = "over" if n > RST_SUBSTITUTION_CHARS else "taking the document's substitutions over"
+                    limit = RST_SUBSTITUTION_CHARS if n > RST_SUBSTITUTION_CHARS else RST_SUBSTITUTIONS_CHARS
+                    if ref["refname"] not in reported:
+                        reported.add(ref["refname"])
+                        cut.append((line, f"substitution |{ref['refname']}| left out: its expansion is {what} "
+                                          f"{limit:,} characters"))
+                    ref.replace_self(nodes.problematic(ref.rawsource, ref.rawsource))
+                elif not inside:
+                    budget -= n
+
     class LongLines(Parser):
         """docutils' parser, reading lines of any length: with a line over ``line_length_limit``
-        docutils drops the whole document, silently (a system message). The limit still bounds
-        the expansion of substitutions, its other use; the inliner above bounds its own work."""
+        docutils drops the whole document, silently (a system message). Substitutions are bounded
+        by :class:`BoundedSubstitutions`; the inliner above bounds its own work."""
+
+        def get_transforms(self):
+            return [*super().get_transforms(), BoundedSubstitutions]
 
         def parse(self, inputstring, document):
             limit = document.settings.line_length_limit
@@ -832,6 +910,14 @@ def _rst_classes():
 
     overrides = {"code-block": Code, "sourcecode": Code, "code": Code}  # any Sphinx option, no pygments
     return Tolerant, TolerantInliner, overrides, LongLines
+
+
+def _ancestors(node):
+    """A node's parents, nearest first."""
+    node = node.parent
+    while node is not None:
+        yield node
+        node = node.parent
 
 
 @contextmanager

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from sparc_es.cli import main
-from sparc_es.corpus import ID_MAX_BYTES, read_corpus, read_document
+from sparc_es.corpus import ID_MAX_BYTES, MAX_CONTEXT_CHARS, MAX_SENTENCE_CHARS, ReadStats, read_corpus, read_document
 from sparc_es.errors import InputError, SparcError
 from sparc_es.layout import MAX_FACTOR, MAX_IMPACT_SUM, check_factor, quantize
 from sparc_es.trec import read_qrels, read_run, read_topics
@@ -264,15 +264,17 @@ def test_a_long_rst_line_is_read_not_dropped(tmp_path):
     path = tmp_path / "long.rst"
     path.write_text("Title\n=====\n\nFirst paragraph.\n\n" + "word " * 40_000 + "\n")
     got = list(read_document(path))
-    assert got[0].text == "First paragraph." and len(got) == 2 and got[1].text.startswith("word word")
+    assert got[0].text == "First paragraph." and all(s.text.startswith("word word") for s in got[1:])
+    assert sum(s.text.count("word") for s in got[1:]) == 40_000  # in pieces, every word kept
 
 
 def test_many_urls_in_one_rst_paragraph_are_read(tmp_path):
     # docutils recursed once per standalone URI or address: 2,000 overflowed the stack.
     path = tmp_path / "links.rst"
     path.write_text("See " + " ".join(f"a{i}@b.c" for i in range(2000)) + ".\n")
-    (sentence,) = read_document(path)
-    assert sentence.text.startswith("See a0@b.c a1@b.c") and sentence.text.endswith("a1999@b.c.")
+    got = [s.text for s in read_document(path)]  # one sentence of 18 KB: read in pieces
+    assert got[0].startswith("See a0@b.c a1@b.c") and got[-1].endswith("a1999@b.c.")
+    assert " ".join(got).split()[1:] == [f"a{i}@b.c" for i in range(1999)] + ["a1999@b.c."]
 
 
 def test_rst_inline_markup_is_still_resolved_in_ordinary_paragraphs(tmp_path):
@@ -298,3 +300,69 @@ def test_html_after_the_last_tag_is_text_in_its_place(tmp_path):
     got = list(read_document(path))
     assert [s.text for s in got] == ["One sentence.", "Cut short <a href='x y & z"]
     assert [text[s.start:s.end] for s in got] == ["One sentence.", "Cut <b>short</b> <a href='x\n  y &amp; z"]
+
+
+# --- texts that blow up: bounded, every cut reported with its file and line ------------------------
+
+def test_nested_rst_substitutions_are_bounded_and_reported(tmp_path):
+    """Five levels of ten references: a 370-byte file expanded to gigabytes (15 minutes, 3.7 GB)."""
+    path = tmp_path / "bomb.rst"
+    names = "abcdef"
+    defs = "".join(f".. |{a}| replace:: {' '.join([f'|{b}|'] * 10)}\n\n" for a, b in zip(names, names[1:]))
+    path.write_text(f"Title\n=====\n\nStart |a| end.\n\nA |small| one.\n\n{defs}.. |f| replace:: lol lol lol\n\n"
+                    ".. |small| replace:: kept as written\n")
+    stats = ReadStats()
+    start = time.process_time()
+    got = [s.text for s in read_document(path, stats=stats)]
+    assert time.process_time() - start < 30
+    assert "A kept as written one." in got and max(map(len, got)) < 20_000, [len(t) for t in got]
+    assert stats.cut >= 1 and all(e.startswith(f"{path}:") and "substitution |" in e for e in stats.cut_examples)
+    assert "left out: its expansion is over 10,000 characters" in stats.cut_examples[0]
+
+
+def test_a_5_mb_line_is_read_in_pieces_with_bounded_contexts(tmp_path):
+    """Split and tokenised whole it took 1.5 GB and 42 s to encode (50 MB: past 10 GB)."""
+    path = tmp_path / "one-line.txt"
+    path.write_text("Intro paragraph.\n\n" + " ".join(f"word{i % 977}" for i in range(700_000)) + "\n")
+    stats = ReadStats()
+    got = list(read_document(path, stats=stats))
+    assert got[0].text == "Intro paragraph." and len(got) > 3000
+    assert max(len(s.text) for s in got) <= MAX_SENTENCE_CHARS
+    assert max(len(s.context) for s in got) <= MAX_CONTEXT_CHARS
+    assert sum(len(s.text.split()) for s in got[1:]) == 700_000  # nothing lost
+    text = path.read_text()
+    assert all(text[s.start:s.end] == s.text for s in got[1:50])  # offsets still index the file
+    assert got[2].context == got[3].context and got[1].context != got[-1].context  # shared windows
+    assert stats.cut == 1 and stats.cut_examples[0].startswith(f"{path}:3: a sentence of ")
+
+
+def test_encode_says_what_was_cut(tmp_path, tiny_model_dir, capsys):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "ids.txt").write_text(" ".join(f"id{i}" for i in range(1_000)) + "\n")
+    code, err = _cli(capsys, "encode", "--corpus", str(tmp_path / "docs"), "--output", str(tmp_path / "enc"),
+                     "--model", str(tiny_model_dir), "--quiet")
+    assert code == 0, err  # a corpus with no alphabetic word at all (its mean length in words is 0)
+    assert "1 text of the corpus was cut or read in pieces: " in err and "ids.txt:1: a sentence of" in err
+
+
+def test_markdown_nested_deep_is_read_and_deeper_is_reported(tmp_path):
+    """markdown-it stops at 20 levels (ten list levels) and leaves the rest out, silently."""
+    path = tmp_path / "deep.md"
+    path.write_text("".join("  " * i + f"- item number {i}\n" for i in range(30)) + "\n" + ">" * 30 + " deep quote\n")
+    stats = ReadStats()
+    got = [s.text for s in read_document(path, stats=stats)]
+    assert "item number 29" in got and "deep quote" in got and stats.cut == 0
+    path.write_text(">" * 150 + " too deep\n\nAfter it.\n")
+    got = [s.text for s in read_document(path, stats=stats)]
+    assert "too deep" not in got and "After it." in got
+    assert stats.cut == 1 and "nested deeper than 100 levels" in stats.cut_examples[0]
+    assert stats.cut_examples[0].startswith(f"{path}:1:")
+
+
+def test_an_unterminated_html_comment_hides_its_text(tmp_path):
+    """HTML5: a comment left open runs to the end of the page; its text is not the page's."""
+    path = tmp_path / "page.html"
+    path.write_text("<p>Visible words.</p>\n<!-- a secret note <b>with tags</b> and the password hunter2\n")
+    assert [s.text for s in read_document(path)] == ["Visible words."]
+    path.write_text("<p>Visible words.</p>\n<!-- closed --><p>After.</p><!-- open, no tag after it")
+    assert [s.text for s in read_document(path)] == ["Visible words.", "After."]

@@ -90,7 +90,7 @@ def sentences_by_block(text: str, format: str, keep_code: bool = False):
 
     for block in read_blocks(text, format, keep_code):
         if block.kind != HEADING:
-            yield block, list(_block_sentences(block, text, format))
+            yield block, [(s, a, b) for s, a, b, _ in _block_sentences(block, text, format)]
 
 
 # --- every real document --------------------------------------------------------------------

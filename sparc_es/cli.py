@@ -42,11 +42,24 @@ def _warn(message: str) -> None:
     print(f"{PROG}: warning: {message}", file=sys.stderr)
 
 
-def _k(value: str) -> int:
-    k = int(value)
+def _k(value: str, most: int = 2**31 - 1) -> int:
+    """A positive whole number of at most ``most`` (a C int: what Java and torch take)."""
+    try:
+        k = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
     if k < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
+    if k > most:
+        raise argparse.ArgumentTypeError(f"must be at most {most:,}")
     return k
+
+
+def _hits(value: str) -> int:
+    """Hits per question (-k, --depth): at most MAX_HITS."""
+    from .engines.base import MAX_HITS
+
+    return _k(value, MAX_HITS)
 
 
 def _set_threads(threads: int | None) -> None:
@@ -231,11 +244,11 @@ def _check_engine_options(args: argparse.Namespace) -> None:
                          f"{args.hybrid}")
 
 
-def _printable(text: str) -> str:
-    """Text safe for a terminal: control characters (escape codes) shown as U+FFFD."""
-    from .corpus import CONTROL
+def _printable(text: str, one_line: bool = False) -> str:
+    """Text safe for a terminal (:func:`sparc_es.show.printable`)."""
+    from .show import printable
 
-    return CONTROL.sub("\ufffd", text)
+    return printable(text, one_line)
 
 
 def _print_hits(question: str, match, shown, color: bool | None = None) -> None:
@@ -243,7 +256,7 @@ def _print_hits(question: str, match, shown, color: bool | None = None) -> None:
     from .show import render, use_color
 
     color = use_color() if color is None else color
-    print(f"Q: {_printable(question)}")
+    print(f"Q: {_printable(question, one_line=True)}")
     for line in (match.summary(), match.notice() and f"! {match.notice()}"):
         if line:
             print(f"  {_printable(line)}")
@@ -289,8 +302,9 @@ def _report_encode(manifest) -> None:
               f"e.g. in {', '.join(manifest.cleaned_ids)}")
     if manifest.cut_texts:
         n = manifest.cut_texts
+        more = " ..." if n > len(manifest.cut_examples) else ""
         _warn(f"{n} text{'s' if n != 1 else ''} of the corpus {'were' if n != 1 else 'was'} cut or read in pieces: "
-              f"{'; '.join(_printable(e) for e in manifest.cut_examples)}{' ...' if n > len(manifest.cut_examples) else ''}")
+              f"{'; '.join(_printable(e) for e in manifest.cut_examples)}{more}")
     if manifest.truncated_contexts:
         _warn(f"{manifest.truncated_contexts} of {manifest.sentences} contexts were cut to fit "
               f"{manifest.model.max_length} tokens with their sentence (the sentence itself is kept whole)")
@@ -467,6 +481,8 @@ def _index_parser(sub) -> None:
     g = p.add_argument_group("Elasticsearch loading (--engine es only)")
     g.add_argument("--chunk-size", type=_k, help="documents per bulk request (default: 500)")
     g.add_argument("--recreate", action="store_true", help="delete and recreate the ES index first")
+    g.add_argument("--report", metavar="FILE", help="where the ids of documents that failed to load are written "
+                   "(default: es-failures-INDEX.jsonl in the working directory; removed when none failed)")
     g.add_argument("--field-type", choices=[t.value for t in FieldType],
                    help="ES field type; sparse_vector (ES 8.15+) enables --query-mode sparse_vector "
                         f"(default: {FieldType.RANK_FEATURES.value})")
@@ -483,14 +499,14 @@ def cmd_index(args: argparse.Namespace) -> int:
         client = _connection(args).client()
         result = elastic.build_index(args.input, client, _es_index(args), chunk_size=args.chunk_size or 500,
                                      recreate=args.recreate, field_type=args.field_type or "rank_features",
-                                     progress=not args.quiet)
+                                     progress=not args.quiet, report=args.report)
         print(f"loaded {result['loaded']} sentences into Elasticsearch index {result['index']!r} "
               f"({result['already_there']} unchanged, {result['deleted']} deleted; {result['count']} documents, "
               "count checked)")
         return 0
     from .engines import lucene
 
-    _refuse(args, ES_CONNECTION + ("es_index", "chunk_size", "recreate", "field_type"),
+    _refuse(args, ES_CONNECTION + ("es_index", "chunk_size", "recreate", "field_type", "report"),
             "applies to --engine es only, not --engine lucene")
     if not args.index:
         raise SparcError("--index DIR is required for the Lucene engine")
@@ -519,11 +535,11 @@ def _search_parser(sub) -> None:
     p.add_argument("--index", metavar="DIR", help="Lucene index folder")
     p.add_argument("question", nargs="+", help="one or more questions; '-' alone reads one question per line "
                    "from standard input (one engine start for all)")
-    p.add_argument("-k", type=_k, default=10, help="hits per question (default: %(default)s)")
+    p.add_argument("-k", type=_hits, default=10, help="hits per question (default: %(default)s)")
     p.add_argument("--documents", action="store_true",
                    help="rank documents, not sentences: each document by its best sentence among the top --depth "
                         "sentences (as run --documents), shown with that sentence")
-    p.add_argument("--depth", type=_k, help="with --documents: sentences retrieved before grouping (default: 1000)")
+    p.add_argument("--depth", type=_hits, help="with --documents: sentences retrieved before grouping (default: 1000)")
     p.add_argument("--json", action="store_true", help="print hits as one JSON document: the list of hits of "
                    "one question, or a list of {question, hits, match} for several; with '-', one {question, "
                    "hits, match} object per line. Each hit adds to its id, score, text and offsets its rank, "
@@ -669,7 +685,7 @@ def _run_parser(sub) -> None:
     _engine_args(p, ["lucene", "es", "bm25"])
     p.add_argument("--topics", required=True, metavar="TSV")
     p.add_argument("--output", required=True, metavar="RUN")
-    p.add_argument("-k", type=_k, default=1000, help="hits per query (default: %(default)s)")
+    p.add_argument("-k", type=_hits, default=1000, help="hits per query (default: %(default)s)")
     p.add_argument("--threads", type=_k, help="search threads of the Lucene engines (default: 1; Elasticsearch "
                    "searches on the cluster)")
     p.add_argument("--tag", help="run tag, last column (default: sparc-es, the engine and the hybrid, e.g. "
@@ -677,7 +693,7 @@ def _run_parser(sub) -> None:
     p.add_argument("--documents", action="store_true",
                    help="rank documents, not sentences: each document scored by its best sentence among the "
                         "top --depth sentences, document ids in the run file (for document-level qrels)")
-    p.add_argument("--depth", type=_k,
+    p.add_argument("--depth", type=_hits,
                    help="with --documents: sentences retrieved per query before grouping (default: 1000)")
     p.set_defaults(func=cmd_run)
 
@@ -768,7 +784,7 @@ def _query_dsl_parser(sub) -> None:
                        "searches sparc-es fuses client-side, and for rrf the one-request retriever form that needs "
                        "an Enterprise licence.")
     p.add_argument("question")
-    p.add_argument("-k", type=_k, default=10, help="hits (default: %(default)s)")
+    p.add_argument("-k", type=_hits, default=10, help="hits (default: %(default)s)")
     p.add_argument("--es-index", help="index name for the request line (default: $SPARC_ES_INDEX or sparc)")
     _es_query_args(p, index=False)
     _es_connection_args(p, "Elasticsearch (to read the index's mapping)")
@@ -1018,6 +1034,9 @@ def cmd_evalset(args: argparse.Namespace) -> int:
         evalset = mrqa_eval_set(args.mrqa, args.candidates, args.name)
     else:
         evalset = beir_eval_set(args.beir, args.split, args.name)
+    evalset.check(args.docs or args.mrqa or args.beir or args.domain)
+    for note in evalset.notes:
+        _warn(note)
     paths = evalset.write(args.output)
     merged = "merged " if evalset.level == "sentence" else ""
     print(f"{evalset.name}: {len(evalset.sentences)} sentences, {len(evalset.topics)} {merged}queries, "
@@ -1038,7 +1057,7 @@ def _table_parser(sub) -> None:
     p.add_argument("--data", metavar="DIR", help="data folder (default: $SPARC_ES_DATA or ../shared/data)")
     p.add_argument("--json", help="(default: WORKDIR/table.json)")
     p.add_argument("--markdown", help="(default: WORKDIR/table.md)")
-    p.add_argument("-k", type=_k, default=1000, help="hits per query (default: %(default)s)")
+    p.add_argument("-k", type=_hits, default=1000, help="hits per query (default: %(default)s)")
     p.add_argument("--threads", type=_k, default=None, help="torch and search threads (default: 2)")
     from .experiments.table import BATCH
 
@@ -1141,7 +1160,7 @@ def _demo_parser(sub) -> None:
     p.add_argument("--workdir", default=".sparc-demo", help="where the encoded folder and index go "
                    "(replaced on each run if an earlier demo made it; any other existing folder is refused; "
                    "default: %(default)s)")
-    p.add_argument("-k", type=_k, default=3, help="hits per question (default: %(default)s)")
+    p.add_argument("-k", type=_hits, default=3, help="hits per question (default: %(default)s)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     _model_args(p)
     p.set_defaults(func=cmd_demo)
@@ -1214,7 +1233,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:
         if debug:
             raise
-        print(f"{PROG}: error: {_one_line(e)}", file=sys.stderr)
+        print(f"{PROG}: error: {_printable(_one_line(e), one_line=True)}", file=sys.stderr)
         return 1
 
 

@@ -453,7 +453,7 @@ def corpus_files(paths: Iterable[str | Path], stats: ReadStats | None = None) ->
             found: list[Path] = []
             here: Counter[str] = Counter()
             inside = p.resolve()
-            for root, dirs, names in os.walk(p):  # does not descend into linked folders
+            for root, dirs, names in os.walk(p, onerror=_unreadable):  # does not descend into linked folders
                 hidden += sum(d.startswith(".") for d in dirs) + sum(n.startswith(".") for n in names)
                 dirs[:] = [d for d in dirs if not d.startswith(".")]
                 links += sum(Path(root, d).is_symlink() for d in dirs)
@@ -485,6 +485,11 @@ def corpus_files(paths: Iterable[str | Path], stats: ReadStats | None = None) ->
         stats.hidden_files = hidden
         stats.skipped_links = links
     return files
+
+
+def _unreadable(e: OSError) -> None:
+    """A folder that cannot be listed is an error, as a file that cannot be read is: never a silent gap."""
+    raise InputError(e.filename or "corpus folder", f"cannot read this folder: {e.strerror or e}")
 
 
 def _link_inside(link: Path, folder: Path) -> bool:

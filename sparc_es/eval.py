@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import InputError
+
 # name in reports -> ir_measures measure
 MEASURES = {"MRR@1000": "RR@1000", "R@1": "Success@1", "nDCG@10": "nDCG@10", "R@100": "R@100"}
 
@@ -52,10 +54,24 @@ def per_query_file(path: str | Path, qrels: Qrels, measures: Mapping[str, str] =
     whole instead, as trec_eval reads every file."""
     from .trec import RunNotGrouped, iter_run, read_run
 
+    seen: set[str] = set()
+
+    def counted(queries: Queries) -> Queries:
+        for qid, docs in queries:
+            seen.add(qid)
+            yield qid, docs
+
     try:
-        return _per_query(iter_run(path), qrels, measures)
+        values = _per_query(counted(iter_run(path)), qrels, measures)
     except RunNotGrouped:
-        return _per_query(read_run(path), qrels, measures)
+        seen.clear()
+        values = _per_query(counted(read_run(path).items()), qrels, measures)
+    if not seen:
+        raise InputError(path, "an empty run: no result lines")
+    if not seen & qrels.keys():
+        raise InputError(path, f"none of its {len(seen)} queries is judged in the qrels (e.g. {min(seen)!r}; the qrels "
+                               f"judge e.g. {min(qrels)!r}): a run and qrels of different sets?")
+    return values
 
 
 def _means(values: dict[str, dict[str, float]], qrels: Qrels) -> dict[str, float]:

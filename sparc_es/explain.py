@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .engines.base import MAX_HITS
 from .errors import SparcError
 from .layout import LUCENE, Manifest, quantize
 from .show import Places
@@ -86,7 +87,10 @@ class Explainer:
         ``wanted``: a sentence id of the index, else a rank (1 = the first hit of ``search``)."""
         store = self.sparc.store
         known = store.get(list(dict.fromkeys(wanted)))
-        ranks = [int(w) for w in wanted if w not in known and w.isdigit()]
+        ranks = [int(w) for w in wanted if w not in known and _rank(w)]
+        too_deep = [r for r in ranks if r > MAX_HITS]
+        if too_deep:
+            raise SparcError(f"rank {too_deep[0]}: explain looks at the first {MAX_HITS:,} hits at most")
         depth = max([RANK_DEPTH, *ranks])
         ranking = self.engine.batch_search([("q", question)], k=depth)["q"] if wanted else []
         place = {h.id: (rank, h.score) for rank, h in enumerate(ranking, start=1)}
@@ -94,7 +98,7 @@ class Explainer:
         for w in wanted:
             if w in known:
                 sid = w
-            elif w.isdigit() and int(w) >= 1:
+            elif _rank(w) and int(w) >= 1:
                 if int(w) > len(ranking):
                     raise SparcError(f"rank {w}: the search finds {len(ranking)} sentences for this question")
                 sid = ranking[int(w) - 1].id
@@ -151,6 +155,11 @@ class Explainer:
 
     def close(self) -> None:
         self.engine.close()
+
+
+def _rank(word: str) -> bool:
+    """Whether ``word`` is written as a rank: ASCII digits only ("²" and "٣" are digits to Python)."""
+    return word.isascii() and word.isdigit()
 
 
 def _hybrid_name(engine) -> str | None:

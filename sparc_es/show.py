@@ -361,6 +361,17 @@ def use_color(stream=None) -> bool:
             and os.environ.get("TERM") != "dumb")
 
 
+# Everything that moves a terminal's cursor or ends a line: control characters (escape codes), line
+# and paragraph separators. A hit's header is one line whatever a file is named.
+_BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def printable(text: str, one_line: bool = False) -> str:
+    """``text`` safe for a terminal: control characters (escape codes) shown as U+FFFD; with
+    ``one_line``, tabs and line breaks too (a file name cannot forge a line of output)."""
+    return (_BREAKS if one_line else CONTROL).sub("\ufffd", text)
+
+
 def marked(text: str, spans: list[tuple[int, int]], color: bool) -> str:
     """``text`` with ``spans`` bold (``color``) or in «guillemets»; control characters shown as U+FFFD."""
     opened, closed = ("\033[1m", "\033[22m") if color else ("«", "»")
@@ -409,7 +420,7 @@ def render(shown: Shown, question: str, color: bool, of: int | None = None, inde
         parts.append(f"[{h.id}]")
     if shown.covers is not None:
         parts.append(f"covers {len(shown.covers)}" + (f" of {of}" if of is not None else "") + " question tokens")
-    lines = [f"{shown.rank:3d}. {h.score:8.2f}  " + CONTROL.sub("\ufffd", " · ".join(parts)),
+    lines = [f"{shown.rank:3d}. {h.score:8.2f}  " + printable(" · ".join(parts), one_line=True),
              pad + marked(h.text or h.id, shown.marks, color)]
     paragraph = _paragraph(shown)
     if paragraph is not None:

@@ -117,7 +117,9 @@ def write_qrels(path: str | Path, qrels: Iterable[tuple[str, Mapping[str, int]]]
 def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
     """TREC qrels: ``qid iter docid relevance`` per line."""
     qrels: dict[str, dict[str, int]] = {}
-    for _, qid, docid, relevance in _columns(path, "qid iter docid relevance", (0, 2, 3), int, "an integer"):
+    for lineno, qid, docid, relevance in _columns(path, "qid iter docid relevance", (0, 2, 3), int, "an integer"):
+        if not -2**31 <= relevance < 2**31:  # trec_eval's int
+            raise InputError(path, f"relevance {relevance} is out of range (a 32-bit integer)", lineno)
         qrels.setdefault(qid, {})[docid] = relevance
     if not qrels:
         raise InputError(path, "no judgements in the qrels file")

@@ -139,3 +139,23 @@ def test_links_are_followed_only_to_regular_files_inside_the_folder(tmp_path):
     assert "skipped 4 links" in stats.skipped_notice()
     texts = " ".join(s.text for s in read_corpus([docs]))
     assert "hunter2" not in texts and "PATH=" not in texts and "real page" in texts
+
+
+def test_a_folder_that_cannot_be_listed_is_an_error_naming_it(tmp_path, monkeypatch):
+    """As an unreadable file is. The suite runs as root in CI, where no permission bit makes a folder
+    unreadable, so listing it is made to fail as it does for other users (PermissionError)."""
+    import os
+
+    (tmp_path / "docs" / "private").mkdir(parents=True)
+    (tmp_path / "docs" / "a.md").write_text("Readable words.\n")
+    (tmp_path / "docs" / "private" / "b.md").write_text("Hidden words.\n")
+    real = os.scandir
+
+    def scandir(path="."):
+        if os.fspath(path).endswith("private"):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    with pytest.raises(InputError, match=r"private: cannot read this folder: Permission denied"):
+        list(read_corpus([tmp_path / "docs"]))

@@ -27,7 +27,7 @@ from sparc_es.engines.elastic import (
     check_server,
     es_features,
 )
-from sparc_es.errors import EngineError, SparcError
+from sparc_es.errors import EngineError, InputError, SparcError
 from sparc_es.layout import iter_vectors
 from sparc_es.query import QueryEncoder
 
@@ -382,3 +382,24 @@ def test_a_source_index_is_read_in_document_id_order_whatever_its_layout(es_url)
         assert by_key == [f"k-{d}#{n}" for d in sorted(order) for n in (0, 1)]
     finally:
         client.indices.delete(index=src, ignore_unavailable=True)
+
+
+@pytest.mark.es
+def test_loading_never_writes_into_the_encoded_folder_and_checks_its_report_first(es_url, encoded, tmp_path,
+                                                                                   monkeypatch):
+    """The encoded folder is input (it may be read-only): the failure report goes to the working
+    directory; an unwritable report is one line before any index is created."""
+    before = sorted(p.name for p in encoded.iterdir())
+    real = Connection(es_url).client()
+    name = f"report-{os.getpid()}"
+    monkeypatch.chdir(tmp_path)
+    try:
+        result = load_es(encoded, real, name, progress=False, recreate=True)
+        assert result["failed"] == 0 and sorted(p.name for p in encoded.iterdir()) == before
+        assert not list(tmp_path.glob("es-failures-*"))  # nothing failed: no report left
+        real.indices.delete(index=name)
+        with pytest.raises(InputError, match="cannot write the failure report here"):
+            load_es(encoded, real, name, progress=False, report=tmp_path / "no" / "such" / "r.jsonl")
+        assert not real.indices.exists(index=name)  # refused before the cluster was touched
+    finally:
+        real.indices.delete(index=name, ignore_unavailable=True)

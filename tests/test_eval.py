@@ -3,13 +3,15 @@ the paper's BM25 row, and the eval / evalset / table commands."""
 
 from __future__ import annotations
 
+import gzip
 import json
 
 import numpy as np
 import pytest
 
 from sparc_es.cli import main
-from sparc_es.errors import SparcError
+from sparc_es.corpus import Sentence
+from sparc_es.errors import InputError, SparcError
 from sparc_es.eval import compare, evaluate, per_query
 from sparc_es.experiments.datasets import build_eval_set, data_dir
 from sparc_es.experiments.table import System
@@ -235,6 +237,11 @@ def test_evalset_from_your_own_docs_judges_by_answer_pattern(tmp_path, capsys):
     (tmp_path / "bad.tsv").write_text("q1\tport (8081\n")
     assert main([*argv[:5], "--answers", str(tmp_path / "bad.tsv"), "--output", str(tmp_path / "x")]) == 1
     assert "bad regular expression" in capsys.readouterr().err
+    (docs / "long.txt").write_text("a" * 40 + "!\n")  # (a|aa)+$ backtracks 2^40 ways here: it must not hang
+    (tmp_path / "slow.tsv").write_text("q1\tport 8081\nq2\t(a|aa)+$\n")
+    assert main([*argv[:5], "--answers", str(tmp_path / "slow.tsv"), "--output", str(tmp_path / "z")]) == 1
+    err = capsys.readouterr().err
+    assert "slow.tsv:2:" in err and "backtracks without end" in err and err.count("\n") == 1, err
     assert main(["evalset", "--docs", str(docs), "--output", str(tmp_path / "y")]) == 1
     assert "go together" in capsys.readouterr().err
 
@@ -310,3 +317,70 @@ def test_scoring_a_run_file_holds_a_chunk_of_queries_not_the_run(tmp_path, monke
             tracemalloc.stop()
     assert peaks["file", 3200] < 1.5 * peaks["file", 800], peaks
     assert peaks["whole", 3200] > 2.5 * peaks["whole", 800] and peaks["whole", 3200] > 3 * peaks["file", 3200], peaks
+
+
+# --- evaluation inputs that judge nothing: refused in one line naming the file ----------------------
+
+def test_eval_of_an_empty_or_disjoint_run_is_refused(tmp_path, capsys):
+    (tmp_path / "qrels.txt").write_text("q1 0 d1 1\nq2 0 d2 1\n")
+    (tmp_path / "empty.trec").write_text("")
+    (tmp_path / "other.trec").write_text("x1 Q0 d1 1 1.0 t\n")
+    (tmp_path / "ok.trec").write_text("q1 Q0 d1 1 1.0 t\nzz Q0 d2 1 1.0 t\n")
+    for run, says in (("empty.trec", "empty.trec: an empty run"), ("other.trec", "none of its 1 queries is judged")):
+        assert main(["eval", "--run", str(tmp_path / run), "--qrels", str(tmp_path / "qrels.txt")]) == 1
+        err = capsys.readouterr().err
+        assert says in err and err.count("\n") == 1, err
+    assert main(["eval", "--run", str(tmp_path / "ok.trec"), "--qrels", str(tmp_path / "qrels.txt")]) == 0
+    assert "MRR@1000    50.00" in capsys.readouterr().out
+
+
+def test_a_relevance_past_trec_evals_integer_is_refused_at_its_line(tmp_path):
+    (tmp_path / "qrels.txt").write_text("q1 0 d1 1\nq1 0 d2 99999999999999999999\n")
+    with pytest.raises(InputError, match=r"qrels.txt:2: relevance 99999999999999999999 is out of range"):
+        read_qrels(tmp_path / "qrels.txt")
+
+
+def test_an_evaluation_set_that_judges_nothing_is_refused(tmp_path, capsys):
+    from sparc_es.experiments.datasets import EvalSet
+
+    folder = tmp_path / "set"
+    EvalSet("x", [Sentence(id="a#0", text="One.", doc="a")], [("q1", "what?")], {"q1": {"a#0": 1}}).write(folder)
+    assert len(EvalSet.read(folder).topics) == 1
+    (folder / "topics.tsv").write_text("")
+    with pytest.raises(InputError, match="no questions"):
+        EvalSet.read(folder)
+    (folder / "topics.tsv").write_text("q1\twhat?\n")
+    (folder / "qrels.txt").write_text("q1 0 other#0 1\n")
+    with pytest.raises(InputError, match=r"set: the qrels judge no sentence of the corpus relevant \(e.g. 'other#0'\)"):
+        EvalSet.read(folder)
+    assert main(["table", "--systems", "bm25", "--domains", str(folder), "--workdir", str(tmp_path / "w")]) == 1
+    assert "judge no sentence of the corpus" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content, says", [
+    (gzip.compress(b'{"header": {"dataset": "x"}}\n'), "no questions"),
+    (b"plain text, not gzip", "not a readable gzip file"),
+    (gzip.compress(b'{"header": 1}\n{"context": "x", bad\n'), ":2: not JSON"),
+    (gzip.compress(b'{"header": 1}\n\xff\xfe\n'), ":2: not valid UTF-8"),
+    (gzip.compress(b'{"header": 1}\n{"context": "x"}\n'), ":2: expected an MRQA record"),
+])
+def test_a_bad_mrqa_file_is_one_line_naming_it(tmp_path, capsys, content, says):
+    path = tmp_path / "set.jsonl.gz"
+    path.write_bytes(content)
+    assert main(["evalset", "--mrqa", str(path), "--output", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert "set.jsonl.gz" in err and says in err and err.count("\n") == 1, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_beir_folder_says_what_it_left_out(tmp_path, capsys):
+    beir = tmp_path / "beir"
+    (beir / "qrels").mkdir(parents=True)
+    (beir / "corpus.jsonl").write_text('{"_id": "d1", "title": "T", "text": "The answer is here."}\n')
+    (beir / "queries.jsonl").write_text('{"_id": "q1", "text": "where is it?"}\n')
+    (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td9\t1\nq7\td1\t1\n")
+    assert main(["evalset", "--beir", str(beir), "--output", str(tmp_path / "out")]) == 0
+    err = capsys.readouterr().err
+    assert "1 judged queries of test.tsv not in queries.jsonl left out" in err
+    assert "1 judgements of documents not in corpus.jsonl left out" in err
+    assert read_qrels(tmp_path / "out" / "qrels.txt") == {"q1": {"d1": 1}}

@@ -273,6 +273,8 @@ def test_explain_ranks_are_searchs_and_its_errors_are_one_line(index, tiny_model
     assert rc == 0 and explained["id"] == searched[1]["id"] and explained["search_score"] == searched[1]["score"]
     for argv, says in [((JAVA, "nowhere.md#3"), "no sentence with this id"),
                        ((JAVA, 9999), "rank 9999: the search finds"),
+                       ((JAVA, "99999999999999999999"), "explain looks at the first 10,000 hits at most"),
+                       ((JAVA, "\u00b2"), "not a rank"),  # a digit to Python, not a rank
                        ((JAVA,), "name at least one hit"),
                        ((JAVA, 1, "--model", tiny_model_dir), "explain re-encodes hits with the index's own model"),
                        ((JAVA, 1, "--top-k", 10), "--top-k does not apply with --index")]:
@@ -350,3 +352,17 @@ def test_document_paths_are_opened_only_under_the_corpus_roots(tmp_path):
     jsonl = Places([str(tmp_path / "records.jsonl")])
     assert jsonl.file("docs/sub/page.md") == tmp_path / "docs" / "sub" / "page.md"
     assert jsonl.file("/etc/passwd") is None and jsonl.file("../../etc/hostname") is None
+
+
+def test_a_file_name_cannot_forge_a_line_of_search_output():
+    """A hit's header is one line whatever the document is named (a newline, a carriage return, an
+    escape sequence, a Unicode line separator)."""
+    from sparc_es.engines.base import Hit
+    from sparc_es.show import Place, Shown, render
+
+    name = "notes\n  2.     9.99  forged.md:1\r\x1b[2J\u2028x.md"
+    hit = Hit(id="notes.md#0", score=1.0, text="The real sentence.", doc=name)
+    shown = Shown(hit, 1, place=Place(line=3, headings=("Title\nforged",)))
+    header, sentence = render(shown, "question", color=False).split("\n")
+    assert "forged.md:1" in header and "\x1b" not in header and "\r" not in header and "\u2028" not in header
+    assert sentence.strip() == "The real sentence."

@@ -366,3 +366,13 @@ def test_an_unterminated_html_comment_hides_its_text(tmp_path):
     assert [s.text for s in read_document(path)] == ["Visible words."]
     path.write_text("<p>Visible words.</p>\n<!-- closed --><p>After.</p><!-- open, no tag after it")
     assert [s.text for s in read_document(path)] == ["Visible words.", "After."]
+
+
+def test_hits_per_question_are_bounded(capsys):
+    """2^31 - 1 hits reached Lucene as a Java exception."""
+    with pytest.raises(SystemExit):
+        main(["run", "--index", "x", "--topics", "t", "--output", "o", "-k", "2147483647"])
+    assert "argument -k: must be at most 10,000" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["search", "--index", "x", "--documents", "--depth", "1e3", "q"])
+    assert "argument --depth: '1e3' is not a whole number" in capsys.readouterr().err

@@ -244,6 +244,7 @@ def test_explain_says_why_each_hit_scored(server, engine):
     assert body["index"] == Path(body["index"]).name and "path" not in body["hits"][0]  # no local paths
     for path, status_wanted, says in [("/explain?q=java&ids=docs%2Fnowhere.md%231", 422, "no sentence with this id"),
                                       ("/explain?q=java", 422, "ids: field required"),
+                                      ("/explain?q=java&ids=99999999999999999999", 422, "the first 10,000 hits"),
                                       ("/explain?q=java&" + "&".join(["ids=1"] * 21), 422, "at most 20 hits")]:
         status, body, _ = call(server, "GET", path)
         assert status == status_wanted and says in body["error"], body

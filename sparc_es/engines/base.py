@@ -7,6 +7,10 @@ from dataclasses import dataclass, fields, replace
 from enum import Enum
 from typing import Protocol, runtime_checkable
 
+# Hits per question an engine is asked for: Elasticsearch's default max_result_window, and far past
+# what a person reads or a run is evaluated at (1,000); a Java priority queue of 2^31 entries is not.
+MAX_HITS = 10_000
+
 
 @dataclass(frozen=True, slots=True)  # slots: a run of 10k queries x 1,000 hits is 10M of these
 class Hit:

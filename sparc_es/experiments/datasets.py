@@ -9,10 +9,11 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+import regex
 
 from ..corpus import Sentence
 from ..errors import InputError
@@ -34,12 +35,37 @@ def read_mrqa(path: str | Path) -> Iterator[dict]:
     path = Path(path)
     if not path.is_file():
         raise InputError(path, f"MRQA file not found (set {DATA_ENV} to the data folder)")
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        for line in f:
-            obj = json.loads(line)
-            if "header" in obj:
-                continue
-            yield obj
+    for lineno, record in _gzip_json_lines(path, "an MRQA record"):
+        qas = record.get("qas")
+        if not isinstance(record.get("context"), str) or not isinstance(qas, list) or not all(
+                isinstance(qa, dict) and {"qid", "question", "detected_answers"} <= qa.keys() for qa in qas):
+            raise InputError(path, "expected an MRQA record: context, and qas with qid, question and "
+                                   "detected_answers", lineno)
+        yield record
+
+
+def _gzip_json_lines(path: Path, what: str) -> Iterator[tuple[int, dict]]:
+    """The JSON objects of a gzipped JSON-lines file, the header line skipped; a file that is not
+    gzip, not UTF-8 or not JSON is a one-line error naming it (and the line)."""
+    lineno = 0
+    try:
+        with gzip.open(path, "rb") as f:  # bytes, decoded line by line: an error knows its line
+            for lineno, raw in enumerate(f, start=1):
+                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+                if not line.strip():
+                    continue
+                obj = json.loads(line)
+                if not isinstance(obj, dict):
+                    raise InputError(path, f"expected {what} (a JSON object)", lineno)
+                if "header" in obj:
+                    continue
+                yield lineno, obj
+    except (gzip.BadGzipFile, EOFError, OSError) as e:
+        raise InputError(path, f"not a readable gzip file ({e})", lineno or None) from None
+    except UnicodeDecodeError:
+        raise InputError(path, "not valid UTF-8", lineno) from None
+    except json.JSONDecodeError as e:
+        raise InputError(path, f"not JSON: {e.msg} at column {e.colno}", lineno) from None
 
 
 def multireqa_sentences(mrqa: str | Path, candidates: str | Path, prefix: str) -> Iterator[Sentence]:
@@ -50,18 +76,20 @@ def multireqa_sentences(mrqa: str | Path, candidates: str | Path, prefix: str) -
     """
     contexts = list(read_mrqa(mrqa))
     by_qid = {qa["qid"]: i for i, c in enumerate(contexts) for qa in c["qas"]}
-    with gzip.open(candidates, "rt", encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            cand = json.loads(line)
+    for lineno, cand in _gzip_json_lines(Path(candidates), "a MultiReQA candidate"):
+        try:
             head, _, number = cand["candidate_id"].rpartition("/_")
             qid = head.split("_", 1)[1].split("/")[0]
-            if qid not in by_qid:
-                raise InputError(candidates, f"candidate names unknown question id {qid}", lineno)
-            ctx = by_qid[qid]
-            passage = contexts[ctx]["context"]
-            a, b = cand["response_start"], cand["response_end"]
-            yield Sentence(id=f"{prefix}-{ctx}-{number}", text=passage[a:b].strip(), context=passage,
-                           doc=f"{prefix}-{ctx}", start=a, end=b)
+            a, b = int(cand["response_start"]), int(cand["response_end"])
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+            raise InputError(candidates, "expected candidate_id (SQuAD_<qid>/.../_<n>), response_start and "
+                                         "response_end", lineno) from None
+        if qid not in by_qid:
+            raise InputError(candidates, f"candidate names unknown question id {qid}", lineno)
+        ctx = by_qid[qid]
+        passage = contexts[ctx]["context"]
+        yield Sentence(id=f"{prefix}-{ctx}-{number}", text=passage[a:b].strip(), context=passage,
+                       doc=f"{prefix}-{ctx}", start=a, end=b)
 
 
 def squad_dev_sentences(root: str | Path | None = None) -> Iterator[Sentence]:
@@ -87,6 +115,20 @@ class EvalSet:
     topics: list[tuple[str, str]]  # (qid, question)
     qrels: dict[str, dict[str, int]]  # qid -> judged id -> relevance
     level: str = "sentence"
+    notes: list[str] = field(default_factory=list)  # what building it left out, for the user to hear
+
+    def check(self, where: str | Path) -> EvalSet:
+        """This set, or a one-line error naming ``where`` when it can measure nothing: no questions,
+        or judgements of nothing in the corpus (a run on it would score 0.00 without a word)."""
+        if not self.topics:
+            raise InputError(where, "no questions: an evaluation set needs at least one judged question")
+        ids = {s.id for s in self.sentences} if self.level == "sentence" else {s.doc for s in self.sentences}
+        judged = {d for q in self.qrels.values() for d, r in q.items() if r > 0}
+        if not judged & ids:
+            example = f" (e.g. {min(judged)!r})" if judged else ""
+            raise InputError(where, f"the qrels judge no {self.level} of the corpus relevant{example}: qrels and "
+                                    "corpus of different sets?")
+        return self
 
     FILES = {"corpus": "corpus.jsonl", "topics": "topics.tsv", "qrels": "qrels.txt", "info": "evalset.json"}
 
@@ -122,7 +164,8 @@ class EvalSet:
         if level not in ("sentence", "document"):
             raise InputError(folder / cls.FILES["info"], f"level must be sentence or document, not {level!r}")
         return cls(info.get("name", folder.name), list(read_corpus([folder / cls.FILES["corpus"]])),
-                   list(read_topics(folder / cls.FILES["topics"])), read_qrels(folder / cls.FILES["qrels"]), level)
+                   list(read_topics(folder / cls.FILES["topics"])), read_qrels(folder / cls.FILES["qrels"]),
+                   level).check(folder)
 
 
 def _newsqa_sentences(contexts: list[dict], prefix: str) -> Iterator[Sentence]:
@@ -260,7 +303,7 @@ def beir_eval_set(folder: str | Path, split: str = "test", name: str | None = No
             if len(fields) != 3 or not fields[2].lstrip("-").isdigit():
                 raise InputError(qrels_path, "expected 'query-id corpus-id score'", lineno)
             qrels.setdefault(fields[0], {})[fields[1]] = int(fields[2])
-    topics = []
+    topics, empty = [], 0
     with open(folder / "queries.jsonl", encoding="utf-8-sig") as f:
         for lineno, line in enumerate(f, start=1):
             if not line.strip():
@@ -270,13 +313,36 @@ def beir_eval_set(folder: str | Path, split: str = "test", name: str | None = No
                 qid, text = str(q["_id"]), " ".join(str(q["text"]).split())
             except (ValueError, KeyError, TypeError):
                 raise InputError(folder / "queries.jsonl", "expected {\"_id\", \"text\"}", lineno) from None
-            if qid in qrels and text:
-                topics.append((qid, text))
-    return EvalSet(name or folder.name, list(read_corpus([folder / "corpus.jsonl"])), topics,
-                   {qid: qrels[qid] for qid, _ in topics}, level="document")
+            if qid in qrels:
+                if text:
+                    topics.append((qid, text))
+                else:
+                    empty += 1
+    sentences = list(read_corpus([folder / "corpus.jsonl"]))
+    docs = {s.doc for s in sentences}
+    missing = sum(d not in docs for qid, _ in topics for d in qrels[qid])
+    unknown = len(qrels.keys() - {qid for qid, _ in topics}) - empty
+    notes = [f"{n} {what} left out" for n, what in (
+        (unknown, f"judged queries of {qrels_path.name} not in queries.jsonl"),
+        (empty, "judged queries with no text"),
+        (missing, "judgements of documents not in corpus.jsonl")) if n]
+    kept = {qid: {d: r for d, r in qrels[qid].items() if d in docs} for qid, _ in topics}
+    return EvalSet(name or folder.name, sentences, topics, kept, level="document", notes=notes).check(qrels_path)
 
 
-def read_answer_patterns(path: str | Path) -> dict[str, list[tuple[re.Pattern, str | None]]]:
+PATTERN_SECONDS = 1.0  # one answer pattern on one sentence: longer is catastrophic backtracking
+
+
+@dataclass(frozen=True)
+class AnswerPattern:
+    """One line of an answers file: a pattern, the file it must match in (or None), its line."""
+
+    pattern: regex.Pattern
+    where: str | None
+    line: int
+
+
+def read_answer_patterns(path: str | Path) -> dict[str, list[AnswerPattern]]:
     """An answers file: ``qid<TAB>pattern[<TAB>file]`` per line, a case-insensitive Python regular
     expression that matches the answer in the answering sentence's text, optionally only in that
     file (a path relative to the documents folder). Several lines per question: any one matches.
@@ -284,7 +350,7 @@ def read_answer_patterns(path: str | Path) -> dict[str, list[tuple[re.Pattern, s
     path = Path(path)
     if not path.is_file():
         raise InputError(path, "answers file not found")
-    out: dict[str, list[tuple[re.Pattern, str | None]]] = {}
+    out: dict[str, list[AnswerPattern]] = {}
     with open(path, encoding="utf-8-sig") as f:
         for lineno, line in enumerate(f, start=1):
             line = line.rstrip("\r\n")
@@ -293,13 +359,26 @@ def read_answer_patterns(path: str | Path) -> dict[str, list[tuple[re.Pattern, s
             fields = line.split("\t")
             if len(fields) not in (2, 3) or not fields[0].strip() or not fields[1]:
                 raise InputError(path, "expected 'qid<TAB>pattern' or 'qid<TAB>pattern<TAB>file'", lineno)
-            try:
-                pattern = re.compile(fields[1], re.IGNORECASE)
-            except re.error as e:
+            try:  # the regex module: Python's syntax (V0), and a time limit per search
+                pattern = regex.compile(fields[1], regex.IGNORECASE | regex.V0)
+            except regex.error as e:
                 raise InputError(path, f"bad regular expression {fields[1]!r}: {e}", lineno) from None
             where = fields[2].strip() if len(fields) == 3 and fields[2].strip() else None
-            out.setdefault(fields[0].strip(), []).append((pattern, where))
+            out.setdefault(fields[0].strip(), []).append(AnswerPattern(pattern, where, lineno))
     return out
+
+
+def _answers(rule: AnswerPattern, sentence, answers: Path) -> bool:
+    """Whether ``rule`` judges ``sentence`` an answer; a pattern that takes more than
+    ``PATTERN_SECONDS`` on one sentence is a one-line error naming its line."""
+    if rule.where is not None and sentence.doc != rule.where:
+        return False
+    try:
+        return rule.pattern.search(sentence.text, timeout=PATTERN_SECONDS) is not None
+    except TimeoutError:
+        raise InputError(answers, f"the pattern {rule.pattern.pattern!r} took over {PATTERN_SECONDS:g} s on one "
+                                  f"sentence ({sentence.id}): it backtracks without end; rewrite it (nested "
+                                  "repeats such as (a|aa)+ are the usual cause)", rule.line) from None
 
 
 def docs_eval_set(docs: str | Path, questions: str | Path, answers: str | Path, name: str | None = None
@@ -321,8 +400,7 @@ def docs_eval_set(docs: str | Path, questions: str | Path, answers: str | Path, 
     qrels: dict[str, set[str]] = {}
     for qid, _ in topics:
         rules = patterns.get(qid, [])
-        qrels[qid] = {s.id for s in sentences for pattern, where in rules
-                      if (where is None or s.doc == where) and pattern.search(s.text)}
+        qrels[qid] = {s.id for s in sentences for rule in rules if _answers(rule, s, Path(answers))}
     unanswered = [qid for qid, _ in topics if not qrels[qid]]
     kept = [(qid, q) for qid, q in topics if qrels[qid]]
     return EvalSet(name or Path(docs).name, sentences, kept, _judged({q: qrels[q] for q, _ in kept})), unanswered

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ...errors import EngineError, count_mismatch
+from ...errors import EngineError, InputError, count_mismatch
 from ...layout import SENTENCES, Manifest, es_failures, id_digest, iter_vectors
 from ...store import SentenceStore
 from .. import blend
@@ -82,14 +82,17 @@ def build_index(encoded: str | Path, client, index_name: str, chunk_size: int = 
     deleted. The mapping's ``_meta.sparc_es_build`` records what the index was built from and
     when. Returns counts; raises
     :class:`EngineError` when any document failed or is missing at the end, with the ids in
-    ``report`` (default ``ENCODED/es-failures-INDEX.jsonl``).
+    ``report`` (default ``es-failures-INDEX.jsonl`` in the working directory: never inside the
+    encoded folder, which is input and may be read-only), checked writable before the cluster is
+    touched.
     """
     index = check_index_name(index_name)
     encoded, manifest = _check_folder(encoded)
+    report = Path(report) if report else Path(es_failures(index))
+    _check_writable(report)
     check_server(client)
     statistics, maxima = blend.count(iter_vectors(encoded))
-    load = _Load(client, index, encoded, manifest,
-                 report=Path(report) if report else encoded / es_failures(index),
+    load = _Load(client, index, encoded, manifest, report=report,
                  bulk={"chunk_size": chunk_size, "max_retries": max_retries, "initial_backoff": initial_backoff},
                  progress=progress, statistics=statistics, maxima=maxima)
     resume = _create_or_check_index(load, mapping(manifest, field_type), recreate)
@@ -104,6 +107,19 @@ def build_index(encoded: str | Path, client, index_name: str, chunk_size: int = 
     _write_build_record(load, count)
     return {"index": index, "loaded": counts.loaded, "already_there": counts.already_there, "deleted": counts.deleted,
             "failed": counts.failed, "count": count, "expected": manifest.retrievable}
+
+
+def _check_writable(report: Path) -> None:
+    """A one-line error now, before an index is created, when the failure report cannot be written."""
+    existed = report.exists()
+    try:
+        with open(report, "a", encoding="utf-8"):
+            pass
+    except OSError as e:
+        raise InputError(report, f"cannot write the failure report here: {e.strerror or e}; name another "
+                                 "with --report FILE") from None
+    if not existed:
+        report.unlink()
 
 
 def _check_folder(encoded: str | Path) -> tuple[Path, Manifest]:

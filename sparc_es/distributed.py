@@ -405,9 +405,13 @@ def _one_line(e: Exception) -> SparcError:
         cause = cause.cause
     if isinstance(cause, SparcError):
         return cause
-    text = str(cause).strip().splitlines()
-    return SparcError(f"Ray: {type(cause).__name__}: {text[-1] if text else ''}; the work committed so far is kept: "
-                      "run the same command again to resume")
+    kind = type(cause).__name__
+    if kind in ("ActorDiedError", "RayActorError", "WorkerCrashedError", "NodeDiedError"):
+        what = f"a Ray worker died ({kind}: its process was killed, ran out of memory or crashed)"
+    else:
+        text = str(cause).strip().splitlines()
+        what = f"Ray: {kind}: {text[-1] if text else ''}"
+    return SparcError(f"{what}; the work committed so far is kept: run the same command again to resume")
 
 
 class _quiet:
@@ -465,8 +469,11 @@ class RayBackend:
         """Start or reach Ray and size the pool (done by the first pass otherwise)."""
         if self._connected:
             return
-        logging.getLogger("ray").setLevel(logging.ERROR)
-        logging.getLogger("ray.data").setLevel(logging.ERROR)
+        # Ray's and Ray Data's own reports of a failure (tracebacks of a lost worker, "unhandled
+        # errors" of objects nobody reads) would come before sparc-es's one line, which says it all.
+        logging.getLogger("ray").setLevel(logging.CRITICAL)
+        logging.getLogger("ray.data").setLevel(logging.CRITICAL)
+        os.environ.setdefault("RAY_IGNORE_UNHANDLED_ERRORS", "1")
         actors, gpus_per_actor = self._asked
         quiet = {"logging_level": logging.ERROR, "log_to_driver": False}
         # Ray's failure-signal handler takes SIGSEGV from the JVM that the Lucene engine runs in this

@@ -151,6 +151,36 @@ def test_ray_workers_with_another_model_fail_on_one_line(model, tmp_path):
 
 @needs_ray
 @pytest.mark.slow
+def test_a_ray_worker_that_dies_is_one_line_without_rays_tracebacks(tmp_path):
+    """SIGKILL of the encoding actor's process (as the OOM killer does): the command ends with one
+    line, and none of Ray's or Ray Data's own tracebacks comes before it."""
+    import os
+    import signal
+    import time
+
+    args = ["encode", "--corpus", str(DOCS), "--output", str(tmp_path / "out"), "--ray", "--ray-actors", "1",
+            "--threads", "1", "--batch-size", str(BATCH), "--quiet"]
+    proc = subprocess.Popen([sys.executable, "-m", "sparc_es", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    killed, deadline = None, time.time() + 300
+    while killed is None and time.time() < deadline and proc.poll() is None:
+        for pid in subprocess.run(["pgrep", "-f", "ray::"], capture_output=True, text=True).stdout.split():
+            try:
+                if "_Worker" in Path(f"/proc/{pid}/cmdline").read_text():
+                    os.kill(int(pid), signal.SIGKILL)
+                    killed = pid
+            except (OSError, ProcessLookupError):
+                pass
+        time.sleep(0.2)
+    _, err = proc.communicate(timeout=300)
+    assert killed is not None, err
+    assert proc.returncode == 1, err
+    assert err.strip().splitlines()[-1].startswith("sparc-es: error: a Ray worker died (ActorDiedError")
+    assert "Traceback" not in err and "ERROR" not in err, err
+
+
+@needs_ray
+@pytest.mark.slow
 def test_a_killed_ray_encode_resumes_to_the_same_folder(reference, tmp_path):
     out = tmp_path / "encoded"
     # Shards of 64 sentences: two whole pieces each, so the pieces are the reference's.

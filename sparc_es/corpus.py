@@ -11,8 +11,8 @@ Two kinds of input give the same record, :class:`Sentence`:
   (``.html``). :mod:`sparc_es.readers` parses each into blocks (paragraphs, list items, table rows
   with their section titles and lead-ins); Bling Fire splits each block into sentences. A
   sentence's context is its block with the section titles and lead-in before it
-  (:func:`context_of`), its id is ``<document id>#<sentence number>`` and ``start``/``end`` are
-  character offsets into the file that hold the sentence's words.
+  (:func:`context_of`), its id is ``<document id>#<key>`` (:func:`sentence_key`: from its text)
+  and ``start``/``end`` are character offsets into the file that hold the sentence's words.
 
 A folder is read recursively; its files that are neither JSONL nor a document are counted by
 suffix (:attr:`ReadStats.skipped_files`) for the user to hear about. Everything is a generator: a
@@ -24,6 +24,7 @@ when hits are printed) and counted in :class:`ReadStats`.
 from __future__ import annotations
 
 import bisect
+import hashlib
 import json
 import os
 import re
@@ -388,12 +389,12 @@ def split_document(text: str, doc_id: str, format: str = "text", keep_code: bool
         raise InputError(name.encode("utf-8", "backslashreplace").decode(),
                          "the name is not valid UTF-8, and sentence ids are text: rename it")
     # A path may hold what an id cannot (ids.ID_UNSAFE): whitespace and control characters become
-    # "_" in the ids of its sentences ("my notes.md" -> "my_notes.md#0"). Rejecting the file would
+    # "_" in the ids of its sentences ("my notes.md" -> "my_notes.md#5d41402a"). Rejecting the file would
     # stop a whole folder for a name that is fine everywhere else, and "_" keeps the ids readable
     # and the same as they always were; "doc" keeps the path itself.
     id_prefix = ID_UNSAFE.sub("_", doc_id)
-    room = ID_MAX_BYTES - len(id_prefix.encode("utf-8")) - 1  # for "<n>" after "#"
-    n = 0
+    room = ID_MAX_BYTES - len(id_prefix.encode("utf-8")) - 1  # for the key after "#"
+    keys: Counter[str] = Counter()
     lines = _Lines(text)
     for block in read_blocks(text, format, keep_code, name=name, report=report):
         if block.kind == HEADING:
@@ -402,13 +403,23 @@ def split_document(text: str, doc_id: str, format: str = "text", keep_code: bool
         for sentence, start, end, at in _bounded(_block_sentences(block, text, format), text, lines, report):
             if len(block.text) > MAX_CONTEXT_CHARS:
                 context = context_of(replace(block, text=_window(block.text, at)))
-            if len(str(n)) > room:
-                raise InputError(name, f"sentence ids ({shown(id_prefix, 40)}#{n}) would be longer than the "
+            key = sentence_key(sentence)
+            keys[key] += 1
+            key = key if keys[key] == 1 else f"{key}-{keys[key]}"
+            if len(key) > room:
+                raise InputError(name, f"sentence ids ({shown(id_prefix, 40)}#{key}) would be longer than the "
                                        f"{ID_MAX_BYTES} bytes Elasticsearch takes: shorten the "
                                        f"{'path' if where else 'document id'}")
-            yield Sentence(id=f"{id_prefix}#{n}", text=sentence, context=context, doc=doc_id,
+            yield Sentence(id=f"{id_prefix}#{key}", text=sentence, context=context, doc=doc_id,
                            start=start, end=end)
-            n += 1
+
+
+def sentence_key(text: str) -> str:
+    """What follows "#" in the id of a document's sentence: 8 hex digits of its text's hash (the
+    second sentence of the same text in one file gets "-2", and so on). Ids that come from content,
+    not position, stay the same when a paragraph is inserted or removed elsewhere in the file, so
+    saved links and qrels keep working and an update rewrites only what changed."""
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=4).hexdigest()
 
 
 def _count(stats: ReadStats, sid: str, *raw: str) -> None:

@@ -8,9 +8,9 @@ regular expressions over the markup:
   roles and directives are unknown to docutils; they get permissive fallbacks for the time of a
   parse (:func:`rst_doctree`): an unknown role gives its text (``:func:`foo.bar``` -> ``foo.bar``,
   ``:ref:`Title <label>``` -> ``Title``, ``~a.b`` -> ``b``); an unknown directive is read as code
-  (``.. code-block::``, ``.. doctest::``, ...), not at all (``.. toctree::``, ``.. autoclass::``,
-  ...) or, by default, as text led in by its argument (``.. py:function:: f(x)``, ``.. tab::
-  Linux``) or its label (``.. versionchanged:: 2.0`` -> "Changed in version 2.0").
+  (``.. code-block::``, ``.. doctest::``, ...), not at all (``.. toctree::``, ``.. index::``, ...)
+  or, by default, as text led in by its argument (``.. py:function:: f(x)``, ``.. autoclass::
+  Request``, ``.. tab:: Linux``) or its label (``.. versionchanged:: 2.0`` -> "Changed in version 2.0").
 * HTML: the standard library's ``html.parser``; scripts, styles, navigation, page headers and
   footers, sidebars (Sphinx's ``div.sphinxsidebar``, ``div.related``, ``div.footer``) and the
   ``¶`` header links are left out.
@@ -212,9 +212,73 @@ def _text_blocks(text: str) -> Iterator[Block]:
 
 @lru_cache(maxsize=1)
 def _markdown():
+    """CommonMark with GFM tables and the Python-Markdown extensions MkDocs-Material sites use:
+    admonitions and collapsible blocks (``!!!``, ``???``, ``???+``: mdit-py-plugins), content tabs
+    (``=== "Label"``: :func:`_tabs`), block attribute lists (``{ .annotate }``: mdit-py-plugins)."""
     from markdown_it import MarkdownIt
+    from mdit_py_plugins.admon import admon_plugin
+    from mdit_py_plugins.attrs import attrs_block_plugin
 
-    return MarkdownIt("commonmark", {"maxNesting": MARKDOWN_NESTING}).enable("table")
+    md = MarkdownIt("commonmark", {"maxNesting": MARKDOWN_NESTING}).enable("table")
+    md.use(admon_plugin).use(attrs_block_plugin)
+    md.block.ruler.before("fence", "tabs", _tabs, {"alt": ["paragraph", "reference", "blockquote", "list"]})
+    return md
+
+
+# pymdownx.tabbed: === "Label" (===! starts a new set of tabs, ===+ selects one), its body indented.
+_TAB = re.compile(r'===[!+]{0,2}[ \t]+"([^"\n]*)"[ \t]*$')
+TAB_INDENT = 4
+
+
+def _tabs(state, start_line: int, end_line: int, silent: bool) -> bool:
+    """A markdown-it block rule for a content tab: ``tab_open`` (its label in ``meta``), the body's
+    blocks, ``tab_close``. Its body runs while lines are indented or blank, as pymdownx.tabbed reads it."""
+    if state.sCount[start_line] - state.blkIndent >= 4:  # an indented code block
+        return False
+    start = state.bMarks[start_line] + state.tShift[start_line]
+    found = _TAB.match(state.src[start:state.eMarks[start_line]])
+    if found is None:
+        return False
+    if silent:
+        return True
+    indent = state.blkIndent + TAB_INDENT
+    line, blank = start_line + 1, False
+    while line < end_line:
+        empty = state.bMarks[line] + state.tShift[line] >= state.eMarks[line]
+        if not empty and state.sCount[line] < indent:
+            break
+        if empty and blank:  # two blank lines close it, as they close an admonition
+            break
+        blank, line = empty, line + 1
+    old = state.parentType, state.lineMax, state.blkIndent
+    state.parentType, state.lineMax, state.blkIndent = "tab", line, indent
+    token = state.push("tab_open", "div", 1)
+    token.meta, token.map, token.block = {"label": found.group(1).strip()}, [start_line, line], True
+    state.md.block.tokenize(state, start_line + 1, line)
+    token = state.push("tab_close", "div", -1)
+    token.block = True
+    state.parentType, state.lineMax, state.blkIndent = old
+    state.line = line
+    return True
+
+
+# Python-Markdown's attribute list after a heading or a paragraph ({: #anchor .class key=value },
+# the colon optional), and the lines of other extensions that are markup, not text: abbreviation
+# definitions (*[HTML]: ...), snippet includes (--8<-- "file"), [TOC].
+_ATTR_LIST = re.compile(r'\s*\{:?(?:\s*(?:[#.][\w:-]+|[\w-]+=(?:"[^"]*"|\'[^\']*\'|[^\s}]+)))+\s*:?\}\s*$')
+_INLINE_ATTR_LIST = re.compile(r'\{:(?:\s*(?:[#.][\w:-]+|[\w-]+=(?:"[^"]*"|\'[^\']*\'|[^\s}]+)))+\s*\}')
+# MkDocs-Material's icon shortcodes (:octicons-heart-fill-16:, :material-github:): images, not words.
+_ICON = re.compile(r"(?<![\w:]):(?:octicons|fontawesome|material|simple)-[a-z0-9-]+:(?![\w:])")
+_MARKUP_LINE = re.compile(r'\*\[[^\]]+\]:.*|-{1,}8<-{1,}.*|;-{1,}8<-{1,}.*|\[TOC\]')
+
+
+def _strip_markup(text: str, source: str = "") -> str:
+    """A heading's or paragraph's ``text`` without a trailing attribute list; "" when every line of
+    its ``source`` is extension markup (abbreviation definitions, snippet markers, [TOC])."""
+    lines = [line.strip() for line in source.split("\n") if line.strip()]
+    if lines and all(_MARKUP_LINE.fullmatch(line) for line in lines):
+        return ""
+    return _squash(_ICON.sub("", _INLINE_ATTR_LIST.sub("", _ATTR_LIST.sub("", text))))
 
 
 def _front_matter_lines(text: str, lines: list[int]) -> int:
@@ -279,6 +343,7 @@ def _markdown_blocks(text: str, report: Report) -> Iterator[Block]:
     heads: list[tuple[int, str]] = []  # (level, title) of the open sections
     leads: list[str] = []  # the lead-in of each open list, innermost last
     containers: list[str] = []  # "item" / "quote", innermost last
+    boxes: list[list[tuple[int, str]]] = []  # the sections open when each admonition or tab opened
     prev: Block | None = None  # the block just before, while nothing else came in between
     i = 0
     while i < len(tokens):
@@ -287,7 +352,7 @@ def _markdown_blocks(text: str, report: Report) -> Iterator[Block]:
         headings = tuple(h for _, h in heads)
         if kind == "heading_open":
             level = int(t.tag[1])
-            title = _inline(tokens[i + 1])
+            title = _strip_markup(_inline(tokens[i + 1]))
             while heads and heads[-1][0] >= level:
                 heads.pop()
             if title:
@@ -312,12 +377,24 @@ def _markdown_blocks(text: str, report: Report) -> Iterator[Block]:
             containers.append("quote")
         elif kind in ("list_item_close", "blockquote_close"):
             containers.pop()
+        elif kind in ("admonition_open", "tab_open"):  # the box's title or the tab's label: context
+            boxes.append(heads[:])
+            label = t.content if kind == "admonition_open" else t.meta["label"]
+            if label:
+                heads.append((7, _squash(label)))  # below every heading level
+            prev = None
+            if kind == "admonition_open":
+                i += 4 if i + 1 < len(tokens) and tokens[i + 1].type == "admonition_title_open" else 1
+                continue
+        elif kind in ("admonition_close", "tab_close"):
+            heads[:] = boxes.pop()
+            prev = None
         elif kind == "paragraph_open":
-            content = _inline(tokens[i + 1])
+            a, b = span(t)
+            content = _strip_markup(_inline(tokens[i + 1]), body[a:b])
             if content:
                 where = containers[-1] if containers else ""
                 block_kind = ITEM if where == "item" else QUOTE if where == "quote" else PARAGRAPH
-                a, b = span(t)
                 lead = leads[-1] if block_kind == ITEM and leads else ""
                 prev = Block(content, headings, lead, block_kind, a, b)
                 yield prev
@@ -668,9 +745,10 @@ _RST_CODE = {"code-block", "sourcecode", "code", "doctest", "testcode", "testout
              "testcleanup", "ipython", "jupyter-execute", "productionlist", "graphviz", "digraph", "graph",
              "plantuml", "mermaid", "plot", "exec", "runblock", "prompt", "code-tab", "literalinclude",
              "program-output", "command-output", "click:example", "click:run"}
-_RST_DROP = {"toctree", "autosummary", "index", "highlight", "currentmodule", "module", "automodule",
-             "autoclass", "autofunction", "automethod", "autoattribute", "autodata", "autoexception",
-             "autodecorator", "autoproperty", "default-domain", "tabularcolumns", "sectionauthor",
+# Autodoc directives (autoclass, automethod, ...) are read like the py: ones: their hand-written
+# content is text, led in by the documented object's name.
+_RST_DROP = {"toctree", "autosummary", "index", "highlight", "currentmodule", "module",
+             "default-domain", "tabularcolumns", "sectionauthor",
              "moduleauthor", "codeauthor", "rst-class", "cssclass", "autoprogram", "click",
              "spelling:word-list"}
 _RST_VERSION = {"versionadded": "New in version", "versionchanged": "Changed in version",
@@ -697,26 +775,51 @@ _RST_LOCK = threading.Lock()
 
 
 def _role_text(name: str, text: str) -> str:
-    """What Sphinx shows for a role it resolves: ``Title <target>`` -> Title, ``~a.b`` -> b."""
+    """What Sphinx shows for a role it resolves: ``Title <target>`` -> Title, ``~a.b`` -> b,
+    ``.Name`` -> Name. A cross-reference to a label or a document whose title is not known here
+    gives the label's readable text: ``autoescape-overrides`` -> "autoescape overrides",
+    ``/templates`` -> "templates" (:meth:`_RstWalker.text` gives a same-file section's title)."""
     base = name.rpartition(":")[2].lower()
     if text.endswith(">") and "<" in text:
         title = text[:text.rindex("<")].rstrip()
-        text = title or text[text.rindex("<") + 1:-1]
-    elif text[:1] in "~!" and len(text) > 1:
+        if title:
+            return title
+        text = text[text.rindex("<") + 1:-1]
+    if text[:1] in "~!" and len(text) > 1:
         text = text[1:].rpartition(".")[2] if text[0] == "~" else text[1:]
+    if base in _CODE_ROLES and text.startswith(".") and len(text) > 1:
+        text = text.lstrip(".")  # Sphinx: a target searched by its suffix, shown without the dot
+    if base in ("ref", "doc", "numref", "any", "term", "keyword"):
+        text = _readable_label(text, base == "doc")
     if base in ("menuselection", "guilabel"):
         text = text.replace("-->", "\u2023").replace("&&", "\0").replace("&", "").replace("\0", "&")
     return text
 
 
+def _readable_label(label: str, document: bool) -> str:
+    """A label as words: its last path part for a document (``/usage/templates`` -> "templates"),
+    "-" and "_" read as spaces."""
+    if document:
+        label = label.rstrip("/").rpartition("/")[2] or label
+    words = re.sub(r"[-_]+", " ", label).strip()
+    return words or label
+
+
 def _fallback_role(name, rawtext, text, lineno, inliner, options=None, content=None):
-    """A Sphinx role docutils does not know: its text (as code for the code-like ones)."""
+    """A Sphinx role docutils does not know: its text (as code for the code-like ones); a ``:ref:``
+    without a title keeps its label, so the walker can show a same-file section's title."""
     from docutils import nodes, utils
 
-    shown = _role_text(name, utils.unescape(text))
-    if name.rpartition(":")[2].lower() in _CODE_ROLES:
+    raw = utils.unescape(text)
+    shown = _role_text(name, raw)
+    base = name.rpartition(":")[2].lower()
+    if base in _CODE_ROLES:
         return [nodes.literal(rawtext, shown)], []
-    return [nodes.inline(rawtext, shown)], []
+    node = nodes.inline(rawtext, shown)
+    if base == "ref" and not (raw.endswith(">") and raw[:raw.rfind("<")].strip()):
+        label = raw[raw.rindex("<") + 1:-1] if raw.endswith(">") and "<" in raw else raw
+        node["sparc_es_label"] = " ".join(label.split()).lower()  # as docutils normalises names
+    return [node], []
 
 
 @lru_cache(maxsize=1)
@@ -960,6 +1063,7 @@ class _RstWalker:
         self.nodes = nodes
         self.source = text
         self.lines = _line_starts(text)
+        self.titles: dict[str, str] = {}  # section titles by label (blocks() fills it)
         self.cursor = 0  # end of the last block placed: where a block with no line number may start
         self.start = 0  # start of the last block placed: the blocks come in the file's order
         self.skip = (nodes.system_message, nodes.problematic, nodes.comment, nodes.target,
@@ -977,6 +1081,8 @@ class _RstWalker:
             for child in n.children:
                 if isinstance(child, self.nodes.Text):
                     out.append(child.astext())  # backslash escapes undone (the node keeps them as NUL)
+                elif isinstance(child, self.nodes.inline) and child.get("sparc_es_label") in self.titles:
+                    out.append(self.titles[child["sparc_es_label"]])  # :ref: to a section of this file
                 elif not isinstance(child, self.skip):
                     walk(child)
                     if isinstance(child, (self.nodes.paragraph, self.nodes.line, self.nodes.term)):
@@ -1004,6 +1110,14 @@ class _RstWalker:
     # -- structure
 
     def blocks(self, document) -> Iterator[Block]:
+        # The sections of this file by label (.. _label: before a section names it too): what a
+        # :ref: without a title shows, as Sphinx shows the section's title.
+        for name, node_id in document.nameids.items():
+            section = document.ids.get(node_id)
+            if isinstance(section, self.nodes.section):
+                title = next((c for c in section.children if isinstance(c, self.nodes.title)), None)
+                if title is not None:
+                    self.titles[name] = self.text(title)
         yield from self.children(document, (), "", PARAGRAPH)
 
     def children(self, node, headings: tuple[str, ...], lead: str, kind: str) -> Iterator[Block]:

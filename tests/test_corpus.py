@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from sparc_es.corpus import read_corpus, split_document
+from sparc_es.corpus import read_corpus, sentence_key, split_document
 from sparc_es.errors import InputError
 
 
@@ -97,7 +97,7 @@ def test_markdown_sentences_keep_offsets_and_paragraph_context(tmp_path):
     assert texts == ["First sentence of the first paragraph.", "Second sentence, with code.",
                      "It continues on a new line.", "A list item.", "With two sentences.", "Another item",
                      "Quoted text here."]
-    assert [s.id for s in got][:2] == ["guide_notes.md#0", "guide_notes.md#1"]
+    assert [s.id for s in got][:2] == [f"guide_notes.md#{sentence_key(t)}" for t in texts[:2]]
     assert all(s.doc == "guide notes.md" for s in got)
     for s in got:  # offsets point at the sentence in the original file
         raw = MARKDOWN[s.start:s.end]

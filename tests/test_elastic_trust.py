@@ -403,3 +403,29 @@ def test_loading_never_writes_into_the_encoded_folder_and_checks_its_report_firs
         assert not real.indices.exists(index=name)  # refused before the cluster was touched
     finally:
         real.indices.delete(index=name, ignore_unavailable=True)
+
+
+@pytest.mark.es
+def test_a_paragraph_inserted_at_the_top_writes_only_its_sentences(es_url, tiny_model, tmp_path):
+    """Ids from content, not position: an update after an insertion re-encodes and re-loads only the
+    new sentences; every other sentence keeps its id."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    body = "".join(f"Paragraph {i} says the port is {8000 + i}. It has a second sentence.\n\n" for i in range(10))
+    (docs / "guide.md").write_text("# Guide\n\n" + body)
+    encode_corpus([docs], tmp_path / "enc", tiny_model, progress=False)
+    real = Connection(es_url).client()
+    name = f"inserted-{os.getpid()}"
+    try:
+        first = load_es(tmp_path / "enc", real, name, progress=False, recreate=True, report=tmp_path / "r.jsonl")
+        assert first["loaded"] == 20
+        before = {r["id"] for r in iter_vectors(tmp_path / "enc")}
+        (docs / "guide.md").write_text("# Guide\n\nA new first paragraph. With two sentences.\n\n" + body)
+        manifest = encode_corpus([docs], tmp_path / "enc", tiny_model, progress=False, update=True)
+        assert manifest.sentences == 22 and manifest.reused == 20
+        after = {r["id"] for r in iter_vectors(tmp_path / "enc")}
+        assert before < after and len(after - before) == 2
+        second = load_es(tmp_path / "enc", real, name, progress=False, report=tmp_path / "r.jsonl")
+        assert (second["loaded"], second["already_there"], second["deleted"]) == (2, 20, 0)
+    finally:
+        real.indices.delete(index=name, ignore_unavailable=True)

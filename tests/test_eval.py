@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from sparc_es.cli import main
-from sparc_es.corpus import Sentence
+from sparc_es.corpus import Sentence, sentence_key
 from sparc_es.errors import InputError, SparcError
 from sparc_es.eval import compare, evaluate, per_query
 from sparc_es.experiments.datasets import build_eval_set, data_dir
@@ -231,7 +231,8 @@ def test_evalset_from_your_own_docs_judges_by_answer_pattern(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "1 question(s) left out" in err and "q3" in err
     qrels = read_qrels(tmp_path / "set" / "qrels.txt")
-    assert qrels == {"q1": {"sub/server.md#0": 1}, "q2": {"install.txt#1": 1}}  # not other.md
+    assert qrels == {"q1": {f"sub/server.md#{sentence_key('The server listens on port 8081.')}": 1},
+                     "q2": {f"install.txt#{sentence_key('It needs Python 3.11 or newer.')}": 1}}  # not other.md
     assert (tmp_path / "set" / "topics.tsv").read_text().count("\n") == 2
 
     (tmp_path / "bad.tsv").write_text("q1\tport (8081\n")

@@ -13,7 +13,15 @@ import numpy as np
 import pytest
 
 from sparc_es.cli import main
-from sparc_es.corpus import ID_MAX_BYTES, MAX_CONTEXT_CHARS, MAX_SENTENCE_CHARS, ReadStats, read_corpus, read_document
+from sparc_es.corpus import (
+    ID_MAX_BYTES,
+    MAX_CONTEXT_CHARS,
+    MAX_SENTENCE_CHARS,
+    ReadStats,
+    read_corpus,
+    read_document,
+    sentence_key,
+)
 from sparc_es.errors import InputError, SparcError
 from sparc_es.layout import MAX_FACTOR, MAX_IMPACT_SUM, check_factor, quantize
 from sparc_es.trec import read_qrels, read_run, read_topics
@@ -77,15 +85,19 @@ def test_a_path_with_control_characters_gives_valid_ids_and_keeps_the_path(tmp_p
     (folder / "bell\x07.md").write_text("Another one.\n")
     (folder / "my notes.md").write_text("A third one.\n")
     got = {s.id: s.doc for s in read_corpus([folder])}
-    assert got == {"bell_.md#0": "bell\x07.md", "my_notes.md#0": "my notes.md", "tab_here.md#0": "tab\there.md"}
+    key = {t: sentence_key(t) for t in ("One sentence here.", "Another one.", "A third one.")}
+    assert got == {f"bell_.md#{key['Another one.']}": "bell\x07.md",
+                   f"my_notes.md#{key['A third one.']}": "my notes.md",
+                   f"tab_here.md#{key['One sentence here.']}": "tab\there.md"}
 
 
 def test_two_paths_that_give_the_same_ids_are_named_with_the_reason(tmp_path):
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "my notes.md").write_text("A sentence.\n")
-    (folder / "my_notes.md").write_text("Another sentence.\n")
-    with pytest.raises(InputError, match=r"duplicate sentence id 'my_notes.md#0' .*in a path become '_'.*rename"):
+    (folder / "my_notes.md").write_text("A sentence.\n")  # the same text: the same id
+    with pytest.raises(InputError, match=rf"duplicate sentence id 'my_notes.md#{sentence_key('A sentence.')}' "
+                                         r".*in a path become '_'.*rename"):
         list(read_corpus([folder]))
 
 

@@ -285,7 +285,12 @@ def _answer(args: argparse.Namespace, engine, presenter, question: str):
 def _presenter(args: argparse.Namespace, engine):
     from .show import Presenter
 
-    return Presenter(engine, args.index if args.engine != "es" else None, getattr(args, "tokenizer", None))
+    presenter = Presenter(engine, args.index if args.engine != "es" else None, getattr(args, "tokenizer", None))
+    gone = presenter.places.gone()
+    if gone:
+        _warn(f"the corpus the index was built from is not at {', '.join(_printable(str(g)) for g in gone)} (nor where "
+              "it was beside the index): hits show character offsets, not lines")
+    return presenter
 
 
 def _report_encode(manifest) -> None:

@@ -573,7 +573,8 @@ class Files:
         return read_corpus(self.paths, stats)
 
     def describe(self) -> list[str]:
-        return list(self.paths)
+        """The paths, absolute: a search from another working directory finds the documents."""
+        return [os.path.abspath(p) for p in self.paths]
 
 
 def as_source(corpus: Source | Iterable[str | Path]) -> Source:

@@ -124,7 +124,7 @@ class Explainer:
         engine_scores = self.sparc.scores_of(question, ids)
         corpus, idf = self.inputs()
         pipeline = self.model().pipeline
-        places = Places(self.manifest.corpus)
+        places = Places(self.manifest.corpus_roots(self.index))
         hits = []
         for sid, rank, search_score in chosen:
             s = sentences[sid]

@@ -26,6 +26,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import os
 import shutil
 import struct
 import uuid
@@ -196,7 +197,7 @@ class Manifest:
     model: ModelInfo
     top_k: int
     factor: float
-    corpus: tuple[str, ...]
+    corpus: tuple[str, ...]  # what encode read: absolute paths (an older sparc-es: as typed), or a source
     sentences: int
     empty_vectors: int = 0
     postings: int = 0
@@ -218,6 +219,9 @@ class Manifest:
     control_character_kinds: dict | None = None  # those characters by code point, {"U+0080": 2}
     cleaned_ids: tuple[str, ...] = ()  # the first few sentences (or documents) they were removed from
     cut_texts: int = 0  # texts the readers cut or bounded (see corpus.ReadStats.cut)
+    # Each corpus path relative to the folder this manifest is in ("" for what is not a local
+    # path): the corpus found again when the two are moved together (written by write()).
+    corpus_relative: tuple[str, ...] = ()
     cut_examples: tuple[str, ...] = ()  # the first few, "file:line: what"
     requantized_from: str | None = None
     # Changes whenever the folder's content is written anew (encode, update, requantize): a reader
@@ -246,7 +250,7 @@ class Manifest:
         kwargs = {k: v for k, v in d.items() if k in known}
         model_fields = {f.name for f in dataclasses.fields(ModelInfo)}
         kwargs["model"] = ModelInfo(**{k: v for k, v in d["model"].items() if k in model_fields})
-        for name in ("corpus", "truncated_ids", "cleaned_ids", "cut_examples"):
+        for name in ("corpus", "truncated_ids", "cleaned_ids", "cut_examples", "corpus_relative"):
             kwargs[name] = tuple(kwargs.get(name, ()))
         if d.get("index"):
             kwargs["index"] = IndexInfo(**{"engine": d.get("engine", "lucene"), **d["index"]})
@@ -264,8 +268,24 @@ class Manifest:
             raise StoreError(f"{path}: unreadable manifest ({e})") from None
 
     def write(self, folder: str | Path) -> None:
+        """Write ``folder/meta.json``, the corpus paths also relative to ``folder``."""
+        here = Path(folder).resolve()
+        relative = tuple(os.path.relpath(c, here) if os.path.isabs(c) else "" for c in self.corpus)
+        d = dataclasses.replace(self, corpus_relative=relative).to_json()
         # allow_nan=False: a bare NaN is not JSON (engines and other tools refuse the file)
-        (Path(folder) / META).write_text(json.dumps(self.to_json(), indent=2, allow_nan=False) + "\n")
+        (Path(folder) / META).write_text(json.dumps(d, indent=2, allow_nan=False) + "\n")
+
+    def corpus_roots(self, folder: str | Path) -> list[Path]:
+        """The corpus paths of this manifest, read from ``folder``: each where it was recorded, else
+        where it lies relative to ``folder`` (both moved together), else as recorded (gone)."""
+        roots = []
+        for i, c in enumerate(self.corpus):
+            path = Path(c)
+            rel = self.corpus_relative[i] if i < len(self.corpus_relative) else ""
+            if not path.exists() and rel and (Path(folder) / rel).exists():
+                path = Path(os.path.normpath(Path(folder) / rel))
+            roots.append(path)
+        return roots
 
     def replace(self, **changes) -> Manifest:
         return dataclasses.replace(self, **changes)

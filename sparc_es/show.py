@@ -111,10 +111,14 @@ class _Document:
 class Places:
     """Finds the files of an index's documents and places sentences in them (one reading per file)."""
 
-    def __init__(self, corpus: Iterable[str] = ()) -> None:
-        """``corpus``: the paths ``encode`` read, as the manifest records them."""
+    def __init__(self, corpus: Iterable[str | Path] = ()) -> None:
+        """``corpus``: the paths ``encode`` read (:meth:`~sparc_es.layout.Manifest.corpus_roots`)."""
         self.roots = [Path(p) for p in corpus]
         self._documents: dict[str, _Document | None] = {}
+
+    def gone(self) -> list[Path]:
+        """The corpus paths that are not there (their hits show character offsets, not lines)."""
+        return [r for r in self.roots if not r.exists() and "://" not in str(r)]
 
     def file(self, doc: str) -> Path | None:
         """The file of document ``doc``: under a corpus folder (a JSONL corpus file's folder for its
@@ -316,7 +320,7 @@ class Presenter:
         self.sparc = getattr(engine, "sparc", engine)  # a hybrid's SPARC engine: the impacts
         folder = Path(index) if index is not None else (Path(tokenizer) if tokenizer is not None else None)
         manifest = Manifest.read(folder) if folder is not None and (folder / META).is_file() else None
-        self.places = Places(manifest.corpus if manifest is not None else ())
+        self.places = Places(manifest.corpus_roots(folder) if manifest is not None else ())
         store = folder / SENTENCES if folder is not None else None
         self.store = SentenceStore(store) if store is not None and store.is_file() else None
         self.queries = getattr(self.sparc, "queries", None) or QueryEncoder.load(folder or "default")

@@ -483,3 +483,44 @@ def test_run_of_an_empty_topics_file_is_refused(tmp_path, capsys):
                          "--output", tmp_path / "r.trec")
     assert rc == 1 and "no topics in it" in err and err.count("\n") == 1, err
     assert not (tmp_path / "r.trec").exists()
+
+
+def test_an_index_finds_its_documents_from_any_working_directory_and_when_moved(tmp_path, tiny_model_dir,
+                                                                                  monkeypatch, capsys):
+    """The corpus is recorded absolutely and relative to the folder: a relative --corpus typed in one
+    folder is found from another, and from a copy of both moved elsewhere; a corpus that is gone is said."""
+    import shutil
+
+    from sparc_es.layout import Manifest
+    from sparc_es.show import Places
+
+    project = tmp_path / "project"
+    (project / "docs").mkdir(parents=True)
+    (project / "docs" / "guide.md").write_text("# Guide\n\nThe port is 8081 by default.\n")
+    monkeypatch.chdir(project)
+    assert run_cli(capsys, "encode", "--corpus", "../project/docs", "--output", "enc", "--model", tiny_model_dir,
+                   "--quiet")[0] == 0
+    monkeypatch.chdir(tmp_path)
+    manifest = Manifest.read(project / "enc")
+    assert manifest.corpus == (str(project / "docs"),) and manifest.corpus_relative == ("../docs",)
+    sentence = next(iter(read_vectors_ids(project / "enc")))
+    for folder in (project, tmp_path / "moved"):
+        if folder != project:
+            shutil.move(project, folder)
+        places = Places(Manifest.read(folder / "enc").corpus_roots(folder / "enc"))
+        assert places.gone() == [] and places.file("guide.md") == folder / "docs" / "guide.md"
+        assert places.of(sentence).line == 3
+    shutil.rmtree(tmp_path / "moved" / "docs")
+    places = Places(Manifest.read(tmp_path / "moved" / "enc").corpus_roots(tmp_path / "moved" / "enc"))
+    assert places.gone() == [project / "docs"] and places.of(sentence).line is None
+
+
+def read_vectors_ids(folder):
+    from sparc_es.store import SentenceStore
+
+    store = SentenceStore(folder / "sentences.sqlite")
+    try:
+        ids = [json.loads(line)["id"] for line in open(folder / "vectors" / "vectors.jsonl")]
+        return list(store.get(ids, context=True).values())
+    finally:
+        store.close()

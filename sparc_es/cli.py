@@ -506,7 +506,8 @@ def cmd_index(args: argparse.Namespace) -> int:
                                      recreate=args.recreate, field_type=args.field_type or "rank_features",
                                      progress=not args.quiet, report=args.report)
         print(f"loaded {result['loaded']} sentences into Elasticsearch index {result['index']!r} "
-              f"({result['already_there']} unchanged, {result['deleted']} deleted; {result['count']} documents, "
+              f"({result['already_there']} unchanged, {result['moved']} moved in their file (offsets updated), "
+              f"{result['deleted']} deleted; {result['count']} documents, "
               "count checked)")
         return 0
     from .engines import lucene

@@ -134,6 +134,7 @@ class Sentence:
     doc: str | None = None
     start: int | None = None
     end: int | None = None
+    code: str | None = None  # the code block this sentence leads into (shown with it, not searched)
 
     def to_json(self) -> dict:
         return {k: v for k, v in asdict(self).items() if v is not None and v != ""}
@@ -221,8 +222,7 @@ def document_sentences(text: str, doc_id: str, stats: ReadStats | None = None, t
         def report(line: int | None, what: str) -> None:
             stats.note_cut(where or doc_id, line, what)
     for s in split_document(text, doc_id, format, keep_code, where, report):
-        context = f"{title}. {s.context}" if title else s.context
-        yield Sentence(id=s.id, text=s.text, context=context, doc=s.doc, start=s.start, end=s.end)
+        yield replace(s, context=f"{title}. {s.context}") if title else s
 
 
 def _record(obj: object, path: Path, lineno: int, stats: ReadStats, contexts: _Contexts | None = None) -> Sentence:
@@ -252,8 +252,11 @@ def _record(obj: object, path: Path, lineno: int, stats: ReadStats, contexts: _C
     for name, value in (("start", start), ("end", end)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
             raise InputError(path, f'"{name}" must be an integer offset', lineno)
+    code = obj.get("code")
+    if code is not None and not isinstance(code, str):
+        raise InputError(path, '"code" must be a string', lineno)
     return Sentence(id=str(sid), text=text.strip(), context=context,
-                    doc=None if doc is None else str(doc), start=start, end=end)
+                    doc=None if doc is None else str(doc), start=start, end=end, code=code or None)
 
 
 # --- documents: plain text, Markdown, reStructuredText, HTML -----------------------------------
@@ -400,7 +403,8 @@ def split_document(text: str, doc_id: str, format: str = "text", keep_code: bool
         if block.kind == HEADING:
             continue
         context = context_of(block)
-        for sentence, start, end, at in _bounded(_block_sentences(block, text, format), text, lines, report):
+        pieces = list(_bounded(_block_sentences(block, text, format), text, lines, report))
+        for number, (sentence, start, end, at) in enumerate(pieces, start=1):
             if len(block.text) > MAX_CONTEXT_CHARS:
                 context = context_of(replace(block, text=_window(block.text, at)))
             key = sentence_key(sentence)
@@ -410,8 +414,9 @@ def split_document(text: str, doc_id: str, format: str = "text", keep_code: bool
                 raise InputError(name, f"sentence ids ({shown(id_prefix, 40)}#{key}) would be longer than the "
                                        f"{ID_MAX_BYTES} bytes Elasticsearch takes: shorten the "
                                        f"{'path' if where else 'document id'}")
+            code = block.code if number == len(pieces) and block.kind != CODE else ""  # what the last one leads into
             yield Sentence(id=f"{id_prefix}#{key}", text=sentence, context=context, doc=doc_id,
-                           start=start, end=end)
+                           start=start, end=end, code=code or None)
 
 
 def sentence_key(text: str) -> str:

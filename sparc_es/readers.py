@@ -38,7 +38,7 @@ import re
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from html.parser import HTMLParser
 from itertools import zip_longest
@@ -75,6 +75,9 @@ class Block:
     start: int = 0  # its span in the original text
     end: int = 0
     level: int = 0  # a heading's level (1 = top)
+    # A code block: its text as written (lines kept). A paragraph or list item right before one:
+    # that code, the command or example it leads into (":"), shown under the hit (read_blocks).
+    code: str = ""
 
 
 def format_of(path: str | Path) -> str | None:
@@ -101,9 +104,31 @@ def read_blocks(text: str, format: str = "text", keep_code: bool = False, name: 
         blocks = _html_blocks(text, 0, [])
     else:
         raise InputError(name, f"unknown document format {format!r}; choose from {', '.join(FORMATS)}")
-    for block in blocks:
+    for block in _with_code(blocks):
         if keep_code or block.kind != CODE:
             yield block
+
+
+MAX_CODE_CHARS = 4_000  # of the code kept with the block that leads into it (shown, not searched)
+
+
+def _with_code(blocks: Iterator[Block]) -> Iterator[Block]:
+    """The blocks, each paragraph or list item that comes right before a code block (nothing between
+    them, the same section) given that code: "To upgrade one package:" keeps its command."""
+    held: Block | None = None
+    for block in blocks:
+        if held is not None:
+            if block.kind == CODE and block.code and block.headings == held.headings:
+                code = block.code if len(block.code) <= MAX_CODE_CHARS else block.code[:MAX_CODE_CHARS] + "\n…"
+                held = replace(held, code=code)
+            yield held
+            held = None
+        if block.kind in (PARAGRAPH, ITEM):
+            held = block
+        else:
+            yield block
+    if held is not None:
+        yield held
 
 
 def _squash(text: str) -> str:
@@ -407,14 +432,13 @@ def _markdown_blocks(text: str, report: Report) -> Iterator[Block]:
         elif kind in ("fence", "code_block"):
             if t.content.strip():
                 a, b = span(t)
-                yield Block(_squash(t.content), headings, kind=CODE, start=a, end=b)
+                yield Block(_squash(t.content), headings, kind=CODE, start=a, end=b, code=t.content.strip("\n"))
             prev = None
         elif kind == "html_block":
             a, b = span(t)
             stack = list(heads)
             for block in _html_blocks(t.content, a, stack):
-                yield Block(block.text, block.headings, block.lead, block.kind, block.start, min(block.end, b),
-                            block.level)
+                yield replace(block, end=min(block.end, b))
             heads[:] = stack  # an HTML heading (<h1 align="center">) opens a section as # does
             prev = None
         elif kind == "hr":
@@ -682,7 +706,8 @@ class _Html(HTMLParser):
         return tuple(h for _, h in self.heads)
 
     def _flush(self) -> None:
-        text = _squash("".join(self.buf)) if self.has_text else ""
+        raw = "".join(self.buf)
+        text = _squash(raw) if self.has_text else ""
         start, self.buf, self.has_text, self.buf_start = self.buf_start, [], False, -1
         if not text:
             return
@@ -717,7 +742,7 @@ class _Html(HTMLParser):
             return
         kind = {"li": ITEM, "dd": ITEM, "pre": CODE, "blockquote": QUOTE}.get(where, PARAGRAPH)
         lead = next((el.lead for el in reversed(self.stack) if el.lead), "")
-        block = Block(text, self._headings(), lead, kind, start, end)
+        block = Block(text, self._headings(), lead, kind, start, end, code=raw.strip("\n") if kind == CODE else "")
         self.out.append(block)
         self.prev = block if kind in (PARAGRAPH, ITEM) else None
 
@@ -1179,7 +1204,7 @@ class _RstWalker:
             text = _squash(n.astext())
             if text:
                 start, end = self.span(n)
-                yield Block(text, headings, kind=CODE, start=start, end=end)
+                yield Block(text, headings, kind=CODE, start=start, end=end, code=n.astext().strip("\n"))
         elif isinstance(n, nodes.table):
             yield from self.table(n, headings)
         elif isinstance(n, nodes.block_quote):

@@ -433,4 +433,12 @@ def render(shown: Shown, question: str, color: bool, of: int | None = None, inde
         pieces = [marked(before, marker.spans(before), color), "[…]" if inside else "",
                   marked(after, marker.spans(after), color)]
         lines.append(pad + "in: " + " ".join(p for p in pieces if p))
+    if h.code:  # the command or example the sentence leads into, as written
+        code = h.code.splitlines()
+        lines += [pad + "\u2502 " + printable(line, one_line=True) for line in code[:CODE_LINES]]
+        if len(code) > CODE_LINES:
+            lines.append(pad + f"\u2502 \u2026 {len(code) - CODE_LINES} more lines")
     return "\n".join(lines)
+
+
+CODE_LINES = 12  # of a hit's code shown in the terminal (--json and the API give all of it)

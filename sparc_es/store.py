@@ -37,8 +37,14 @@ class SentenceStore:
         self._lock = threading.Lock()
         if create:
             self.db.execute("CREATE TABLE IF NOT EXISTS sentences (id TEXT PRIMARY KEY, text TEXT NOT NULL, "
-                            "doc TEXT, start INTEGER, end INTEGER, context TEXT)")
+                            "doc TEXT, start INTEGER, end INTEGER, context TEXT, code TEXT)")
             self.db.execute("CREATE TABLE IF NOT EXISTS contexts (key TEXT PRIMARY KEY, text TEXT NOT NULL)")
+        # A store written before sentences kept the code they lead into has no "code" column.
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(sentences)")}
+        if create and columns and "code" not in columns:  # an interrupted encode of an older sparc-es, resumed
+            self.db.execute("ALTER TABLE sentences ADD COLUMN code TEXT")
+            columns.add("code")
+        self._code = "s.code" if "code" in columns else "NULL"
 
     def add(self, sentences: Iterable[Sentence]) -> None:
         with self._lock:
@@ -48,8 +54,8 @@ class SentenceStore:
         # INSERT OR REPLACE / IGNORE make a resumed encode idempotent.
         self.db.executemany("INSERT OR IGNORE INTO contexts VALUES (?, ?)",
                             {(_key(s.context), s.context) for s in sentences if s.context})
-        self.db.executemany("INSERT OR REPLACE INTO sentences VALUES (?, ?, ?, ?, ?, ?)",
-                            ((s.id, s.text, s.doc, s.start, s.end, _key(s.context)) for s in sentences))
+        self.db.executemany("INSERT OR REPLACE INTO sentences VALUES (?, ?, ?, ?, ?, ?, ?)",
+                            ((s.id, s.text, s.doc, s.start, s.end, _key(s.context), s.code) for s in sentences))
         self.db.commit()
 
     def get(self, ids: list[str], context: bool = False) -> dict[str, Sentence]:
@@ -64,10 +70,10 @@ class SentenceStore:
         for start in range(0, len(ids), 500):  # SQLite caps the number of bound parameters
             chunk = ids[start: start + 500]
             marks = ",".join("?" * len(chunk))
-            for sid, text, doc, a, b, passage in self.db.execute(
-                    f"SELECT s.id, s.text, s.doc, s.start, s.end, {ctx} FROM sentences s {join} "
+            for sid, text, doc, a, b, passage, code in self.db.execute(
+                    f"SELECT s.id, s.text, s.doc, s.start, s.end, {ctx}, {self._code} FROM sentences s {join} "
                     f"WHERE s.id IN ({marks})", chunk):
-                out[sid] = Sentence(id=sid, text=text, context=passage or "", doc=doc, start=a, end=b)
+                out[sid] = Sentence(id=sid, text=text, context=passage or "", doc=doc, start=a, end=b, code=code)
         return out
 
     def ids(self) -> Iterator[str]:

@@ -467,9 +467,10 @@ def test_living_index_from_a_source_index(tmp_path, tiny_model_dir, es_url, caps
     try:
         assert main(["encode", *common, "--output", str(tmp_path / "enc")]) == 0
         first = [json.loads(line) for line in (tmp_path / "enc/vectors/vectors.jsonl").read_text().splitlines()]
-        assert first[0]["id"] == "d0#0" and len(first) == 12 * 4
+        assert first[0]["id"] == next(document_sentences(docs["d0"], "d0")).id and len(first) == 12 * 4
         assert main([*load, "--input", str(tmp_path / "enc"), "--es-index", sparc]) == 0
-        assert client.get(index=sparc, id="d3#2")["_source"]["doc"] == "d3"  # points back to its source
+        third = list(document_sentences(docs["d3"], "d3"))[2].id
+        assert client.get(index=sparc, id=third)["_source"]["doc"] == "d3"  # points back to its source
         first_meta = client.indices.get_mapping(index=sparc)[sparc]["mappings"]["_meta"]
 
         edited = docs["d1"].replace("A second paragraph", "An edited second paragraph")
@@ -495,7 +496,9 @@ def test_living_index_from_a_source_index(tmp_path, tiny_model_dir, es_url, caps
         capsys.readouterr()
         assert main([*load, "--input", str(tmp_path / "enc"), "--es-index", sparc]) == 0
         out = capsys.readouterr().out
-        assert "4 deleted" in out and f"loaded {changed} sentences" in out  # d2's four sentences went
+        # d2's four sentences went, and the old id of each sentence of d1 whose text changed (ids come from text)
+        renamed = sum(s.text not in {o for o, _ in old} for s in document_sentences(edited, "d1"))
+        assert renamed == 1 and f"{4 + renamed} deleted" in out and f"loaded {changed} sentences" in out
         assert main([*load, "--input", str(tmp_path / "fresh"), "--es-index", scratch]) == 0
         client.indices.refresh(index=sparc)
         client.indices.refresh(index=scratch)
@@ -591,13 +594,23 @@ def test_a_rejected_request_says_what_the_cluster_rejected(tmp_path, tiny_model_
         search = ["search", "--engine", "es", "--es-url", es_url, "--es-index", name, "--tokenizer",
                   str(tmp_path / "enc"), "--hybrid", "none"]
         capsys.readouterr()
-        for extra, reason in ((["--query-mode", "sparse_vector"], "must be type [sparse_vector]"),  # rank_features
-                              (["-k", "20000"], "Result window is too large")):
-            assert main([*search, *extra, "integer impacts"]) == 1
-            err = capsys.readouterr().err
-            assert err.startswith(f"sparc-es: error: Elasticsearch rejected a request while searching '{name}' "
-                                  "(400 Bad Request): ") and err.count("\n") == 1, err
-            assert reason in err and "--es-timeout" not in err and "again" not in err, err
+        extra, reason = ["--query-mode", "sparse_vector"], "must be type [sparse_vector]"  # rank_features
+        assert main([*search, *extra, "integer impacts"]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith(f"sparc-es: error: Elasticsearch rejected a request while searching '{name}' "
+                              "(400 Bad Request): ") and err.count("\n") == 1, err
+        assert reason in err and "--es-timeout" not in err and "again" not in err, err
+        # past the cluster's result window (the CLI refuses -k over 10,000 before asking): the library says why
+        from sparc_es.engines import open_engine
+
+        engine = open_engine("es", None, connection=Connection(es_url), es_index=name, tokenizer=tmp_path / "enc",
+                             hybrid="none")
+        try:
+            with pytest.raises(EngineError, match="Result window is too large") as rejected:
+                engine.search("integer impacts", 20_000)
+            assert "\n" not in str(rejected.value) and "--es-timeout" not in str(rejected.value)
+        finally:
+            engine.close()
     finally:
         client.indices.delete(index=name, ignore_unavailable=True)
 

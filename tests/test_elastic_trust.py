@@ -18,6 +18,7 @@ import pytest
 from elastic_transport import TransportError
 
 from sparc_es.cli import main
+from sparc_es.corpus import sentence_key
 from sparc_es.encode import encode_corpus
 from sparc_es.engines.elastic import (
     Connection,
@@ -373,13 +374,16 @@ def test_a_source_index_is_read_in_document_id_order_whatever_its_layout(es_url)
         def read(**given):
             return [s.id for s in ElasticSource(client, src, "body", page=2, **given).read()]
 
+        texts = {i: [f"Doc {i} starts.", f"Doc {i} ends."] for i in order}
         first = read()
-        assert first == [f"{d}#{n}" for d in sorted(order) for n in (0, 1)]
+        assert first == [f"{d}#{sentence_key(t)}" for d in sorted(order) for t in texts[d]]
         client.index(index=src, id="b", document={"body": "Doc b edited. Doc b ends.", "key": f"k-{keys['b']}"},
                      refresh=True)
-        assert read() == first
+        texts["b"][0] = "Doc b edited."
+        assert read() == [f"{d}#{sentence_key(t)}" for d in sorted(order) for t in texts[d]]  # b's first edited
         by_key = read(id_field="key")
-        assert by_key == [f"k-{d}#{n}" for d in sorted(order) for n in (0, 1)]
+        of_key = {k: i for i, k in keys.items()}
+        assert by_key == [f"k-{k}#{sentence_key(t)}" for k in sorted(order) for t in texts[of_key[k]]]
     finally:
         client.indices.delete(index=src, ignore_unavailable=True)
 
@@ -426,6 +430,16 @@ def test_a_paragraph_inserted_at_the_top_writes_only_its_sentences(es_url, tiny_
         after = {r["id"] for r in iter_vectors(tmp_path / "enc")}
         assert before < after and len(after - before) == 2
         second = load_es(tmp_path / "enc", real, name, progress=False, report=tmp_path / "r.jsonl")
-        assert (second["loaded"], second["already_there"], second["deleted"]) == (2, 20, 0)
+        # written whole: the two new sentences; the twenty others moved down the file: their
+        # offsets updated in place, not their weights or text
+        assert (second["loaded"], second["moved"], second["already_there"], second["deleted"]) == (2, 20, 0, 0)
+        text = (docs / "guide.md").read_text()
+        real.indices.refresh(index=name)
+        for hit in real.search(index=name, size=100, query={"match_all": {}})["hits"]["hits"]:
+            src = hit["_source"]
+            assert text[src["start"]:src["end"]] == src["text"], src  # every offset is the file's now
+            assert len(src["weights"]) > 0
+        third = load_es(tmp_path / "enc", real, name, progress=False, report=tmp_path / "r.jsonl")
+        assert (third["loaded"], third["moved"], third["already_there"]) == (0, 0, 22)
     finally:
         real.indices.delete(index=name, ignore_unavailable=True)

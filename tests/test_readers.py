@@ -442,11 +442,12 @@ _PIECES = ["word", "Two words.", " ", "\n", "\n\n", "\r\n", "\t", "-", "* ", "1.
 @given(st.lists(st.sampled_from(_PIECES), max_size=40), st.sampled_from(["markdown", "rst", "html", "text"]))
 def test_any_markup_is_read_with_offsets_inside_the_text(pieces, format):
     text = "".join(pieces)
-    n = 0
+    seen: dict[str, int] = {}
     for s in split_document(text, "d", format, keep_code=True):
-        assert s.text == s.text.strip() != "" and s.id == f"d#{sentence_key(s.text)}"
+        seen[s.text] = seen.get(s.text, 0) + 1  # a repeat of the same text gets "-2", "-3", ...
+        key = sentence_key(s.text) + (f"-{seen[s.text]}" if seen[s.text] > 1 else "")
+        assert s.text == s.text.strip() != "" and s.id == f"d#{key}"
         assert 0 <= s.start <= s.end <= len(text)
-        n += 1
 
 
 # --- locating text --------------------------------------------------------------------------
@@ -577,3 +578,28 @@ def test_a_word_before_a_closing_code_span_is_located_where_it_is():
                                      "Two lost on the docs), so it is off."]
     assert text[got[0].start:got[0].end] == "One with `f(word, s)`, and more, in both engines."
     assert text[got[1].start:got[1].end] == "Two lost on the docs), so it is off."
+
+
+# --- the code a sentence leads into ----------------------------------------------------------------
+
+@pytest.mark.parametrize("format, text", [
+    ("markdown", "# Lock\n\nTo upgrade a single package, keeping the others locked:\n\n"
+                 "```console\n$ uv lock --upgrade-package requests\n```\n\nAnother paragraph.\n"),
+    ("rst", "Lock\n====\n\nTo upgrade a single package, keeping the others locked::\n\n"
+            "    $ uv lock --upgrade-package requests\n\nAnother paragraph.\n"),
+    ("html", "<h1>Lock</h1><p>To upgrade a single package, keeping the others locked:</p>"
+             "<pre>$ uv lock --upgrade-package requests\n</pre><p>Another paragraph.</p>"),
+])
+def test_the_sentence_before_a_code_block_keeps_its_code(format, text):
+    got = list(split_document(text, "lock", format))
+    lead = next(s for s in got if s.text.startswith("To upgrade"))
+    assert lead.code == "$ uv lock --upgrade-package requests"
+    assert all(s.code is None for s in got if s is not lead)  # the next paragraph leads into nothing
+    assert "uv lock" not in " ".join(s.text for s in got)  # the code is shown, not a sentence
+
+
+def test_only_the_last_sentence_of_a_paragraph_gets_its_code_and_only_right_before_it():
+    text = ("First sentence. Run this:\n\n    make all\n\n## Other\n\nNo code follows here.\n\n"
+            "```\nunrelated\n```\n")
+    got = {s.text: s.code for s in split_document(text, "x.md", "markdown")}
+    assert got == {"First sentence.": None, "Run this:": "make all", "No code follows here.": "unrelated"}

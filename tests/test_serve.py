@@ -51,6 +51,7 @@ DOCS = {
     "notes/cooking.md": ["Bake the bread for forty minutes at two hundred degrees.",
                          "Let the dough rise overnight in a cold kitchen."],
 }
+CODE = {"docs/setup.md#3": {"code": "pip install torch==2.13.0"}}  # the command a sentence leads into
 QUESTIONS = ["Which Java version does Pyserini need?", "What happens when encoding is interrupted?",
              "How long should the bread bake?", "Does a model run at query time?",
              "What does the quantisation factor do?", "Which torch build should I install first?"]
@@ -74,7 +75,7 @@ def _encode(docs: dict[str, list[str]], output: Path) -> None:
         heading = Path(doc).stem.capitalize()
         for n, text in enumerate(sentences, start=1):
             records.append({"id": f"{doc}#{n}", "text": text, "context": f"{heading}. {' '.join(sentences)}",
-                            "doc": doc, "start": offset, "end": offset + len(text)})
+                            "doc": doc, "start": offset, "end": offset + len(text), **CODE.get(f"{doc}#{n}", {})})
             offset += len(text) + 1
     corpus = output.with_suffix(".jsonl")
     corpus.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
@@ -202,6 +203,14 @@ def test_search_drops_hits_under_min_score_and_says_when_no_word_is_in_the_index
     assert status == 200 and body["notice"].startswith("no word of the question is in the index"), body
     status, body, _ = search_get(server, question, 10, min_score="nan")
     assert status == 422
+
+
+@pytest.mark.jvm
+def test_a_hit_carries_the_code_its_sentence_leads_into(server):
+    status, body, _ = search_get(server, "Which torch build should I install first?", 1)
+    assert status == 200 and body["hits"][0]["id"] == "docs/setup.md#3"
+    assert body["hits"][0]["code"] == "pip install torch==2.13.0"
+    assert "code" not in search_get(server, "How long should the bread bake?", 1)[1]["hits"][0]
 
 
 @pytest.mark.jvm

@@ -23,12 +23,14 @@ class Hit:
     doc: str | None = None
     start: int | None = None
     end: int | None = None
+    code: str | None = None  # the code block the sentence leads into, as written
 
     def located(self, sentence) -> Hit:
-        """This hit with the stored sentence's text, document and offsets (``None``: unchanged)."""
+        """This hit with the stored sentence's text, document, offsets and code (``None``: unchanged)."""
         if sentence is None:
             return self
-        return replace(self, text=sentence.text, doc=sentence.doc, start=sentence.start, end=sentence.end)
+        return replace(self, text=sentence.text, doc=sentence.doc, start=sentence.start, end=sentence.end,
+                       code=sentence.code)
 
     def to_json(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}

@@ -21,6 +21,7 @@ Ties are broken by sentence id so that a fused run is deterministic.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 
 from ..errors import SparcError, choice
@@ -96,7 +97,7 @@ class HybridEngine:
         if not any(h.text or h.doc is not None for h in sparc[:1] + bm25[:1]):
             return [Hit(id=i, score=s) for i, s in ranked]
         given = {h.id: h for hits in (bm25, sparc) for h in hits}
-        return [Hit(i, s, None, given[i].text, given[i].doc, given[i].start, given[i].end) for i, s in ranked]
+        return [replace(given[i], score=s, impact=None) for i, s in ranked]
 
     def batch_search(self, topics: Iterable[tuple[str, str]], k: int = 1000, threads: int = 1) -> dict[str, list[Hit]]:
         topics = list(topics)

@@ -73,6 +73,7 @@ BASE_MAPPING = {
     "properties": {
         "text": TEXT,
         "context": {"type": "text", "index": False},  # shown with a hit, not searched
+        "code": {"type": "text", "index": False},  # the code block the sentence leads into: shown, not searched
         "doc": {"type": "keyword"},
         "start": {"type": "integer"},
         "end": {"type": "integer"},
@@ -128,7 +129,7 @@ def same_weights(stored: dict | None, identity: dict) -> bool:
             and bool(stored.get("idf", False)) == identity["idf"])
 
 
-SOURCE = ["text", "doc", "start", "end"]  # what a hit brings back
+SOURCE = ["text", "doc", "start", "end", "code"]  # what a hit brings back
 
 
 def query_body(bag: dict[str, float], size: int = 10, mode: QueryMode | str = QueryMode.RANK_FEATURE) -> dict:

@@ -12,6 +12,7 @@ index holds exactly the folder's ids (:func:`id_differences`, by an order-free d
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import sys
 from collections.abc import Iterator
@@ -60,14 +61,15 @@ class _Load:
 class _Counts:
     """What happened to the folder's records, and to the index's stale documents."""
 
-    loaded: int = 0
+    loaded: int = 0  # written whole: new or changed sentences
+    moved: int = 0  # unchanged sentences whose place in their file moved: their offsets updated
     failed: int = 0
     already_there: int = 0
     deleted: int = 0
 
     @property
     def seen(self) -> int:
-        return self.already_there + self.loaded + self.failed
+        return self.already_there + self.loaded + self.moved + self.failed
 
 
 def build_index(encoded: str | Path, client, index_name: str, chunk_size: int = 500, max_retries: int = 5,
@@ -105,7 +107,8 @@ def build_index(encoded: str | Path, client, index_name: str, chunk_size: int = 
     _record_failures(load, counts, missing, extra)
     _check_count(load, count)
     _write_build_record(load, count)
-    return {"index": index, "loaded": counts.loaded, "already_there": counts.already_there, "deleted": counts.deleted,
+    return {"index": index, "loaded": counts.loaded, "moved": counts.moved, "already_there": counts.already_there,
+            "deleted": counts.deleted,
             "failed": counts.failed, "count": count, "expected": manifest.retrievable}
 
 
@@ -148,8 +151,9 @@ def _create_or_check_index(load: _Load, body: dict, recreate: bool) -> bool:
         client.indices.refresh(index=index)  # a count sees only refreshed documents
         resume = client.count(index=index)["count"] > 0
         properties = client.indices.get_mapping(index=index)[index]["mappings"].get("properties", {})
-        if "hash" not in properties:  # made before content hashes were stored
-            client.indices.put_mapping(index=index, properties={"hash": BASE_MAPPING["properties"]["hash"]})
+        added = {name: BASE_MAPPING["properties"][name] for name in ("hash", "code") if name not in properties}
+        if added:  # made before content hashes, or the code a sentence leads into, were stored
+            client.indices.put_mapping(index=index, properties=added)
         return resume
 
 
@@ -169,7 +173,9 @@ def _stream_bulk(load: _Load, resume: bool) -> _Counts:
         actions = _actions(load, load.client if resume else None, skipped)
         for success, item in helpers.streaming_bulk(load.client, actions, **load.bulk,
                                                     raise_on_error=False, raise_on_exception=False):
-            if success:
+            if success and "update" in item:
+                counts.moved += 1
+            elif success:
                 counts.loaded += 1
             else:
                 counts.failed += 1
@@ -287,37 +293,56 @@ def _present(client, index_name: str, ids: list[str]) -> dict[str, str | None]:
 
 def _actions(load: _Load, client=None, skipped: list[int] | None = None) -> Iterator[dict]:
     """Bulk actions for every record, with its BM25 terms (:func:`~sparc_es.engines.blend.blended`);
-    with ``client``, those the index already holds unchanged (same content hash, which names the
-    BM25 statistics too) are skipped (a resumed load, or an update) and counted in ``skipped[0]``."""
+    with ``client``, those the index already holds unchanged (same hash: of the weights' inputs and
+    the BM25 statistics, and of where the sentence sits and the code it leads into, so a sentence
+    that moved down its file is written again with its new offsets) are skipped (a resumed load, or
+    an update) and counted in ``skipped[0]``."""
     encoded, index_name = load.encoded, load.index
     store = SentenceStore(encoded / SENTENCES)
     try:
         for batch in _batches(encoded):
             batch = list(blend.blended(batch, load.statistics, load.maxima))
+            found = store.get([r["id"] for r in batch], context=True)
+            actions = [_action(r, found[r["id"]], index_name) for r in batch]
             if client is not None:
-                there = _present(client, index_name, [r["id"] for r in batch])
-                fresh = [r for r in batch if r["id"] not in there or there[r["id"]] != r.get("hash")]
+                there = _present(client, index_name, [a["_id"] for a in actions])
+                fresh = [_moved(a) if _same_content(there.get(a["_id"]), a["_source"].get("hash")) else a
+                         for a in actions if a["_id"] not in there or there[a["_id"]] != a["_source"].get("hash")]
                 if skipped is not None:
-                    skipped[0] += len(batch) - len(fresh)
-                batch = fresh
-            yield from _with_text(batch, store, index_name)
+                    skipped[0] += len(actions) - len(fresh)
+                actions = fresh
+            yield from actions
     finally:
         store.close()
 
 
-def _with_text(records: list[dict], store: SentenceStore, index_name: str) -> Iterator[dict]:
-    """The index actions of ``records``: weights, with the text, context, document and offsets of the store."""
-    found = store.get([r["id"] for r in records], context=True)
-    for r in records:
-        features = es_features(r["vector"])
-        s = found[r["id"]]
-        source = {"text": s.text, FIELD: features}
-        if r.get("hash"):
-            source["hash"] = r["hash"]
-        for key in ("context", "doc", "start", "end"):
-            if getattr(s, key) not in (None, ""):
-                source[key] = getattr(s, key)
-        yield {"_op_type": "index", "_index": index_name, "_id": r["id"], "_source": source}
+def _same_content(stored: str | None, new: str | None) -> bool:
+    """Whether two hashes (:func:`_action`) differ only in where the sentence sits."""
+    return bool(stored and new) and stored.rpartition("+")[0] == new.rpartition("+")[0] and "+" in stored
+
+
+PLACE = ("doc", "start", "end", "code")  # what an update of a moved sentence rewrites
+
+
+def _moved(action: dict) -> dict:
+    """The partial update of a document whose sentence only moved in its file: its place and hash,
+    not its weights or text."""
+    source = action["_source"]
+    return {"_op_type": "update", "_index": action["_index"], "_id": action["_id"],
+            "doc": {key: source.get(key) for key in (*PLACE, "hash")}}
+
+
+def _action(record: dict, s, index_name: str) -> dict:
+    """The index action of one record: its weights, with the text, context, document, offsets and
+    code of its stored sentence ``s``."""
+    source = {"text": s.text, FIELD: es_features(record["vector"])}
+    if record.get("hash"):
+        placed = hashlib.sha1(f"{s.doc}\0{s.start}\0{s.end}\0{s.code or ''}".encode()).hexdigest()[:12]
+        source["hash"] = f"{record['hash']}+{placed}"
+    for key in ("context", *PLACE):
+        if getattr(s, key) not in (None, ""):
+            source[key] = getattr(s, key)
+    return {"_op_type": "index", "_index": index_name, "_id": record["id"], "_source": source}
 
 
 def _stale_ids(client, index_name: str, encoded: Path) -> list[str]:

@@ -90,7 +90,7 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-over", choices=["sentence", "all"],
                    help="positions the max in f(v, s) runs over: the sentence's own, or sentence and "
                         "context (default: the model's, sentence)")
-    g.add_argument("--threads", type=int, default=None, metavar="N",
+    g.add_argument("--threads", type=_k, default=None, metavar="N",
                    help="torch CPU threads (default: torch's choice)")
     g.add_argument("--device", default="auto", metavar="DEVICE",
                    help="where the model runs: auto (a GPU when torch sees one, else the CPU), cpu, cuda or "
@@ -373,9 +373,10 @@ def _encode_parser(sub) -> None:
     g.add_argument("--id-field", help="take document ids from this field (default: _id)")
     g.add_argument("--title-field", help="a title field put before each paragraph in the context")
     g.add_argument("--es-query", metavar="JSON", help="query DSL selecting the documents (default: all)")
-    g.add_argument("--format", choices=["text", "markdown", "rst", "html"], default="text",
+    g.add_argument("--format", choices=["text", "markdown", "rst", "html"],
                    help="how the text field is written: split as plain text, or read as Markdown, "
-                        "reStructuredText or HTML (section titles go into the context) (default: %(default)s)")
+                        "reStructuredText or HTML (section titles go into the context) (default: text; files "
+                        "given with --corpus are read as their suffix says)")
     p.set_defaults(func=cmd_encode)
 
 
@@ -384,6 +385,9 @@ def cmd_encode(args: argparse.Namespace) -> int:
 
     if args.corpus:  # say at once which files of the folders will not be read
         from .corpus import ReadStats, corpus_files
+
+        _refuse(args, ("text_field", "id_field", "title_field", "es_query", "format"),
+                "applies to --from-es only: files given with --corpus are read as their suffix says")
 
         listed = ReadStats()
         corpus_files(args.corpus, listed)
@@ -443,7 +447,8 @@ def _es_source(args: argparse.Namespace):
     except ValueError as e:
         raise SparcError(f"--es-query is not valid JSON: {e}") from None
     return ElasticSource(_connection(args).client(), check_index_name(args.from_es), args.text_field,
-                         id_field=args.id_field, title_field=args.title_field, query=query, format=args.format)
+                         id_field=args.id_field, title_field=args.title_field, query=query,
+                         format=args.format or "text")
 
 
 def _requantize_parser(sub) -> None:
@@ -563,6 +568,10 @@ def cmd_search(args: argparse.Namespace) -> int:
         return _search_stdin(args)
     if any(not q.strip() for q in args.question):
         raise SparcError("empty question")
+    from .query import check_question
+
+    for question in args.question:
+        check_question(question)
     if args.depth is not None and not args.documents:
         raise SparcError("--depth is how many sentences are grouped into documents: it applies with --documents only")
     engine = _open_engine(args)
@@ -593,13 +602,20 @@ def _search_stdin(args: argparse.Namespace) -> int:
     comes; with ``--json`` one ``{question, hits}`` object per line."""
     if args.depth is not None and not args.documents:
         raise SparcError("--depth is how many sentences are grouped into documents: it applies with --documents only")
+    from .query import check_question
+
     engine = _open_engine(args)
     try:
         presenter = _presenter(args, engine)
         try:
-            for line in sys.stdin:
+            for number, line in enumerate(sys.stdin, start=1):
                 question = line.strip()
                 if not question:
+                    continue
+                try:
+                    check_question(question)
+                except SparcError as e:  # the others are still answered
+                    _warn(f"standard input, line {number}: {e}; skipped")
                     continue
                 match, shown = _answer(args, engine, presenter, question)
                 if args.json:
@@ -718,6 +734,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.tag is not None and (not args.tag.strip() or len(args.tag.split()) > 1):
         raise SparcError(f"--tag {args.tag!r}: a run tag is one word (TREC run files split on whitespace)")
     depth = 1000 if args.depth is None else args.depth
+    folders.check_file_output(args.output, "--output")
+    folders.check_apart(args.output, [args.topics, args.index], "--output")
     topics = list(read_topics(args.topics))
     if not topics:  # an empty run file would score 0 without a word
         raise SparcError(f"{args.topics}: no topics in it (one 'qid<TAB>question' per line)")
@@ -842,6 +860,9 @@ def cmd_query_dsl(args: argparse.Namespace) -> int:
     from .query import QueryEncoder
 
     _no_bm25_weight(args)
+    from .query import check_question
+
+    check_question(args.question)
     if not args.question.strip():
         raise SparcError("empty question")
     method = args.hybrid or DEFAULT_METHOD.value
@@ -972,6 +993,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from .trec import read_qrels
 
     qrels = read_qrels(args.qrels)
+    unjudgeable = [q for q, judged in qrels.items() if not any(r > 0 for r in judged.values())]
+    if unjudgeable:
+        _warn(f"{len(unjudgeable)} of {len(qrels)} queries of {args.qrels} have no relevant document (relevance > 0), "
+              f"e.g. {unjudgeable[0]!r}: they count 0 in every mean")
     if args.baseline:  # the runs are read from their files one query at a time, as without --baseline
         differences = compare(Path(args.run), Path(args.baseline), qrels)
         if args.json:
@@ -1041,6 +1066,8 @@ def cmd_evalset(args: argparse.Namespace) -> int:
     else:
         evalset = beir_eval_set(args.beir, args.split, args.name)
     evalset.check(args.docs or args.mrqa or args.beir or args.domain)
+    folders.check_apart(args.output, [args.docs, args.mrqa, args.beir, args.questions, args.answers, args.candidates],
+                        "--output")
     for note in evalset.notes:
         _warn(note)
     paths = evalset.write(args.output)
@@ -1079,6 +1106,12 @@ def cmd_table(args: argparse.Namespace) -> int:
     _set_threads(args.threads)
     json_path = args.json or str(Path(args.workdir) / "table.json")
     markdown_path = args.markdown or str(Path(args.workdir) / "table.md")
+    given = [d for d in args.domains.split(",") if Path(d).exists()]  # evaluation set folders
+    for flag, path in (("--json", json_path), ("--markdown", markdown_path)):
+        folders.check_file_output(path, flag)
+        folders.check_apart(path, given, flag)
+    if not split_systems(args.systems) or not [d for d in args.domains.split(",") if d.strip()]:
+        raise SparcError("--systems and --domains each name at least one")
     rows = run_table(split_systems(args.systems), args.domains.split(","), args.workdir, args.data,
                      k=args.k, threads=args.threads or 2, batch=args.batch)
     write_table(rows, json_path, markdown_path)
@@ -1118,6 +1151,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if len(args.text) != 1:
         raise SparcError("explain takes one sentence (in quotes); with --index, the question and the hits to explain")
     args.sentence = args.text[0]
+    from .query import check_question
+
+    check_question(args.sentence)
     if not args.sentence.strip():
         raise SparcError("empty sentence")
     model = _load_model(args)
@@ -1146,6 +1182,9 @@ def _explain_hits(args: argparse.Namespace) -> int:
     question, wanted = args.text[0], args.text[1:]
     if not question.strip():
         raise SparcError("empty question")
+    from .query import check_question
+
+    check_question(question)
     _set_threads(args.threads)
     device = resolve_device(args.device)
     engine = open_engine("lucene", args.index, hybrid=args.hybrid or "default", hybrid_weight=args.hybrid_weight,

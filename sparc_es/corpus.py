@@ -81,6 +81,9 @@ MAX_SENTENCE_CHARS = 1_500
 # 5 MB paragraph would otherwise store all of it.
 MAX_CONTEXT_CHARS = 10_000
 CUT_EXAMPLES = 5
+# A lead-in longer than this (the header row of a table 2,000 columns wide) is cut in contexts: every
+# row's context holds it, and the passage encoder reads 256 tokens.
+MAX_LEAD_CHARS = 1_000
 
 
 def sentence_id_problem(sid: str) -> str | None:
@@ -276,7 +279,8 @@ def context_of(block: Block) -> str:
         path = " > ".join(block.headings)
         parts.append(path if path[-1] in ".!?:;" else path + ".")
     if block.lead:
-        parts.append(block.lead if block.lead[-1] in ".!?:;" else block.lead + ":")
+        lead = block.lead if len(block.lead) <= MAX_LEAD_CHARS else block.lead[:MAX_LEAD_CHARS].rsplit(" ", 1)[0] + " …"
+        parts.append(lead if lead[-1] in ".!?:;" else lead + ":")
     parts.append(block.text)
     return " ".join(parts)
 

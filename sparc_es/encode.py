@@ -44,7 +44,7 @@ from typing import Protocol
 import orjson
 
 from . import __version__, folders
-from .corpus import ReadStats, Sentence, Source, as_source
+from .corpus import Files, ReadStats, Sentence, Source, as_source
 from .errors import SparcError, StoreError
 from .idf import idf_from_statistics
 from .layout import (
@@ -218,6 +218,8 @@ def encode_corpus(corpus: Source | Iterable[str | Path], output: str | Path, mod
         raise SparcError("--update keeps the weights of unchanged sentences and --overwrite encodes everything "
                          "again: pass one of them")
     out = Path(output)
+    if isinstance(source, Files):  # an output inside a corpus folder would be read back as corpus
+        folders.check_apart(out, source.paths, "the output folder")
     with exclusive(out, "sparc-es encode"):
         try:
             _finish_interrupted_update(out)

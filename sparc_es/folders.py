@@ -59,3 +59,28 @@ def check_removable(folder: str | Path, flag: str = "--overwrite") -> bool:
         raise StoreError(f"{folder}: was not made by sparc-es (no {MARKER} file in it); {flag} deletes only "
                          "sparc-es's own folders: remove it yourself or choose another path")
     return True
+
+
+def check_apart(output: str | Path, inputs, flag: str) -> None:
+    """Refuse, with one line, an output (``flag`` names its option) that is one of ``inputs`` or
+    lies inside one, or that holds one: writing it would overwrite or delete the input, or read
+    the output back as input."""
+    out = Path(output).resolve()
+    for given in inputs:
+        if given is None:
+            continue
+        source = Path(given).resolve()
+        if out == source or out.is_relative_to(source) or source.is_relative_to(out):
+            relation = "is" if out == source else "is inside" if out.is_relative_to(source) else "holds"
+            raise StoreError(f"{output}: {flag} {relation} the input {given}: writing it would overwrite or read "
+                             "its own input; choose another path")
+
+
+def check_file_output(output: str | Path, flag: str) -> None:
+    """Refuse, with one line, an output file (``flag``) that is there and is not a regular file: a
+    folder, a device, a pipe or a link to one would be replaced by the file written."""
+    path = Path(output)
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        kind = "a link" if path.is_symlink() else "a folder" if path.is_dir() else "not a regular file"
+        raise StoreError(f"{output}: {flag} is {kind}; name a file to write (it is written whole, then "
+                         "renamed into place)")

@@ -15,6 +15,8 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
+from .errors import SparcError
+from .ids import SURROGATE
 from .layout import TOKENIZER
 
 
@@ -107,3 +109,17 @@ class QueryEncoder:
         """Pyserini's query-encoder interface. Lucene impact queries take integer weights: each is
         rounded, and a token whose weight rounds to 0 is left out."""
         return {t: round(w) for t, w in self.bag(text).items() if round(w) > 0}
+
+
+def check_question(question: str) -> str:
+    """``question``, or a one-line :class:`~sparc_es.errors.SparcError` when it is not text: a byte
+    that is not UTF-8 (an argument or a line read with surrogate escapes) or a lone surrogate (JSON
+    allows ``"\\ud800"``), which no tokenizer takes."""
+    bad = SURROGATE.search(question)
+    if bad is None:
+        return question
+    code = ord(bad.group())
+    why = f"byte 0x{code - 0xDC00:02x} is not UTF-8" if 0xDC80 <= code <= 0xDCFF else \
+        f"U+{code:04X} is half of a surrogate pair, not a character"
+    shown = question.encode("utf-8", "backslashreplace").decode()[:80]
+    raise SparcError(f"the question {shown!r} is not valid text: {why}")

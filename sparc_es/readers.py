@@ -99,14 +99,31 @@ def read_blocks(text: str, format: str = "text", keep_code: bool = False, name: 
         tree = rst_doctree(text, name)
         for line, what in tree.get("sparc_es_cut", ()):
             report(line, what)
+        for line, what in _rst_rejected(tree):
+            report(line, what)
         blocks = _RstWalker(text).blocks(tree)
     elif format == "html":
-        blocks = _html_blocks(text, 0, [])
+        blocks = _html_blocks(text, 0, [], report)
     else:
         raise InputError(name, f"unknown document format {format!r}; choose from {', '.join(FORMATS)}")
     for block in _with_code(blocks):
         if keep_code or block.kind != CODE:
-            yield block
+            yield _text_only(block, report)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _text_only(block: Block, report: Report) -> Block:
+    """``block``, a lone surrogate (a reStructuredText ``unicode:: U+D800``, which no encoder can
+    write) shown as U+FFFD and reported."""
+    parts = (block.text, block.lead, block.code, *block.headings)
+    if not any(_SURROGATE.search(p) for p in parts):
+        return block
+    report(None, "a surrogate code point (not a character) shown as U+FFFD")
+    clean = lambda t: _SURROGATE.sub("\ufffd", t)  # noqa: E731
+    return replace(block, text=clean(block.text), lead=clean(block.lead), code=clean(block.code),
+                   headings=tuple(map(clean, block.headings)))
 
 
 MAX_CODE_CHARS = 4_000  # of the code kept with the block that leads into it (shown, not searched)
@@ -430,6 +447,9 @@ def _markdown_blocks(text: str, report: Report) -> Iterator[Block]:
             prev = None
             continue
         elif kind in ("fence", "code_block"):
+            if kind == "fence" and t.map and t.map[1] >= body.count("\n") and not _closes(t, body):
+                report(t.map[0] + 1, f"a code fence ({t.markup}) left open: the rest of the file "
+                                     f"({t.map[1] - t.map[0]:,} lines) is read as code")
             if t.content.strip():
                 a, b = span(t)
                 yield Block(_squash(t.content), headings, kind=CODE, start=a, end=b, code=t.content.strip("\n"))
@@ -437,13 +457,20 @@ def _markdown_blocks(text: str, report: Report) -> Iterator[Block]:
         elif kind == "html_block":
             a, b = span(t)
             stack = list(heads)
-            for block in _html_blocks(t.content, a, stack):
+            for block in _html_blocks(t.content, a, stack, report, t.map[0] if t.map else 0):
                 yield replace(block, end=min(block.end, b))
             heads[:] = stack  # an HTML heading (<h1 align="center">) opens a section as # does
             prev = None
         elif kind == "hr":
             prev = None
         i += 1
+
+
+def _closes(fence, body: str) -> bool:
+    """Whether a fence token's last line is its closing fence (markdown-it runs an open one to the end)."""
+    lines = body.split("\n")[fence.map[0]:fence.map[1]]
+    last = next((line.strip() for line in reversed(lines) if line.strip()), "")
+    return len(lines) > 1 and last.startswith(fence.markup) and not last.strip(fence.markup[0]).strip()
 
 
 def _markdown_table(tokens, i: int, headings: tuple[str, ...], span):
@@ -551,6 +578,13 @@ class _Html(HTMLParser):
         self.prev: Block | None = None
         self.term = ""
         self.tables: list[_Table] = []
+        self.cuts: list[tuple[int | None, str]] = []  # (line, what) the reader left out or bounded
+        self.too_deep = False
+
+    def line(self) -> int:
+        return self.getpos()[0] + self.base_line
+
+    base_line = 0  # lines before this fragment in its document (an HTML block inside Markdown)
 
     def pos(self) -> int:
         line, col = self.getpos()
@@ -566,6 +600,16 @@ class _Html(HTMLParser):
             self._end(self.stack[-1].tag)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if len(self.stack) >= MAX_HTML_DEPTH and tag not in _VOID:
+            # Every start and end tag looks down the open elements: 60,000 open <div><p> took minutes.
+            # Past the depth browsers build (512), an element is read as part of the one it is in.
+            if not self.too_deep:
+                self.too_deep = True
+                self.cuts.append((self.line(), f"elements nested deeper than {MAX_HTML_DEPTH} levels: read as "
+                                               "part of the element they are in"))
+            if tag in _BLOCK:
+                self._flush()
+            return
         a = {k: v or "" for k, v in attrs}
         if tag in _IMPLICIT or (tag in _BLOCK and self.stack and self.stack[-1].tag == "p"):
             closes, bound = _IMPLICIT.get(tag, ({"p"}, set()))
@@ -676,6 +720,11 @@ class _Html(HTMLParser):
         rest = self.rawdata
         opened = rest.find("<!--")
         if opened >= 0 and "-->" not in rest[opened + 4:]:  # HTML5: a comment left open runs to the end
+            hidden = rest[opened:]
+            if hidden[4:].strip():
+                line = self.line() + rest.count("\n", 0, opened)
+                self.cuts.append((line, f"an HTML comment left open hides the rest of the file ({len(hidden):,} "
+                                        f"characters, {hidden.count(chr(10)) + 1:,} lines)"))
             rest = self.rawdata = rest[:opened]
         cut = rest.rfind(">") + 1
         if self.cdata_elem is None and "<" in rest[cut:]:
@@ -747,9 +796,15 @@ class _Html(HTMLParser):
         self.prev = block if kind in (PARAGRAPH, ITEM) else None
 
 
-def _html_blocks(text: str, base: int, heads: list[tuple[int, str]]) -> Iterator[Block]:
-    """The blocks of an HTML document or fragment; ``heads`` (level, title) is updated in place."""
+MAX_HTML_DEPTH = 512  # open elements: as deep as browsers build a page
+
+
+def _html_blocks(text: str, base: int, heads: list[tuple[int, str]], report: Report | None = None,
+                 line: int = 0) -> Iterator[Block]:
+    """The blocks of an HTML document or fragment (``line`` lines into its document); ``heads``
+    (level, title) is updated in place; what was left out goes to ``report``."""
     parser = _Html(text, base, heads)
+    parser.base_line = line
     # Fed in pieces so blocks stream out of a large page instead of piling up.
     step = 1 << 16
     for i in range(0, len(text), step):
@@ -758,6 +813,8 @@ def _html_blocks(text: str, base: int, heads: list[tuple[int, str]]) -> Iterator
         parser.out = []
     parser.close()
     yield from parser.out
+    for at, what in parser.cuts if report is not None else ():
+        report(at, what)
 
 
 # --- reStructuredText -------------------------------------------------------------------------
@@ -1077,6 +1134,17 @@ def rst_doctree(text: str, name: str = "<document>") -> docutils.nodes.document:
         except Exception as e:  # docutils gives up on some input (too deep nesting, ...): say where
             line = getattr(e, "line", None)
             raise InputError(name, f"cannot read reStructuredText: {e}".splitlines()[0], line) from None
+
+
+def _rst_rejected(document) -> Iterator[tuple[int | None, str]]:
+    """(line, what) of each block docutils could not read (a malformed table, a csv-table with a
+    stray quote): an error message that carries the block's source, which is all that is left of it."""
+    from docutils import nodes
+
+    for message in document.findall(nodes.system_message):
+        if message.get("level", 0) >= 3 and any(isinstance(c, nodes.literal_block) for c in message.children):
+            why = " ".join(message.children[0].astext().split()) if message.children else "unreadable"
+            yield message.get("line"), f"reStructuredText docutils could not read, left out: {why[:120]}"
 
 
 class _RstWalker:

@@ -79,9 +79,14 @@ class ApiError(Exception):
 
 
 def _question(value: str) -> str:
+    from .query import check_question
+
     if not value.strip():
         raise ValueError("empty question")
-    return value
+    try:
+        return check_question(value)
+    except SparcError as e:
+        raise ValueError(str(e)) from None
 
 
 MIN_SCORE_HELP = "drop hits scoring less (default: the server's --min-score)"
@@ -115,8 +120,10 @@ class BatchRequest(BaseModel):
     @classmethod
     def _questions(cls, value: list[str]) -> list[str]:
         for i, q in enumerate(value):
-            if not q.strip():
-                raise ValueError(f"question {i} is empty")
+            try:
+                _question(q)
+            except ValueError as e:
+                raise ValueError(f"question {i}: {e}") from None
         return value
 
 
@@ -238,7 +245,8 @@ class Service:
             raise ApiError(404, "this server has no sentence store (serve it with --index INDEX)")
         found = self.store.get([sentence_id], context=True).get(sentence_id)
         if found is None:
-            raise ApiError(404, f"no sentence with id {sentence_id!r} in the index")
+            shown = sentence_id if len(sentence_id) <= 200 else sentence_id[:200] + "..."
+            raise ApiError(404, f"no sentence with id {shown!r} in the index")
         place = where(found.doc, found.id, found.start, found.end)
         return {**found.to_json(), "context": found.context, "where": place}
 

@@ -120,9 +120,14 @@ def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
     for lineno, qid, docid, relevance in _columns(path, "qid iter docid relevance", (0, 2, 3), int, "an integer"):
         if not -2**31 <= relevance < 2**31:  # trec_eval's int
             raise InputError(path, f"relevance {relevance} is out of range (a 32-bit integer)", lineno)
-        qrels.setdefault(qid, {})[docid] = relevance
+        judged = qrels.setdefault(qid, {})
+        if docid in judged:  # which line counts would be a guess (trec_eval keeps the last)
+            raise InputError(path, f"document {docid!r} is judged twice for query {qid!r}", lineno)
+        judged[docid] = relevance
     if not qrels:
         raise InputError(path, "no judgements in the qrels file")
+    if not any(r > 0 for judged in qrels.values() for r in judged.values()):
+        raise InputError(path, "no relevant judgement (relevance above 0): every measure would be 0")
     return qrels
 
 

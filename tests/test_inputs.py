@@ -388,3 +388,106 @@ def test_hits_per_question_are_bounded(capsys):
     with pytest.raises(SystemExit):
         main(["search", "--index", "x", "--documents", "--depth", "1e3", "q"])
     assert "argument --depth: '1e3' is not a whole number" in capsys.readouterr().err
+
+
+def test_a_question_that_is_not_text_is_one_line(capsys, monkeypatch, tmp_path):
+    """A non-UTF-8 byte in an argument (Python keeps it as a surrogate escape) reached the tokenizer
+    as a TypeError; from standard input, it stopped the batch."""
+
+    for argv in (["search", "--index", str(tmp_path), "caf\udce9"], ["explain", "caf\udce9 au lait"],
+                 ["query-dsl", "--tokenizer", str(tmp_path), "caf\udce9"]):
+        assert main(argv) == 1
+        err = capsys.readouterr().err
+        assert "is not valid text: byte 0xe9 is not UTF-8" in err and err.count("\n") == 1, err
+
+
+# --- second probe: outputs that would overwrite inputs, unread blocks said, and bad options -----------
+
+def test_an_output_is_never_one_of_its_inputs(tmp_path, tiny_model_dir, capsys):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nThe port is 8081.\n")
+    (tmp_path / "q.tsv").write_text("q1\twhich port?\n")
+    (tmp_path / "a.tsv").write_text("q1\t8081\n")
+    cases = [
+        (["encode", "--corpus", str(docs), "--output", str(docs / "enc"), "--model", str(tiny_model_dir)],
+         "the output folder is inside the input"),
+        (["evalset", "--docs", str(docs), "--questions", str(tmp_path / "q.tsv"), "--answers", str(tmp_path / "a.tsv"),
+          "--output", str(docs)], "--output is the input"),
+        (["run", "--index", str(tmp_path / "idx"), "--topics", str(tmp_path / "q.tsv"), "--output",
+          str(tmp_path / "q.tsv")], "--output is the input"),
+        (["run", "--index", str(tmp_path / "idx"), "--topics", str(tmp_path / "q.tsv"), "--output", str(docs)],
+         "--output is a folder"),
+        (["table", "--systems", "bm25", "--domains", str(docs), "--json", str(docs / "qrels.txt")],
+         "--json is inside the input"),
+    ]
+    for argv, says in cases:
+        assert main(argv) == 1, argv
+        err = capsys.readouterr().err
+        assert says in err and err.count("\n") == 1, err
+    assert sorted(p.name for p in docs.iterdir()) == ["a.md"]
+    assert (tmp_path / "q.tsv").read_text() == "q1\twhich port?\n"
+    from sparc_es.engines.lucene import build_index
+    from sparc_es.errors import StoreError
+
+    with pytest.raises(StoreError, match="the index folder is the input"):
+        build_index(tmp_path / "enc", tmp_path / "enc", overwrite=True)
+
+
+def test_qrels_that_judge_nothing_relevant_or_twice_are_refused(tmp_path, capsys):
+    (tmp_path / "zero.txt").write_text("q1 0 d1 0\nq2 0 d2 -1\n")
+    with pytest.raises(InputError, match="no relevant judgement"):
+        read_qrels(tmp_path / "zero.txt")
+    (tmp_path / "twice.txt").write_text("q1 0 d1 1\nq1 0 d1 0\n")
+    with pytest.raises(InputError, match=r"twice.txt:2: document 'd1' is judged twice for query 'q1'"):
+        read_qrels(tmp_path / "twice.txt")
+    (tmp_path / "mixed.txt").write_text("q1 0 d1 1\nq2 0 d2 0\n")
+    (tmp_path / "run.trec").write_text("q1 Q0 d1 1 1.0 t\n")
+    assert main(["eval", "--run", str(tmp_path / "run.trec"), "--qrels", str(tmp_path / "mixed.txt")]) == 0
+    assert "1 of 2 queries of" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("system, says", [
+    ("sparc:hybrid=sum,hybrid_weight=7", "must be a number from 0 to 1"),
+    ("sparc:hybrid_weight=nan", "must be a number from 0 to 1"),
+    ("sparc:idf=2", "must be 0 or 1"),
+    ("sparc:max_over=foo", "max_over in system"),
+    ("sparc:word_weight=1e308", "must be a number from 0 to 100"),
+    ("", "--systems and --domains each name at least one"),
+])
+def test_table_system_options_are_checked_as_the_flags_are(system, says, capsys, tmp_path):
+    assert main(["table", "--systems", system, "--domains", "val", "--workdir", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert says in err and err.count("\n") == 1, err
+
+
+def test_an_answer_pattern_for_a_file_the_docs_do_not_have_is_named(tmp_path, capsys):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("Paris is the capital.\n")
+    (tmp_path / "q.tsv").write_text("q1\twhat is the capital?\n")
+    (tmp_path / "a.tsv").write_text("q1\tParis\tnosuch.html\n")
+    assert main(["evalset", "--docs", str(docs), "--questions", str(tmp_path / "q.tsv"), "--answers",
+                 str(tmp_path / "a.tsv"), "--output", str(tmp_path / "out")]) == 1
+    assert "a.tsv:1: 'nosuch.html' is not a file of" in capsys.readouterr().err
+
+
+def test_corpus_options_of_es_are_refused_with_files(capsys, tmp_path):
+    assert main(["encode", "--corpus", str(tmp_path), "--output", str(tmp_path / "o"), "--format", "rst"]) == 1
+    assert "--format applies to --from-es only" in capsys.readouterr().err
+
+
+def test_blocks_docutils_cannot_read_and_constructs_left_open_are_reported(tmp_path):
+    (tmp_path / "t.rst").write_text('Title\n=====\n\nBefore.\n\n.. csv-table:: T\n\n   "Armadillo", "armoured\n\n'
+                                    "After.\n\n.. |s| unicode:: U+D800\n\nA |s| b.\n")
+    (tmp_path / "f.md").write_text("# T\n\nVisible.\n\n```python\nprint(1)\n\nMore prose hidden.\n")
+    (tmp_path / "d.html").write_text("<p>Start.</p>" + "<div><p>" * 20000 + "Deep text.")
+    stats = ReadStats()
+    got = {f.name: [s.text for s in read_document(f, stats=stats)] for f in sorted(tmp_path.iterdir())}
+    assert got == {"d.html": ["Start.", "Deep text."], "f.md": ["Visible."],
+                   "t.rst": ["Before.", "After.", "A \ufffd b."]}
+    text = "\n".join(stats.cut_examples)
+    assert "d.html:1: elements nested deeper than 512 levels" in text
+    assert "f.md:5: a code fence (```) left open" in text
+    assert 't.rst:6: reStructuredText docutils could not read, left out: Error with CSV data in "csv-table"' in text
+    assert "a surrogate code point" in text and stats.cut == 4

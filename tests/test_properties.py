@@ -7,6 +7,7 @@ import json
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from sparc_es.corpus import CONTROL, read_corpus
@@ -69,7 +70,11 @@ def test_topics_round_trip(topics):
 def test_qrels_round_trip(qrels):
     path = Path(tempfile.mkdtemp()) / "q.txt"
     write_qrels(path, qrels.items())
-    assert read_qrels(path) == qrels
+    if any(r > 0 for judged in qrels.values() for r in judged.values()):
+        assert read_qrels(path) == qrels
+    else:  # nothing relevant: every measure would be 0, refused
+        with pytest.raises(InputError, match="no relevant judgement"):
+            read_qrels(path)
 
 
 @SETTINGS

@@ -275,7 +275,9 @@ def test_explain_says_why_each_hit_scored(server, engine):
     ("POST", "/search", None, b"question=java", 400, "invalid JSON body"),
     ("POST", "/search", ["java"], None, 422, "request body: input should be a valid dictionary"),
     ("POST", "/batch", {"questions": []}, None, 422, "questions: list should have at least 1 item"),
-    ("POST", "/batch", {"questions": ["java", ""]}, None, 422, "questions: question 1 is empty"),
+    ("POST", "/batch", {"questions": ["java", ""]}, None, 422, "questions: question 1: empty question"),
+    ("POST", "/search", None, b'{"question": "caf\\ud800"}', 422, "is not valid text: U+D800 is half of a surrogate"),
+    ("POST", "/batch", None, b'{"questions": ["java", "\\ud800"]}', 422, "question 1: the question"),
     ("POST", "/batch", {"questions": ["java"] * 1001}, None, 422, "questions: list should have at most 1000"),
     ("POST", "/batch", None, b"\xff\xfe", 400, "invalid JSON body"),
     ("GET", "/batch", None, None, 405, "GET is not allowed on /batch"),
@@ -553,6 +555,11 @@ def test_search_reads_questions_from_stdin(index, engine, monkeypatch, capsys):
 
     assert main(["search", "--index", str(index), "-", "another question"]) == 1
     assert "goes alone" in capsys.readouterr().err
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO(f"{QUESTIONS[0]}\ncaf\udce9\n{QUESTIONS[2]}\n"))
+    assert main(["search", "--index", str(index), "-k", "1", "-"]) == 0  # a line that is not text is skipped
+    out, err = capsys.readouterr()
+    assert out.count("Q: ") == 2 and "standard input, line 2: the question 'caf\\xe9' is not valid text" in err
 
 
 @pytest.mark.jvm

@@ -58,6 +58,7 @@ def build_index(encoded: str | Path, folder: str | Path, overwrite: bool = False
     says on stderr which stage is running.
     """
     encoded, folder = Path(encoded), Path(folder)
+    folders.check_apart(folder, [encoded], "the index folder")  # --overwrite would delete the encoded folder
     Manifest.read(encoded)  # a clear error for a folder that is not a finished encode, before anything else
     if folder.exists() and not overwrite:
         raise StoreError(f"{folder}: already exists; pass --overwrite to rebuild it")

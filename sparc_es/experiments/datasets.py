@@ -397,6 +397,12 @@ def docs_eval_set(docs: str | Path, questions: str | Path, answers: str | Path, 
     if unknown:
         raise InputError(answers, f"answers for questions not in {questions}: {', '.join(unknown[:5])}")
     sentences = list(read_corpus([docs]))
+    files = {s.doc for s in sentences}
+    for rules in patterns.values():
+        for rule in rules:
+            if rule.where is not None and rule.where not in files:
+                raise InputError(answers, f"{rule.where!r} is not a file of {docs} with sentences (a path relative "
+                                          "to the documents folder)", rule.line)
     qrels: dict[str, set[str]] = {}
     for qid, _ in topics:
         rules = patterns.get(qid, [])

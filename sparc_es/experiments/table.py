@@ -39,6 +39,7 @@ scored from its file, query by query (:func:`sparc_es.eval.evaluate_file`).
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 from contextlib import ExitStack
@@ -57,9 +58,42 @@ KINDS = ("bm25", "bm25-paper", "sparc", "sparc-exact", "sparc-int")
 ENGINE_OF = {"bm25": "bm25", "bm25-paper": "bm25-paper", "sparc": "lucene", "sparc-exact": "exact-float",
              "sparc-int": "exact-int"}  # what searches a system's questions, as its run tag names it
 BATCH = 200  # questions searched at once: the hits a table holds are one batch's, for each system
-SPARC_OPTIONS = {"model": str, "top_k": int, "factor": float, "max_over": str, "max_length": int, "head": str,
-                 "passage_weight": float, "lexical_weight": float, "stem_weight": float, "word_weight": float,
-                 "idf": int, "hybrid": str, "hybrid_weight": float}
+def _positive(value: str) -> int:
+    n = int(value)
+    if n < 1:
+        raise ValueError("must be at least 1")
+    return n
+
+
+def _weight(value: str, most: float = 100.0) -> float:
+    """A finite weight from 0 to ``most`` (a NaN or a sign error would run and print a row)."""
+    x = float(value)
+    if not 0 <= x <= most:  # NaN fails this too
+        raise ValueError(f"must be a number from 0 to {most:g}")
+    return x
+
+
+def _flag(value: str) -> int:
+    if value not in ("0", "1"):
+        raise ValueError("must be 0 or 1")
+    return int(value)
+
+
+def _share(value: str) -> float:
+    return _weight(value, 1.0)
+
+
+def _factor(value: str) -> float:
+    x = float(value)
+    if not (math.isfinite(x) and x > 0):
+        raise ValueError("must be a positive number")
+    return x
+
+
+# Each option's converter: a ValueError is the option's one-line error (the same bounds as the CLI's flags).
+SPARC_OPTIONS = {"model": str, "top_k": _positive, "factor": _factor, "max_over": str, "max_length": _positive,
+                 "head": str, "passage_weight": _weight, "lexical_weight": _weight, "stem_weight": _weight,
+                 "word_weight": _weight, "idf": _flag, "hybrid": str, "hybrid_weight": _share}
 
 
 def split_systems(text: str) -> list[str]:
@@ -89,13 +123,21 @@ class System:
                 raise SparcError(f"bad option {item!r} in system {spec!r} (sparc options: {', '.join(SPARC_OPTIONS)})")
             try:
                 options[key] = SPARC_OPTIONS[key](value)
-            except ValueError:
-                raise SparcError(f"bad value in {item!r} of system {spec!r}") from None
+            except ValueError as e:
+                why = f": {e}" if str(e).startswith("must") else ""
+                raise SparcError(f"bad value in {item!r} of system {spec!r}{why}") from None
+        from ..errors import choice
+
         if "hybrid" in options:
             from ..engines.hybrid import HybridMethod
-            from ..errors import choice
 
             choice(HybridMethod, options["hybrid"], f"hybrid method in system {spec!r}")
+        if "max_over" in options or "head" in options:
+            from ..model.config import Head, MaxOver
+
+            for name, enum in (("max_over", MaxOver), ("head", Head)):
+                if name in options:
+                    choice(enum, options[name], f"{name} in system {spec!r}")
         return cls(spec, kind, options)
 
 

@@ -270,16 +270,20 @@ def _print_hits(question: str, match, shown, color: bool | None = None) -> None:
 def _answer(args: argparse.Namespace, engine, presenter, question: str):
     """(how ``question`` met the index, its hits as ``search`` shows them): with ``--documents``,
     each document's best sentence among the top ``--depth`` (``run --documents``'s aggregation)."""
-    from .engines.base import above, best_sentences
+    from .engines.base import MAX_HITS, above, best_sentences
+    from .show import COLLAPSE_DEPTH, collapse
 
     if args.documents:
         hits = engine.search(question, max(args.k, args.depth or 1000))
         hits = best_sentences(hits, {h.id: h.doc for h in hits}, args.k)
+    elif args.collapse:  # deeper, so that k paragraphs remain once their sentences are one hit
+        hits = engine.search(question, min(MAX_HITS, args.k * COLLAPSE_DEPTH))
     else:
         hits = engine.search(question, args.k)
     hits = above(hits, args.min_score)
     match = presenter.question(question)
-    return match, presenter.hits(question, hits, match)
+    shown = presenter.hits(question, hits, match)
+    return match, collapse(shown, args.k) if args.collapse and not args.documents else shown
 
 
 def _presenter(args: argparse.Namespace, engine):
@@ -551,6 +555,9 @@ def _search_parser(sub) -> None:
                    help="rank documents, not sentences: each document by its best sentence among the top --depth "
                         "sentences (as run --documents), shown with that sentence")
     p.add_argument("--depth", type=_hits, help="with --documents: sentences retrieved before grouping (default: 1000)")
+    p.add_argument("--no-collapse", dest="collapse", action="store_false",
+                   help="show every sentence as its own hit; by default the sentences of one paragraph are one hit, "
+                        "the best of them, with the others named under it (collapsed in --json)")
     p.add_argument("--json", action="store_true", help="print hits as one JSON document: the list of hits of "
                    "one question, or a list of {question, hits, match} for several; with '-', one {question, "
                    "hits, match} object per line. Each hit adds to its id, score, text and offsets its rank, "
@@ -1138,6 +1145,9 @@ def _explain_parser(sub) -> None:
                    "and max-over")
     p.add_argument("--context", help="without --index: the passage the sentence comes from")
     p.add_argument("--top", type=_k, default=20, help="without --index: tokens to show (default: %(default)s)")
+    p.add_argument("--no-collapse", dest="collapse", action="store_false",
+                   help="with --index: ranks count every sentence, as search --no-collapse shows them (by default "
+                        "the sentences of one paragraph are one hit, as search shows them)")
     p.add_argument("--json", action="store_true")
     _model_args(p)
     _hybrid_args(p, "ranks (with --index): search's, with or without BM25")
@@ -1189,7 +1199,7 @@ def _explain_hits(args: argparse.Namespace) -> int:
     device = resolve_device(args.device)
     engine = open_engine("lucene", args.index, hybrid=args.hybrid or "default", hybrid_weight=args.hybrid_weight,
                          notice=_warn)
-    explainer = Explainer(args.index, engine, args.model, device)
+    explainer = Explainer(args.index, engine, args.model, device, collapse=args.collapse)
     try:
         result = explainer.explain(question, wanted)
     finally:

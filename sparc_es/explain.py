@@ -32,11 +32,14 @@ RANK_DEPTH = 1000
 class Explainer:
     """Explains the hits of one Lucene index, with the model its sentences were encoded with."""
 
-    def __init__(self, index: str | Path, engine, model="default", device: str = "cpu") -> None:
+    def __init__(self, index: str | Path, engine, model="default", device: str = "cpu",
+                 collapse: bool = False) -> None:
         """``engine``: the engine ``search`` opens over ``index`` (ranks are its ranks; a hybrid's
         SPARC engine holds the impacts). ``model``: a model name or folder (``--model``), loaded on
-        first use with the index's settings, or a loaded :class:`~sparc_es.model.SparcModel`."""
+        first use with the index's settings, or a loaded :class:`~sparc_es.model.SparcModel`.
+        ``collapse``: ranks count the sentences of one paragraph as one hit, as ``search`` shows them."""
         self.index = Path(index)
+        self.collapse = collapse
         self.manifest = Manifest.read(self.index)
         if self.manifest.index is None or self.manifest.index.engine != LUCENE:
             raise SparcError(f"{self.index}: explain needs a sparc-es Lucene index (sparc-es index --index DIR)")
@@ -93,6 +96,17 @@ class Explainer:
             raise SparcError(f"rank {too_deep[0]}: explain looks at the first {MAX_HITS:,} hits at most")
         depth = max([RANK_DEPTH, *ranks])
         ranking = self.engine.batch_search([("q", question)], k=depth)["q"] if wanted else []
+        if self.collapse and ranking:  # rank n: the n-th paragraph's best sentence, as search shows it
+            stored = store.get([h.id for h in ranking], context=True)
+            seen: set[tuple] = set()
+            firsts = []
+            for h in ranking:
+                s = stored.get(h.id)
+                key = (s.doc, s.context) if s is not None and s.context else ("", h.id)
+                if key not in seen:
+                    seen.add(key)
+                    firsts.append(h)
+            ranking = firsts
         place = {h.id: (rank, h.score) for rank, h in enumerate(ranking, start=1)}
         out = []
         for w in wanted:

@@ -121,5 +121,8 @@ def check_question(question: str) -> str:
     code = ord(bad.group())
     why = f"byte 0x{code - 0xDC00:02x} is not UTF-8" if 0xDC80 <= code <= 0xDCFF else \
         f"U+{code:04X} is half of a surrogate pair, not a character"
-    shown = question.encode("utf-8", "backslashreplace").decode()[:80]
-    raise SparcError(f"the question {shown!r} is not valid text: {why}")
+    try:  # the bytes as given (a surrogate escape is a byte), else the code points
+        shown = question.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")[:80]
+    except UnicodeEncodeError:
+        shown = question.encode("utf-8", "backslashreplace").decode()[:80]
+    raise SparcError(f"the question '{shown}' is not valid text: {why}")

@@ -284,6 +284,7 @@ class Shown:
     marks: list[tuple[int, int]] = field(default_factory=list)  # in hit.text
     context_marks: list[tuple[int, int]] = field(default_factory=list)  # in context
     covers: list[str] | None = None  # the question tokens it stores (None: the engine cannot say)
+    others: list[Shown] = field(default_factory=list)  # lower hits of the same paragraph (collapse)
 
     def where(self) -> str:
         """``file:line``; else the document with the character offsets; else the id."""
@@ -302,7 +303,30 @@ class Shown:
                                                   "context": [list(m) for m in self.context_marks]}}
         if self.covers is not None:
             out["covers"] = self.covers
+        if self.others:
+            out["collapsed"] = [{"id": o.hit.id, "score": o.hit.score, "text": o.hit.text, "line": o.place.line}
+                                for o in self.others]
         return out
+
+
+COLLAPSE_DEPTH = 5  # hits asked of the engine for each hit shown, when sentences of a paragraph are collapsed
+
+
+def collapse(shown: list[Shown], k: int) -> list[Shown]:
+    """The first ``k`` hits with the sentences of one paragraph (the same document and context) as
+    one: the best of them, the others in its ``others``; ranks from 1 again (Elasticsearch's
+    ``collapse``). Hits without a context are each their own."""
+    kept: dict[tuple, Shown] = {}
+    for s in shown:
+        key = (s.hit.doc, s.context) if s.context else ("", s.hit.id)
+        if key in kept:
+            kept[key].others.append(s)
+        elif len(kept) < k:
+            kept[key] = s
+    out = list(kept.values())
+    for rank, s in enumerate(out, start=1):
+        s.rank = rank
+    return out
 
 
 class Presenter:
@@ -433,6 +457,10 @@ def render(shown: Shown, question: str, color: bool, of: int | None = None, inde
         pieces = [marked(before, marker.spans(before), color), "[…]" if inside else "",
                   marked(after, marker.spans(after), color)]
         lines.append(pad + "in: " + " ".join(p for p in pieces if p))
+    if shown.others:  # the same paragraph's other hits
+        more = f" (and {len(shown.others) - COLLAPSED_SHOWN} more)" if len(shown.others) > COLLAPSED_SHOWN else ""
+        lines.append(pad + f"also in this paragraph{more}: " + " · ".join(
+            f"[{printable(o.hit.id, one_line=True)}] {o.hit.score:.2f}" for o in shown.others[:COLLAPSED_SHOWN]))
     if h.code:  # the command or example the sentence leads into, as written
         code = h.code.splitlines()
         lines += [pad + "\u2502 " + printable(line, one_line=True) for line in code[:CODE_LINES]]
@@ -442,3 +470,4 @@ def render(shown: Shown, question: str, color: bool, of: int | None = None, inde
 
 
 CODE_LINES = 12  # of a hit's code shown in the terminal (--json and the API give all of it)
+COLLAPSED_SHOWN = 3  # of a hit's collapsed neighbours named in the terminal

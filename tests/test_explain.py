@@ -246,8 +246,8 @@ def test_explain_parts_sum_to_the_stored_impacts_and_to_the_engines_score(index,
         hits = engine.search(JAVA, 4)
     finally:
         engine.close()
-    rc, out, err = run_cli(capsys, "explain", "--index", index, "--hybrid", "none", "--json", JAVA, 1, 2,
-                           hits[3].id)
+    rc, out, err = run_cli(capsys, "explain", "--index", index, "--hybrid", "none", "--no-collapse", "--json", JAVA,
+                           1, 2, hits[3].id)
     result = json.loads(out)
     assert rc == 0, err
     assert result["factor"] == 5 and result["tokens"]["java"] == 1 and result["hybrid"] is None
@@ -402,3 +402,19 @@ def test_search_shows_the_command_of_a_how_to(tmp_path, capsys):
     assert rc == 0 and "\u2502 $ uv lock --upgrade-package requests" in out, out
     rc, out, _ = run_cli(capsys, "search", "--index", tmp_path / "index", "-k", 1, "--json", "upgrade one package")
     assert json.loads(out)[0]["code"] == "$ uv lock --upgrade-package requests"
+
+
+@pytest.mark.jvm
+def test_sentences_of_one_paragraph_are_one_hit_unless_told(index, capsys):
+    """Elasticsearch's collapse: the best sentence of a paragraph, its neighbours named under it."""
+    rc, out, _ = run_cli(capsys, "search", "--index", index, "--json", "--no-collapse", "-k", 10, JAVA)
+    every = json.loads(out)
+    rc, out, _ = run_cli(capsys, "search", "--index", index, "--json", "-k", 3, JAVA)
+    hits = json.loads(out)
+    assert rc == 0 and [h["rank"] for h in hits] == [1, 2, 3] and hits[0]["id"] == every[0]["id"]
+    paragraphs = [(h["doc"], h["context"]) for h in hits]
+    assert len(set(paragraphs)) == 3  # three paragraphs, each once
+    same = [h["id"] for h in every[1:] if (h["doc"], h["context"]) == paragraphs[0]]
+    assert same and [c["id"] for c in hits[0]["collapsed"]] == same
+    rc, out, _ = run_cli(capsys, "search", "--index", index, "-k", 3, JAVA)
+    assert f"also in this paragraph: [{same[0]}]" in out

@@ -13,6 +13,7 @@ boundary).
 from __future__ import annotations
 
 import gzip
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -46,9 +47,29 @@ def test_the_default_model_stores_what_it_stored_before(tmp_path):
     done = subprocess.run([sys.executable, "-m", "sparc_es", "encode", "--corpus", DATA / "docs" / "parameters.rst",
                            "--output", out, "--quiet", "--threads", "1"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    now = (out / "vectors" / "vectors.jsonl").read_bytes()
-    before = gzip.decompress(GOLDEN.read_bytes())
+    now = (out / "vectors" / "vectors.jsonl").read_bytes().splitlines()
+    before = gzip.decompress(GOLDEN.read_bytes()).splitlines()
+    # Since the golden file was written: ids come from each sentence's text, not its position, and
+    # two cross-references read as words ("multiple-options" -> "multiple options"), which changes
+    # the weights of the sentences of their two paragraphs (the text is in their context). Those are
+    # left out; every other record must be the same but for its id.
+    from sparc_es.store import SentenceStore
+
+    store = SentenceStore(out / "sentences.sqlite")
+    try:
+        ids = [json.loads(line)["id"] for line in now]
+        contexts = store.get(ids, context=True)
+    finally:
+        store.close()
+    changed = {i for i, sid in enumerate(ids) if any(w in contexts[sid].context
+                                                     for w in ("multiple options", "doc meta variables"))}
+    assert len(now) == len(before) == 41 and len(changed) == 4
+
+    def kept(lines: list[bytes]) -> list[str]:
+        records = [json.loads(line) for i, line in enumerate(lines) if i not in changed]
+        return [json.dumps({**r, "id": str(n)}) for n, r in enumerate(records)]
+
     if this_cpu() == GOLDEN_CPU:
-        assert now == before
+        assert kept(now) == kept(before)
     else:
-        assert_same_records(now.splitlines(), before.splitlines())
+        assert_same_records(kept(now), kept(before))

@@ -541,7 +541,7 @@ def test_no_page_loads_scripts_from_elsewhere(fake_server):
 @pytest.mark.jvm
 def test_search_reads_questions_from_stdin(index, engine, monkeypatch, capsys):
     monkeypatch.setattr(sys, "stdin", io.StringIO(f"{QUESTIONS[0]}\n\n  {QUESTIONS[2]}  \n"))
-    assert main(["search", "--index", str(index), "-k", "2", "--json", "-"]) == 0
+    assert main(["search", "--index", str(index), "-k", "2", "--no-collapse", "--json", "-"]) == 0
     lines = capsys.readouterr().out.splitlines()
     answers = [json.loads(line) for line in lines]
     assert [(a["question"], [{k: h[k] for k in h.keys() & Hit.__slots__} for h in a["hits"]]) for a in answers] == [

@@ -486,6 +486,8 @@ def corpus_files(paths: Iterable[str | Path], stats: ReadStats | None = None) ->
                         continue
                     if f.suffix.lower() in READ_SUFFIXES and f.is_file():
                         found.append(f)
+                    elif f.suffix.lower() in READ_SUFFIXES:  # a pipe, a socket, a device: never read
+                        here[f"{_suffix(f)} that is not a regular file"] += 1
                     else:
                         here[_suffix(f)] += 1
             skipped += here
@@ -498,6 +500,8 @@ def corpus_files(paths: Iterable[str | Path], stats: ReadStats | None = None) ->
                 raise InputError(p, "unknown corpus format: use .jsonl records or .txt / .md / .rst / .html "
                                     "documents")
             files.append((p, p.name))
+        elif p.exists():
+            raise InputError(p, "not a regular file or a folder (a pipe, a socket or a device is never read)")
         else:
             raise InputError(p, "no such file or folder")
     if stats is not None:  # set, not added to: a corpus is listed again each time it is read

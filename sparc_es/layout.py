@@ -88,7 +88,7 @@ def check_factor(factor: float) -> float:
     if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not math.isfinite(factor) or factor <= 0:
         raise SparcError(f"the quantisation factor must be a finite number above 0 (got {factor!r})")
     if factor > MAX_FACTOR:
-        raise SparcError(f"factor {factor:g} makes a weight of 1 an impact of {factor:,.0f}, {_TOO_MUCH}; "
+        raise SparcError(f"factor {factor:g} makes a weight of 1 an impact of {factor:.3g}, {_TOO_MUCH}; "
                          "lower --factor")
     return float(factor)
 

@@ -20,7 +20,7 @@ def read_topics(path: str | Path) -> Iterator[tuple[str, str]]:
     around a qid is not part of it."""
     path = Path(path)
     if not path.is_file():
-        raise InputError(path, "topics file not found")
+        raise InputError(path, "not a regular file" if path.exists() else "topics file not found")
     seen: dict[str, int] = {}  # qid -> line
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, start=1):
@@ -191,7 +191,7 @@ def _columns(path: str | Path, layout: str, keep: tuple[int, int, int], kind: ty
 def _lines(path: str | Path) -> Iterable[tuple[int, list[str]]]:
     path = Path(path)
     if not path.is_file():
-        raise InputError(path, "file not found")
+        raise InputError(path, "not a regular file" if path.exists() else "file not found")
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, start=1):
             fields = _decode(raw, path, lineno).split()

@@ -491,3 +491,19 @@ def test_blocks_docutils_cannot_read_and_constructs_left_open_are_reported(tmp_p
     assert "f.md:5: a code fence (```) left open" in text
     assert 't.rst:6: reStructuredText docutils could not read, left out: Error with CSV data in "csv-table"' in text
     assert "a surrogate code point" in text and stats.cut == 4
+
+
+def test_pipes_and_devices_are_never_read_and_said_as_such(tmp_path):
+    import os
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text("A sentence.\n")
+    os.mkfifo(folder / "fifo.md")  # reading it would block for ever
+    stats = ReadStats()
+    assert [s.text for s in read_corpus([folder], stats)] == ["A sentence."]
+    assert stats.skipped_files == {".md that is not a regular file": 1}
+    with pytest.raises(InputError, match="not a regular file or a folder"):
+        list(read_corpus([folder / "fifo.md"]))
+    with pytest.raises(InputError, match="/dev/null: not a regular file"):
+        read_qrels("/dev/null")

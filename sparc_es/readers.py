@@ -307,8 +307,8 @@ def _tabs(state, start_line: int, end_line: int, silent: bool) -> bool:
 # Python-Markdown's attribute list after a heading or a paragraph ({: #anchor .class key=value },
 # the colon optional), and the lines of other extensions that are markup, not text: abbreviation
 # definitions (*[HTML]: ...), snippet includes (--8<-- "file"), [TOC].
-_ATTR_LIST = re.compile(r'\s*\{:?(?:\s*(?:[#.][\w:-]+|[\w-]+=(?:"[^"]*"|\'[^\']*\'|[^\s}]+)))+\s*:?\}\s*$')
-_INLINE_ATTR_LIST = re.compile(r'\{:(?:\s*(?:[#.][\w:-]+|[\w-]+=(?:"[^"]*"|\'[^\']*\'|[^\s}]+)))+\s*\}')
+_ATTR_LIST = re.compile(r'\s*\{:?(?:\s*(?:[#.][^\s{}]+|[\w-]+=(?:"[^"]*"|\'[^\']*\'|[^\s}]+)))+\s*:?\}\s*$')
+_INLINE_ATTR_LIST = re.compile(r'\{:(?:\s*(?:[#.][^\s{}]+|[\w-]+=(?:"[^"]*"|\'[^\']*\'|[^\s}]+)))+\s*\}')
 # MkDocs-Material's icon shortcodes (:octicons-heart-fill-16:, :material-github:): images, not words.
 _ICON = re.compile(r"(?<![\w:]):(?:octicons|fontawesome|material|simple)-[a-z0-9-]+:(?![\w:])")
 _MARKUP_LINE = re.compile(r'\*\[[^\]]+\]:.*|-{1,}8<-{1,}.*|;-{1,}8<-{1,}.*|\[TOC\]')
@@ -339,6 +339,9 @@ def _front_matter_lines(text: str, lines: list[int]) -> int:
 _MYST_ROLE = re.compile(r"\{[a-zA-Z][\w:+-]*\}$")
 
 
+_INLINE_HILITE = re.compile(r"^#!\w[\w+-]*\s+")
+
+
 def _inline(token) -> str:
     """The clean text of a markdown-it inline token: text, code spans, link text, image alts.
 
@@ -351,6 +354,8 @@ def _inline(token) -> str:
             # A MyST role, {ref}`Title <target>`: the role's name is markup, its title (or target) the text.
             parts[-1] = _MYST_ROLE.sub("", parts[-1])
             content = _role_text("", content)
+        if kind == "code_inline":
+            content = _INLINE_HILITE.sub("", content)  # pymdownx.inlinehilite's `#!python x` shows x
         if kind in ("text", "code_inline"):
             parts.append(content)
             has_text = has_text or bool(content.strip())

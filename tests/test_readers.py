@@ -603,3 +603,34 @@ def test_only_the_last_sentence_of_a_paragraph_gets_its_code_and_only_right_befo
             "```\nunrelated\n```\n")
     got = {s.text: s.code for s in split_document(text, "x.md", "markdown")}
     assert got == {"First sentence.": None, "Run this:": "make all", "No code follows here.": "unrelated"}
+
+
+def test_mkdocs_material_constructs_read_as_rendered():
+    """Admonitions, collapsible blocks and content tabs give their body as prose under their title;
+    attribute lists, icons, abbreviations, snippet markers, [TOC] and inline-highlight prefixes are
+    markup (real uses of each, from MkDocs-Material documentation sets)."""
+    text = ('# Lint\n\n## Settings {: #lint_enable }\n\n## 7.0 Notes {: #\\\\7.0}\n\n[TOC]\n\n'
+            '!!! note "Custom title"\n    Body of the note.\n\n??? tip\n    Collapsed tip body.\n\n'
+            '???+ warning "Open"\n    Open body.\n\n'
+            '=== "Linux"\n\n    The cache lives in `~/.cache/uv` on Linux.\n\n'
+            '=== "Windows"\n    It lives in `%LOCALAPPDATA%` on Windows.\n\n'
+            '{ .annotate }\n\n*[HTML]: Hyper Text Markup Language\n--8<-- "LICENSE.md"\n\n'
+            'Get it from [GitHub](https://x){: .md-button } :octicons-mark-github-16: and wrap in `#!html <div>`.\n')
+    got = {s.text: s.context.split(". ")[0] for s in split_document(text, "x.md", "markdown")}
+    assert got == {"Body of the note.": "Lint > 7.0 Notes > Custom title",
+                   "Collapsed tip body.": "Lint > 7.0 Notes > Tip",
+                   "Open body.": "Lint > 7.0 Notes > Open",
+                   "The cache lives in ~/.cache/uv on Linux.": "Lint > 7.0 Notes > Linux",
+                   "It lives in %LOCALAPPDATA% on Windows.": "Lint > 7.0 Notes > Windows",
+                   "Get it from GitHub and wrap in <div>.": "Lint > 7.0 Notes"}
+
+
+def test_sphinx_autodoc_content_and_cross_references():
+    text = ("API\n===\n\n.. _autoescape-overrides:\n\nOverriding\n----------\n\n"
+            "See :ref:`autoescape-overrides`, :ref:`other-label`, :doc:`/templates` and :class:`.Sandboxed`.\n\n"
+            ".. autoclass:: werkzeug.wrappers.Request\n   :members:\n\n   The request object.\n\n"
+            "   .. attribute:: max_content_length\n\n      The maximum content length.\n")
+    got = {s.text: s.context for s in split_document(text, "api.rst", "rst")}
+    assert "See Overriding, other label, templates and Sandboxed." in got
+    assert got["The request object."].startswith("API > Overriding. werkzeug.wrappers.Request: ")
+    assert got["The maximum content length."].startswith("API > Overriding. max_content_length: ")

@@ -9,7 +9,9 @@ JVM's start once, not per ``sparc-es search``.
     GET  /                        a search page: hits in context, the question's words marked
 
 FastAPI on uvicorn, thin over the library: the engine ``open_engine`` gives (the same one
-``sparc-es search`` opens) and the index's :class:`~sparc_es.store.SentenceStore`. Every engine
+``sparc-es search`` opens), the index's :class:`~sparc_es.store.SentenceStore`, and the CLI's own
+:class:`~sparc_es.show.Presenter`, so a hit here is a hit of ``search --json`` (marks, lines,
+headings, code, collapsed paragraphs), and the page renders the server's marks. Every engine
 and store call runs on one worker thread: the Lucene engine (pyjnius, a tokenizer) is not safe
 for concurrent use, and one thread also keeps a single Python thread attached to the JVM.
 Errors are JSON ``{"error": "one line"}``: 4xx for a bad request (413 for a body over
@@ -90,6 +92,7 @@ def _question(value: str) -> str:
 
 
 MIN_SCORE_HELP = "drop hits scoring less (default: the server's --min-score)"
+COLLAPSE_HELP = "the sentences of one paragraph as one hit, the others in its collapsed list (false: each its own)"
 
 
 class SearchRequest(BaseModel):
@@ -100,6 +103,7 @@ class SearchRequest(BaseModel):
     k: StrictInt = Field(10, ge=1, le=MAX_K)  # strict: true is not 1
     context: bool = Field(False, description="add each hit's passage")
     min_score: float | None = Field(None, allow_inf_nan=False, description=MIN_SCORE_HELP)
+    collapse: bool = Field(True, description=COLLAPSE_HELP)
 
     @field_validator("question")
     @classmethod
@@ -115,6 +119,7 @@ class BatchRequest(BaseModel):
     k: StrictInt = Field(10, ge=1, le=MAX_K)  # strict: true is not 1
     context: bool = False
     min_score: float | None = Field(None, allow_inf_nan=False, description=MIN_SCORE_HELP)
+    collapse: bool = Field(True, description=COLLAPSE_HELP)
 
     @field_validator("questions")
     @classmethod
@@ -127,10 +132,16 @@ class BatchRequest(BaseModel):
         return value
 
 
-def where(doc: str | None, sentence_id: str, start: int | None, end: int | None) -> str:
-    """Where a sentence sits, as ``sparc-es search`` prints it: ``doc:start-end`` (else its id)."""
-    place = doc or sentence_id
-    return f"{place}:{start}-{end}" if start is not None else place
+def _hit_json(shown, context: bool) -> dict[str, Any]:
+    """A hit as the API gives it: what ``search --json`` prints, but the local ``path``; ``where``
+    as the CLI writes it (``doc:line``); the passage and its marks only when asked for."""
+    out = shown.to_json()
+    out.pop("path", None)
+    out["where"] = shown.where()
+    if not context:
+        out.pop("context", None)
+        out["marks"].pop("context", None)
+    return out
 
 
 class Service:
@@ -217,27 +228,31 @@ class Service:
         self.failure = None
         return result
 
-    def search(self, question: str, k: int, context: bool, min_score: float | None = None) -> list[dict[str, Any]]:
-        """The hits of one question as JSON objects, ranked from 1 (on the worker thread); those
-        scoring under ``min_score`` (default: the service's) dropped."""
-        hits = above(self.engine.search(question, k), self.min_score if min_score is None else min_score)
-        contexts = self.store.get([h.id for h in hits], context=True) if context and self.store else {}
-        return [self._hit(rank, h, contexts.get(h.id)) for rank, h in enumerate(hits, start=1)]
+    def search(self, question: str, k: int, context: bool, min_score: float | None = None,
+               collapse: bool = True) -> tuple[list[dict[str, Any]], str | None]:
+        """The hits of one question as ``search --json`` shows them (on the worker thread): ranked
+        from 1, those scoring under ``min_score`` (default: the service's) dropped, the sentences of
+        one paragraph one hit unless not ``collapse``; with ``context``, each hit's passage and its
+        marks. Also the CLI's notice when no word of the question is in the index (else None)."""
+        from .engines.base import MAX_HITS
+        from .show import COLLAPSE_DEPTH, collapse as collapsed
 
-    def notice(self, question: str) -> str | None:
-        """The CLI's one line when no word of the question is in the index (else None)."""
+        presenter = self.presenter()
+        depth = min(MAX_HITS, k * COLLAPSE_DEPTH) if collapse else k
+        hits = above(self.engine.search(question, depth), self.min_score if min_score is None else min_score)
+        match = presenter.question(question)
+        shown = presenter.hits(question, hits, match)
+        if collapse:
+            shown = collapsed(shown, k)
+        return [_hit_json(s, context) for s in shown], match.notice()
+
+    def presenter(self):
+        """The CLI's :class:`~sparc_es.show.Presenter` over this engine (made on the worker thread)."""
         if self._presenter is None:
             from .show import Presenter
 
             self._presenter = Presenter(self.engine, self.index if self.kind != "es" else None)
-        return self._presenter.question(question).notice()
-
-    @staticmethod
-    def _hit(rank: int, hit: Hit, stored) -> dict[str, Any]:
-        out = {"rank": rank, **hit.to_json(), "where": where(hit.doc, hit.id, hit.start, hit.end)}
-        if stored is not None:
-            out["context"] = stored.context
-        return out
+        return self._presenter
 
     def sentence(self, sentence_id: str) -> dict[str, Any]:
         """A stored sentence with its passage; 404 when the index has no such id."""
@@ -247,8 +262,13 @@ class Service:
         if found is None:
             shown = sentence_id if len(sentence_id) <= 200 else sentence_id[:200] + "..."
             raise ApiError(404, f"no sentence with id {shown!r} in the index")
-        place = where(found.doc, found.id, found.start, found.end)
-        return {**found.to_json(), "context": found.context, "where": place}
+        from .show import Shown
+
+        place = self.presenter().places.of(found)
+        shown = Shown(Hit(found.id, 0.0, text=found.text, doc=found.doc, start=found.start, end=found.end), 0,
+                      place=place)
+        return {**found.to_json(), "context": found.context, "where": shown.where(), "line": place.line,
+                "headings": list(place.headings) if place.headings is not None else None}
 
     def explain(self, question: str, ids: list[str]) -> dict[str, Any]:
         """:meth:`~sparc_es.explain.Explainer.explain` of the hits ``ids`` (sentence ids or ranks),
@@ -387,23 +407,25 @@ def create_app(service: Service, allowed_hosts: Iterable[str] | None = None, max
     async def search_get(q: str = Query(..., description="the question"), k: int = Query(10, ge=1, le=MAX_K),
                          context: bool = False,
                          min_score: float | None = Query(None, description=MIN_SCORE_HELP,
-                                                         allow_inf_nan=False)) -> dict:
+                                                         allow_inf_nan=False),
+                         collapse: bool = Query(True, description=COLLAPSE_HELP)) -> dict:
         """The top ``k`` sentences for question ``q``."""
-        return await _search(q, k, context, min_score)
+        return await _search(q, k, context, min_score, collapse)
 
     @app.post("/search")
     async def search_post(body: SearchRequest) -> dict:
         """The top ``k`` sentences for ``question``."""
-        return await _search(body.question, body.k, body.context, body.min_score)
+        return await _search(body.question, body.k, body.context, body.min_score, body.collapse)
 
-    async def _search(question: str, k: int, context: bool, min_score: float | None = None) -> dict:
+    async def _search(question: str, k: int, context: bool, min_score: float | None = None,
+                      collapse: bool = True) -> dict:
         try:
             _question(question)
         except ValueError as e:
             raise ApiError(422, f"q: {e}") from None
         def work() -> dict:
-            hits = service.search(question, k, context, min_score)
-            return {"question": question, "k": k, "notice": service.notice(question), "hits": hits}
+            hits, notice = service.search(question, k, context, min_score, collapse)
+            return {"question": question, "k": k, "notice": notice, "hits": hits}
 
         return await service.run(work)
 
@@ -414,7 +436,8 @@ def create_app(service: Service, allowed_hosts: Iterable[str] | None = None, max
             results = []
             for q in body.questions:
                 check()  # stop when the client is gone
-                results.append({"question": q, "hits": service.search(q, body.k, body.context, body.min_score)})
+                hits, _ = service.search(q, body.k, body.context, body.min_score, body.collapse)
+                results.append({"question": q, "hits": hits})
             return results
 
         return {"k": body.k, "results": await service.run(work, request=request)}

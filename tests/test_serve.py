@@ -8,6 +8,7 @@ installed (Debian: ``apt-get install -y chromium``).
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -147,13 +148,20 @@ def call(base: str, method: str, path: str, body=None, raw: bytes | None = None)
         return e.code, json.loads(e.read()), e.headers.get("content-type", "")
 
 
-def expected(hits: list[Hit]) -> list[dict]:
-    """Engine hits as the API writes them (rank and place added)."""
-    out = []
-    for rank, h in enumerate(hits, start=1):
-        where = f"{h.doc}:{h.start}-{h.end}" if h.start is not None else (h.doc or h.id)
-        out.append({"rank": rank, **h.to_json(), "where": where})
-    return out
+def expected(index: Path, question: str, k: int, collapse: bool = True) -> list[dict]:
+    """What ``sparc-es search --json`` prints for ``question``, as the API gives it: without the
+    local path, with ``where`` (the CLI's hit header place) and without the passage unless asked."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["search", "--index", str(index), "--json", "-k", str(k), question,
+                     *([] if collapse else ["--no-collapse"])]) == 0
+    hits = json.loads(out.getvalue())
+    for h in hits:
+        h.pop("path")
+        h.pop("context")
+        h["marks"].pop("context")
+        h["where"] = f"{h['doc']}:{h['line']}" if h["line"] else f"{h['doc']} (characters {h['start']}-{h['end']})"
+    return hits
 
 
 def search_get(base: str, question: str, k: int = 10, **extra) -> tuple[int, dict, str]:
@@ -173,18 +181,24 @@ def test_health_names_the_index_model_and_engine(server, index):
 
 
 @pytest.mark.jvm
-def test_search_answers_what_the_search_command_answers(server, engine):
+def test_search_answers_what_the_search_command_answers(server, engine, index):
+    """One presenter: the API's hits are search --json's (rank, line, headings, marks, covers, code,
+    collapsed), collapsed by paragraph unless told not to."""
     for question in QUESTIONS:
         for k in (1, 3, 10):
-            want = expected(engine.search(question, k))
+            want = expected(index, question, k)
             status, body, _ = search_get(server, question, k)
             assert status == 200 and body == {"question": question, "k": k, "notice": None, "hits": want}
             status, posted, _ = call(server, "POST", "/search", {"question": question, "k": k})
             assert status == 200 and posted == body
+        status, body, _ = search_get(server, question, 10, collapse="false")
+        assert body["hits"] == expected(index, question, 10, collapse=False)
+        assert [h["id"] for h in body["hits"]] == [h.id for h in engine.search(question, 10)]
     status, body, _ = search_get(server, "Which Java version does Pyserini need?", 3)
     top = body["hits"][0]
-    assert top["id"] == "docs/setup.md#1" and top["doc"] == "docs/setup.md"
-    assert top["where"] == f"docs/setup.md:0-{len(DOCS['docs/setup.md'][0])}"
+    assert top["id"] == "docs/setup.md#1" and top["doc"] == "docs/setup.md" and "marks" in top and "covers" in top
+    assert top["where"] == f"docs/setup.md (characters 0-{len(DOCS['docs/setup.md'][0])})"  # no file to read lines
+    assert [c["id"] for c in top["collapsed"]] == ["docs/setup.md#2", "docs/setup.md#3"]  # the same passage
 
 
 @pytest.mark.jvm
@@ -195,9 +209,10 @@ def test_search_drops_hits_under_min_score_and_says_when_no_word_is_in_the_index
     scores = [h.score for h in engine.search(question, 10)]
     assert all(0 < s <= 1 for s in scores)
     cut = scores[2]
-    status, body, _ = search_get(server, question, 10, min_score=cut)
+    status, body, _ = search_get(server, question, 10, min_score=cut, collapse="false")
     assert status == 200 and [h["score"] for h in body["hits"]] == [s for s in scores if s >= cut]
-    status, posted, _ = call(server, "POST", "/search", {"question": question, "k": 10, "min_score": cut})
+    status, posted, _ = call(server, "POST", "/search", {"question": question, "k": 10, "min_score": cut,
+                                                         "collapse": False})
     assert status == 200 and posted == body
     status, body, _ = search_get(server, "zzzzqqq xyzzy", 10)
     assert status == 200 and body["notice"].startswith("no word of the question is in the index"), body
@@ -215,17 +230,17 @@ def test_a_hit_carries_the_code_its_sentence_leads_into(server):
 
 @pytest.mark.jvm
 def test_search_with_context_adds_each_hits_passage(server, engine):
-    status, body, _ = search_get(server, "How long should the bread bake?", 2, context="true")
+    status, body, _ = search_get(server, "How long should the bread bake?", 2, context="true", collapse="false")
     assert status == 200 and [h["id"] for h in body["hits"]] == [h.id for h in engine.search(body["question"], 2)]
     bread = body["hits"][0]
     assert bread["id"] == "notes/cooking.md#1" and bread["context"].startswith("Cooking. Bake the bread")
 
 
 @pytest.mark.jvm
-def test_batch_answers_each_question_in_order(server, engine):
+def test_batch_answers_each_question_in_order(server, index):
     status, body, _ = call(server, "POST", "/batch", {"questions": QUESTIONS, "k": 4})
     assert status == 200 and body["k"] == 4
-    assert body["results"] == [{"question": q, "hits": expected(engine.search(q, 4))} for q in QUESTIONS]
+    assert body["results"] == [{"question": q, "hits": expected(index, q, 4)} for q in QUESTIONS]
 
 
 @pytest.mark.jvm
@@ -235,7 +250,7 @@ def test_a_sentence_is_shown_with_its_passage_and_place(server):
     assert status == 200 and body["id"] == sentence_id
     assert body["text"] == DOCS["docs/encode.md"][0] and body["doc"] == "docs/encode.md"
     assert body["context"] == "Encode. " + " ".join(DOCS["docs/encode.md"])
-    assert body["where"] == f"docs/encode.md:{body['start']}-{body['end']}"
+    assert body["where"] == f"docs/encode.md (characters {body['start']}-{body['end']})" and body["line"] is None
     status, body, _ = call(server, "GET", "/sentences/" + quote("docs/encode.md#99", safe=""))
     assert status == 404 and body == {"error": "no sentence with id 'docs/encode.md#99' in the index"}
 
@@ -292,9 +307,9 @@ def test_bad_requests_get_one_line_json_errors(server, method, path, body, raw, 
 
 
 @pytest.mark.jvm
-def test_concurrent_requests_all_get_their_own_answers(server, engine):
+def test_concurrent_requests_all_get_their_own_answers(server, index):
     """20 threads at once, each its own questions in its own order: every answer is the right one."""
-    want = {q: expected(engine.search(q, 5)) for q in QUESTIONS}
+    want = {q: expected(index, q, 5) for q in QUESTIONS}
     wrong: list[str] = []
 
     def client(n: int) -> None:

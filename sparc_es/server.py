@@ -5,6 +5,7 @@ JVM's start once, not per ``sparc-es search``.
     GET  /search?q=...&k=10       the hits of one question (also POST /search {"question", "k"})
     POST /batch                   {"questions": [...], "k"}: the hits of each question
     GET  /sentences/{id}          a stored sentence with its passage and where it sits
+    GET  /documents/{doc}?line=N  the document as text with numbered lines, at the line (a hit's link)
     GET  /explain?q=...&ids=...   why hits scored what they did, token by token (sparc_es.explain)
     GET  /                        a search page: hits in context, the question's words marked
 
@@ -56,6 +57,7 @@ MAX_BATCH = 1000  # questions per /batch request
 MAX_EXPLAIN = 20  # hits per /explain request: each is encoded again
 MAX_BODY = 4 << 20  # bytes of a request body: a full /batch of long questions fits
 MAX_LINE = 300  # characters of an error message sent to a client
+MAX_DOCUMENT = 16 << 20  # bytes of a document /documents shows
 T = TypeVar("T")
 log = logging.getLogger("sparc_es.server")
 
@@ -160,6 +162,22 @@ class Service:
         self.failure: dict[str, Any] | None = None  # the last engine call's error, until one succeeds
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparc-es-engine")
         self._open(engine)
+        if self.kind == "lucene" and self.index is not None:  # /explain's model, loaded now, not on its first call
+            self._worker.submit(self._load_explainer)
+
+    def _load_explainer(self) -> None:
+        try:
+            self.explainer().inputs()
+        except Exception as e:  # /explain will say it; the rest of the API serves on
+            log.warning("explain is not ready: %s", one_line(e))
+
+    def explainer(self):
+        """The :class:`~sparc_es.explain.Explainer` of this index (made on the worker thread)."""
+        if self._explainer is None:
+            from .explain import Explainer
+
+            self._explainer = Explainer(self.index, self.engine, self.model)
+        return self._explainer
 
     def _open(self, engine: Engine) -> None:
         """Take ``engine`` and the index's manifest and store as they are now (on the worker thread,
@@ -276,19 +294,28 @@ class Service:
         index's."""
         if self.index is None or self.kind != "lucene":
             raise ApiError(404, "explain reads a Lucene impact index: serve one with --index INDEX (--engine lucene)")
-        if self._explainer is None:
-            from .explain import Explainer
-
-            self._explainer = Explainer(self.index, self.engine, self.model)
-        self._explainer.inputs()  # the model and its corpus statistics: a failure here is the server's
+        explainer = self.explainer()
+        explainer.inputs()  # the model and its corpus statistics: a failure here is the server's
         try:
-            found = self._explainer.explain(question, ids)
+            found = explainer.explain(question, ids)
         except SparcError as e:
             raise ApiError(422, one_line(e)) from None
         found["index"] = self.index.name
         for hit in found["hits"]:
             hit.pop("path", None)
         return found
+
+    def document(self, doc: str) -> tuple[str, str]:
+        """(name, text) of the document ``doc`` of the index: 404 when it is not a file under the
+        corpus folders the index records (an index is a shared artefact: its sentence store must not
+        open other files), 413 past ``MAX_DOCUMENT`` bytes."""
+        path = self.presenter().places.file(doc)
+        if path is None or not path.is_file():
+            shown = doc if len(doc) <= 200 else doc[:200] + "..."
+            raise ApiError(404, f"no document {shown!r} under the corpus folders of this index")
+        if path.stat().st_size > MAX_DOCUMENT:
+            raise ApiError(413, f"{doc}: over {MAX_DOCUMENT >> 20} MiB, not shown")
+        return doc, path.read_bytes().decode("utf-8", errors="replace")
 
     def health(self) -> dict[str, Any]:
         """What the server answers from, and the engine's last failure (``status`` "failing" until a
@@ -343,6 +370,19 @@ def _validation_message(e: RequestValidationError) -> tuple[int, str]:
     msg = str(first.get("msg", "invalid request")).removeprefix("Value error, ")
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
     return 422, " ".join(f"{loc + ': ' if loc else ''}{msg[:1].lower() + msg[1:]}{more}".split())
+
+
+def document_page(name: str, text: str, line: int | None) -> str:
+    """A document as text (an HTML source too: shown, never rendered) with numbered lines, ``line``
+    marked and scrolled to (package data ``web/document.html``)."""
+    from html import escape
+    from string import Template
+
+    at = ' class="at"'
+    rows = "".join(f'<tr id="L{n}"{at if n == line else ""}><td>{n}</td><td>{escape(t) or " "}</td></tr>'
+                   for n, t in enumerate(text.split("\n"), start=1))
+    template = (resources.files("sparc_es") / "web" / "document.html").read_text(encoding="utf-8")
+    return Template(template).substitute(name=escape(name), rows=rows, root="../" * (name.count("/") + 1))
 
 
 def page() -> str:
@@ -460,6 +500,13 @@ def create_app(service: Service, allowed_hosts: Iterable[str] | None = None, max
     async def sentence(sentence_id: str) -> dict:
         """A stored sentence (id as in hits, URL-encoded: ``#`` is ``%23``) with its passage."""
         return await service.run(service.sentence, sentence_id)
+
+    @app.get("/documents/{doc:path}", response_class=HTMLResponse)
+    async def document(doc: str, line: int | None = Query(None, ge=1, description="the line to show")) -> HTMLResponse:
+        """A document of the index as text with line numbers, scrolled to ``line`` (where a hit's
+        link leads); only files under the corpus folders the index records."""
+        name, text = await service.run(service.document, doc)
+        return HTMLResponse(document_page(name, text, line))
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     async def index_page() -> HTMLResponse:

@@ -620,3 +620,36 @@ def test_requests_for_other_host_names_are_refused(server):
         assert got == status, (host, body)
         if status == 400:
             assert "is not served here" in body["error"] and "--allow-host" in body["error"]
+
+
+# --- documents at the line ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def docs_server(tmp_path_factory):
+    """``serve`` over an index of a folder of documents (so hits have lines), and its folder."""
+    from sparc_es.model import SparcModel
+
+    root = tmp_path_factory.mktemp("docs-serve")
+    (root / "docs" / "guide").mkdir(parents=True)
+    (root / "docs" / "guide" / "setup.md").write_text(
+        "# Setup\n\nSome words first.\n\n## Java\n\nPyserini needs Java 21 or later to run Lucene.\n\n"
+        "<b>Tags are shown as text.</b>\n")
+    (root / "secret.md").write_text("A file beside the corpus, not in it.\n")
+    encode_corpus([root / "docs"], root / "encoded", SparcModel.load("default"), progress=False, idf=IDF_DEFAULT)
+    build_index(root / "encoded", root / "index")
+    yield from _serve(root / "index", root / "serve.log")
+
+
+@pytest.mark.jvm
+def test_a_hits_link_opens_its_document_at_the_line(docs_server):
+    status, body, _ = search_get(docs_server, "Which Java version does Pyserini need?", 1)
+    top = body["hits"][0]
+    assert status == 200 and top["where"] == "guide/setup.md:7" and top["headings"] == ["Setup", "Java"]
+    with urllib.request.urlopen(f"{docs_server}/documents/guide/setup.md?line=7", timeout=60) as response:
+        page = response.read().decode()
+        assert response.status == 200 and response.headers["content-type"].startswith("text/html")
+    assert '<tr id="L7" class="at"><td>7</td><td>Pyserini needs Java 21 or later to run Lucene.</td></tr>' in page
+    assert "&lt;b&gt;Tags are shown as text.&lt;/b&gt;" in page and '<a href="../../">sparc-es</a>' in page
+    for doc in ("secret.md", "../secret.md", "%2E%2E/secret.md", "nowhere.md"):  # only the index's corpus
+        status, body, _ = call(docs_server, "GET", f"/documents/{doc}")
+        assert status == 404 and "under the corpus folders" in body["error"], (doc, body)

@@ -359,6 +359,16 @@ async def _watch(request: Request, gone: threading.Event) -> None:
         await asyncio.sleep(0.1)
 
 
+def _known_params(request: Request, *names: str) -> None:
+    """422 for a query parameter the endpoint does not take: never silently ignored (``hybrid=none``
+    is not a per-request option)."""
+    unknown = sorted(set(request.query_params) - set(names))
+    if unknown:
+        shown = ", ".join(u.encode("ascii", "backslashreplace").decode()[:40] for u in unknown[:3])
+        raise ApiError(422, f"unknown parameter{'s' if len(unknown) > 1 else ''} {shown}: this endpoint takes "
+                            f"{', '.join(names)}")
+
+
 def _validation_message(e: RequestValidationError) -> tuple[int, str]:
     """(status, one line) for a request FastAPI could not read: 400 for a body that is not JSON."""
     errors = e.errors()
@@ -444,12 +454,13 @@ def create_app(service: Service, allowed_hosts: Iterable[str] | None = None, max
         return service.health()
 
     @app.get("/search")
-    async def search_get(q: str = Query(..., description="the question"), k: int = Query(10, ge=1, le=MAX_K),
-                         context: bool = False,
+    async def search_get(request: Request, q: str = Query(..., description="the question"),
+                         k: int = Query(10, ge=1, le=MAX_K), context: bool = False,
                          min_score: float | None = Query(None, description=MIN_SCORE_HELP,
                                                          allow_inf_nan=False),
                          collapse: bool = Query(True, description=COLLAPSE_HELP)) -> dict:
         """The top ``k`` sentences for question ``q``."""
+        _known_params(request, "q", "k", "context", "min_score", "collapse")
         return await _search(q, k, context, min_score, collapse)
 
     @app.post("/search")
@@ -483,11 +494,12 @@ def create_app(service: Service, allowed_hosts: Iterable[str] | None = None, max
         return {"k": body.k, "results": await service.run(work, request=request)}
 
     @app.get("/explain")
-    async def explain(q: Annotated[str, Query(description="the question")],
+    async def explain(request: Request, q: Annotated[str, Query(description="the question")],
                       ids: Annotated[list[str], Query(description="a hit to explain, once per hit: its sentence "
                                                       "id, or its rank in the answer of /search")]) -> dict:
         """Why each hit scored what it did: for each question token, the impact it stores and how the
         model made it (``sparc-es explain --index INDEX --json``)."""
+        _known_params(request, "q", "ids")
         try:
             _question(q)
         except ValueError as e:
@@ -502,9 +514,11 @@ def create_app(service: Service, allowed_hosts: Iterable[str] | None = None, max
         return await service.run(service.sentence, sentence_id)
 
     @app.get("/documents/{doc:path}", response_class=HTMLResponse)
-    async def document(doc: str, line: int | None = Query(None, ge=1, description="the line to show")) -> HTMLResponse:
+    async def document(request: Request, doc: str,
+                       line: int | None = Query(None, ge=1, description="the line to show")) -> HTMLResponse:
         """A document of the index as text with line numbers, scrolled to ``line`` (where a hit's
         link leads); only files under the corpus folders the index records."""
+        _known_params(request, "line")
         name, text = await service.run(service.document, doc)
         return HTMLResponse(document_page(name, text, line))
 

@@ -56,6 +56,7 @@ SUFFIXES = {".txt": "text", ".md": "markdown", ".markdown": "markdown", ".rst": 
             ".html": "html", ".htm": "html"}
 LEAD_CHARS = 300  # a longer paragraph before a list gives only its last sentences as the lead-in
 Report = Callable[[int | None, str], None]  # report(line, what): a reader cut or bounded something
+MAX_RST_CHARS = 2_000_000  # past this, a .rst file is read as plain text: see read_blocks
 MARKDOWN_NESTING = 100  # markdown-it's limit (default 20: ten list levels); content deeper is cut and reported
 # The characters one reStructuredText substitution may expand to (nested ones included), and all of
 # a document's substitutions together: five levels of ten references each make a 370-byte file
@@ -95,6 +96,10 @@ def read_blocks(text: str, format: str = "text", keep_code: bool = False, name: 
         blocks = _text_blocks(text)
     elif format == "markdown":
         blocks = _markdown_blocks(text, report)
+    elif format == "rst" and len(text) > MAX_RST_CHARS:
+        # docutils holds about 250 times a document's size while it parses nested blocks (5 MB: 1.2 GB)
+        report(None, f"reStructuredText of {len(text):,} characters, over {MAX_RST_CHARS:,}: read as plain text")
+        blocks = _text_blocks(text)
     elif format == "rst":
         tree = rst_doctree(text, name)
         for line, what in tree.get("sparc_es_cut", ()):

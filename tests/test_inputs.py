@@ -507,3 +507,15 @@ def test_pipes_and_devices_are_never_read_and_said_as_such(tmp_path):
         list(read_corpus([folder / "fifo.md"]))
     with pytest.raises(InputError, match="/dev/null: not a regular file"):
         read_qrels("/dev/null")
+
+
+def test_a_huge_rst_file_is_read_as_plain_text_and_said(tmp_path):
+    """docutils holds about 250 times a nested document's size (a 13 MB file reached 4 GB)."""
+    from sparc_es.readers import MAX_RST_CHARS
+
+    path = tmp_path / "big.rst"
+    para = "* item with some words in it\n\n  * nested item with words\n\n"
+    path.write_text("Title\n=====\n\n" + para * (MAX_RST_CHARS // len(para) + 1))
+    stats = ReadStats()
+    got = list(read_document(path, stats=stats))
+    assert got and stats.cut == 1 and "read as plain text" in stats.cut_examples[0]

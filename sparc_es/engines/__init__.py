@@ -98,6 +98,9 @@ def open_engine(kind: EngineKind | str = EngineKind.LUCENE, index: str | Path | 
 
     if kind is EngineKind.BM25:
         return LuceneBM25.beside(index)
+    from ..layout import Manifest
+
+    Manifest.read(index)  # a folder that is not an index says so first, before any notice about it
     if default:
         method = DEFAULT_METHOD if Blend.read(index) is not None else fallback(
             f"{index} stores no BM25 terms (built by an older sparc-es)", LuceneBM25.exists_beside(index))

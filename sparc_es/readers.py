@@ -165,7 +165,7 @@ def _line_starts(text: str) -> list[int]:
     return starts
 
 
-def _tail(text: str, limit: int = LEAD_CHARS) -> str:
+def lead_of(text: str, limit: int = LEAD_CHARS) -> str:
     """``text``, or its last sentences that fit in ``limit`` characters (at least the last one)."""
     if len(text) <= limit:
         return text
@@ -417,7 +417,7 @@ def _markdown_blocks(text: str, report: Report) -> Iterator[Block]:
         if kind in ("bullet_list_open", "ordered_list_open"):
             lead = ""
             if prev is not None and tokens[i - 1].type == "paragraph_close":
-                lead = _chain(prev.lead, prev.text) if prev.kind == ITEM else _tail(prev.text)
+                lead = _chain(prev.lead, prev.text) if prev.kind == ITEM else lead_of(prev.text)
             leads.append(lead or (leads[-1] if leads and containers and containers[-1] == "item" else ""))
             prev = None
         elif kind in ("bullet_list_close", "ordered_list_close"):
@@ -655,7 +655,7 @@ class _Html(HTMLParser):
         if tag in ("ul", "ol") and not skip:
             prev = self.prev
             if prev is not None:
-                el.lead = _chain(prev.lead, prev.text) if prev.kind == ITEM else _tail(prev.text)
+                el.lead = _chain(prev.lead, prev.text) if prev.kind == ITEM else lead_of(prev.text)
             self.prev = None
         elif tag == "dd":
             el.lead = self.term
@@ -1256,7 +1256,7 @@ class _RstWalker:
         elif isinstance(n, (nodes.bullet_list, nodes.enumerated_list)):
             inner = lead
             if prev is not None:
-                inner = _chain(prev.lead, prev.text) if prev.kind == ITEM else _tail(prev.text)
+                inner = _chain(prev.lead, prev.text) if prev.kind == ITEM else lead_of(prev.text)
             for item in n.children:
                 yield from self.children(item, headings, inner or lead, ITEM)
         elif isinstance(n, nodes.definition_list):

@@ -113,7 +113,9 @@ def test_plain_text_paragraphs():
     text = "Alpha one. Alpha two.\nAlpha three.\n\n\nBeta one!"
     got = list(split_document(text, "t.txt"))
     assert [s.text for s in got] == ["Alpha one.", "Alpha two.", "Alpha three.", "Beta one!"]
-    assert got[3].context == "Beta one!" and got[0].context == "Alpha one. Alpha two. Alpha three."
+    assert got[0].context == "Alpha one. Alpha two. Alpha three."
+    # a paragraph of one short sentence has the paragraph before it as its lead-in
+    assert got[3].context == "Alpha one. Alpha two. Alpha three. Beta one!"
     assert [text[s.start:s.end] for s in got][3] == "Beta one!"
 
 

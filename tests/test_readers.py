@@ -634,3 +634,25 @@ def test_sphinx_autodoc_content_and_cross_references():
     assert "See Overriding, other label, templates and Sandboxed." in got
     assert got["The request object."].startswith("API > Overriding. werkzeug.wrappers.Request: ")
     assert got["The maximum content length."].startswith("API > Overriding. max_content_length: ")
+
+
+@pytest.mark.parametrize("text, sentences", [
+    ("The company started with Vanguard. 37signals matches it later.",
+     ["The company started with Vanguard.", "37signals matches it later."]),
+    ("Use the ~ operator. {{ 1 + 1 }} is 2.", ["Use the ~ operator.", "{{ 1 + 1 }} is 2."]),
+    ('Use the "!" prefix to negate a pattern. Next one.', ['Use the "!" prefix to negate a pattern.', "Next one."]),
+    ("See Fig. 3 for details. It was version 2.0. 3 items came later.",
+     ["See Fig. 3 for details.", "It was version 2.0. 3 items came later."]),
+])
+def test_sentences_split_where_documentation_needs_it(text, sentences):
+    from sparc_es.corpus import sentence_spans
+
+    assert [text[a:b] for a, b in sentence_spans(text)] == sentences
+
+
+def test_a_short_paragraph_of_one_sentence_has_the_paragraph_before_as_lead_in():
+    text = ("# Config\n\nThe cache size is set with the --cache option.\n\nThe default is 5.\n\n"
+            "## Other\n\nShort one.\n")
+    got = {s.text: s.context for s in split_document(text, "x.md", "markdown")}
+    assert got["The default is 5."] == "Config. The cache size is set with the --cache option. The default is 5."
+    assert got["Short one."] == "Config > Other. Short one."  # a new section: nothing before it

@@ -93,6 +93,9 @@ MAX_SENTENCE_CHARS = 1_500
 # 5 MB paragraph would otherwise store all of it.
 MAX_CONTEXT_CHARS = 10_000
 CUT_EXAMPLES = 5
+# A table row longer than this (a handbook's row of 1,600 characters, cut at 128 tokens) is read as
+# groups of its "Header: cell" pairs of about this size, each a unit with the whole row as context.
+ROW_UNIT_CHARS = 400
 SHORT_CHARS = 60  # a paragraph of one sentence shorter than this has the paragraph before it as its lead-in
 # A lead-in longer than this (the header row of a table 2,000 columns wide) is cut in contexts: every
 # row's context holds it, and the passage encoder reads 256 tokens.
@@ -314,6 +317,12 @@ def _block_sentences(block: Block, source: str, format: str) -> Iterator[tuple[s
     if block.kind in (ROW, CODE):  # one unit: a row is its header's pairs, code is not prose
         raw = source[block.start:block.end]
         a, b = len(raw) - len(raw.lstrip()), len(raw.rstrip())
+        if block.kind == ROW and len(block.text) > ROW_UNIT_CHARS:  # a wide row: its cells in groups
+            at = 0
+            for unit in _row_units(block.text):
+                yield unit, block.start + a, block.start + max(a, b), at
+                at += len(unit) + 2
+            return
         yield block.text, block.start + a, block.start + max(a, b), 0
         return
     spans = sentence_spans(block.text)
@@ -335,6 +344,21 @@ _MISSED_END = re.compile(r"\b([A-Za-z]{3,})[.!?](\s+)(?=\d|\{\{|\{%)")
 _NOT_ENDS = frozenset({"fig", "figs", "vol", "sec", "approx", "ver", "min", "max", "no", "eq", "ch", "pp", "etc",
                        "ref", "refs", "art", "par", "vs"})
 _QUOTED_MARK = re.compile(r"[\"'\u201c\u201d\u2018\u2019`][!?][\"'\u201c\u201d\u2018\u2019`]$")
+
+
+def _row_units(text: str, most: int = ROW_UNIT_CHARS) -> list[str]:
+    """A table row's ``Header: cell`` pairs in groups of at most ``most`` characters (a pair longer
+    than that alone), each a retrievable unit; the whole row, with its header row, is their context."""
+    units, group = [], ""
+    for pair in text.split("; "):
+        if group and len(group) + 2 + len(pair) > most:
+            units.append(group)
+            group = pair
+        else:
+            group = f"{group}; {pair}" if group else pair
+    if group:
+        units.append(group)
+    return units
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:

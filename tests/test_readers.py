@@ -656,3 +656,14 @@ def test_a_short_paragraph_of_one_sentence_has_the_paragraph_before_as_lead_in()
     got = {s.text: s.context for s in split_document(text, "x.md", "markdown")}
     assert got["The default is 5."] == "Config. The cache size is set with the --cache option. The default is 5."
     assert got["Short one."] == "Config > Other. Short one."  # a new section: nothing before it
+
+
+def test_a_wide_table_row_is_read_as_groups_of_its_cells_with_the_row_as_context():
+    header = [f"Col{i}" for i in range(12)]
+    cells = [f"value {i} " + "word " * 10 for i in range(12)]
+    text = ("# Handbook\n\n| " + " | ".join(header) + " |\n|" + "---|" * 12 + "\n| " + " | ".join(cells) + " |\n")
+    got = list(split_document(text, "t.md", "markdown"))
+    assert len(got) > 1 and all(len(s.text) <= 400 for s in got)
+    assert "; ".join(s.text for s in got) == "; ".join(f"{h}: {c.strip()}" for h, c in zip(header, cells))
+    assert all(s.context == got[0].context and "Col0: value 0" in s.context for s in got)  # the whole row
+    assert all(text[s.start:s.end].startswith("| value 0") for s in got)  # the row's line

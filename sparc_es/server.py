@@ -58,6 +58,7 @@ MAX_EXPLAIN = 20  # hits per /explain request: each is encoded again
 MAX_BODY = 4 << 20  # bytes of a request body: a full /batch of long questions fits
 MAX_LINE = 300  # characters of an error message sent to a client
 MAX_DOCUMENT = 16 << 20  # bytes of a document /documents shows
+PATH_DEPTH = 10  # with a path filter, hits asked of the engine per hit kept
 T = TypeVar("T")
 log = logging.getLogger("sparc_es.server")
 
@@ -95,17 +96,21 @@ def _question(value: str) -> str:
 
 MIN_SCORE_HELP = "drop hits scoring less (default: the server's --min-score)"
 COLLAPSE_HELP = "the sentences of one paragraph as one hit, the others in its collapsed list (false: each its own)"
+FROM_HELP = "hits to skip: the next page starts at from + k"
+PATH_HELP = "only hits of this document, or of the documents under this folder (as hits name them)"
 
 
 class SearchRequest(BaseModel):
     """``POST /search``: one question."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
     question: str
     k: StrictInt = Field(10, ge=1, le=MAX_K)  # strict: true is not 1
     context: bool = Field(False, description="add each hit's passage")
     min_score: float | None = Field(None, allow_inf_nan=False, description=MIN_SCORE_HELP)
     collapse: bool = Field(True, description=COLLAPSE_HELP)
+    start: StrictInt = Field(0, ge=0, le=MAX_K, alias="from", description=FROM_HELP)
+    path: str | None = Field(None, max_length=1000, description=PATH_HELP)
 
     @field_validator("question")
     @classmethod
@@ -247,22 +252,28 @@ class Service:
         return result
 
     def search(self, question: str, k: int, context: bool, min_score: float | None = None,
-               collapse: bool = True) -> tuple[list[dict[str, Any]], str | None]:
-        """The hits of one question as ``search --json`` shows them (on the worker thread): ranked
-        from 1, those scoring under ``min_score`` (default: the service's) dropped, the sentences of
-        one paragraph one hit unless not ``collapse``; with ``context``, each hit's passage and its
-        marks. Also the CLI's notice when no word of the question is in the index (else None)."""
+               collapse: bool = True, start: int = 0, path: str | None = None
+               ) -> tuple[list[dict[str, Any]], str | None]:
+        """The hits of one question as ``search --json`` shows them (on the worker thread): those
+        scoring under ``min_score`` (default: the service's) dropped, the sentences of one paragraph
+        one hit unless not ``collapse``, only documents at or under ``path`` (a file or folder of the
+        corpus), ``k`` of them from rank ``start + 1``; with ``context``, each hit's passage and its
+        marks. Also the CLI's notice when no word of the question is in the index (else None).
+        ``path`` filters the engine's first hits (a deeper search, not an index filter)."""
         from .engines.base import MAX_HITS
         from .show import COLLAPSE_DEPTH, collapse as collapsed
 
         presenter = self.presenter()
-        depth = min(MAX_HITS, k * COLLAPSE_DEPTH) if collapse else k
-        hits = above(self.engine.search(question, depth), self.min_score if min_score is None else min_score)
+        depth = (start + k) * (COLLAPSE_DEPTH if collapse else 1) * (PATH_DEPTH if path else 1)
+        hits = above(self.engine.search(question, min(MAX_HITS, depth)),
+                     self.min_score if min_score is None else min_score)
+        if path:
+            folder = path.rstrip("/") + "/"
+            hits = [h for h in hits if h.doc is not None and (h.doc == path or h.doc.startswith(folder))]
         match = presenter.question(question)
         shown = presenter.hits(question, hits, match)
-        if collapse:
-            shown = collapsed(shown, k)
-        return [_hit_json(s, context) for s in shown], match.notice()
+        shown = collapsed(shown, start + k) if collapse else shown[:start + k]
+        return [_hit_json(s, context) for s in shown[start:]], match.notice()
 
     def presenter(self):
         """The CLI's :class:`~sparc_es.show.Presenter` over this engine (made on the worker thread)."""
@@ -458,24 +469,27 @@ def create_app(service: Service, allowed_hosts: Iterable[str] | None = None, max
                          k: int = Query(10, ge=1, le=MAX_K), context: bool = False,
                          min_score: float | None = Query(None, description=MIN_SCORE_HELP,
                                                          allow_inf_nan=False),
-                         collapse: bool = Query(True, description=COLLAPSE_HELP)) -> dict:
+                         collapse: bool = Query(True, description=COLLAPSE_HELP),
+                         start: int = Query(0, ge=0, le=MAX_K, alias="from", description=FROM_HELP),
+                         path: str | None = Query(None, max_length=1000, description=PATH_HELP)) -> dict:
         """The top ``k`` sentences for question ``q``."""
-        _known_params(request, "q", "k", "context", "min_score", "collapse")
-        return await _search(q, k, context, min_score, collapse)
+        _known_params(request, "q", "k", "context", "min_score", "collapse", "from", "path")
+        return await _search(q, k, context, min_score, collapse, start, path)
 
     @app.post("/search")
     async def search_post(body: SearchRequest) -> dict:
         """The top ``k`` sentences for ``question``."""
-        return await _search(body.question, body.k, body.context, body.min_score, body.collapse)
+        return await _search(body.question, body.k, body.context, body.min_score, body.collapse, body.start,
+                             body.path)
 
     async def _search(question: str, k: int, context: bool, min_score: float | None = None,
-                      collapse: bool = True) -> dict:
+                      collapse: bool = True, start: int = 0, path: str | None = None) -> dict:
         try:
             _question(question)
         except ValueError as e:
             raise ApiError(422, f"q: {e}") from None
         def work() -> dict:
-            hits, notice = service.search(question, k, context, min_score, collapse)
+            hits, notice = service.search(question, k, context, min_score, collapse, start, path)
             return {"question": question, "k": k, "notice": notice, "hits": hits}
 
         return await service.run(work)

@@ -655,3 +655,20 @@ def test_a_hits_link_opens_its_document_at_the_line(docs_server):
     for doc in ("secret.md", "../secret.md", "%2E%2E/secret.md", "nowhere.md"):  # only the index's corpus
         status, body, _ = call(docs_server, "GET", f"/documents/{doc}")
         assert status == 404 and "under the corpus folders" in body["error"], (doc, body)
+
+
+@pytest.mark.jvm
+def test_hits_page_on_and_filter_by_folder_or_file(server):
+    question = "Which Java version does Pyserini need?"
+    whole = search_get(server, question, 6, collapse="false")[1]["hits"]
+    for start in (0, 2, 4):
+        status, body, _ = search_get(server, question, 2, collapse="false", **{"from": start})
+        assert status == 200 and body["hits"] == whole[start:start + 2]  # ranks go on: 3, 4 on page 2
+    status, posted, _ = call(server, "POST", "/search", {"question": question, "k": 2, "from": 2, "collapse": False})
+    assert status == 200 and posted["hits"] == whole[2:4]
+    for path, docs in (("notes", {"notes/cooking.md"}), ("docs/", {"docs/setup.md", "docs/encode.md",
+                                                                      "docs/search.md"}),
+                       ("docs/setup.md", {"docs/setup.md"})):
+        status, body, _ = search_get(server, "How does search work?", 10, collapse="false", path=path)
+        assert status == 200 and body["hits"] and {h["doc"] for h in body["hits"]} <= docs, (path, body)
+    assert search_get(server, question, 2, **{"from": -1})[0] == 422

@@ -270,20 +270,15 @@ def _print_hits(question: str, match, shown, color: bool | None = None) -> None:
 def _answer(args: argparse.Namespace, engine, presenter, question: str):
     """(how ``question`` met the index, its hits as ``search`` shows them): with ``--documents``,
     each document's best sentence among the top ``--depth`` (``run --documents``'s aggregation)."""
-    from .engines.base import MAX_HITS, above, best_sentences
-    from .show import COLLAPSE_DEPTH, collapse
+    from .engines.base import above, best_sentences
+    from .show import answer
 
-    if args.documents:
-        hits = engine.search(question, max(args.k, args.depth or 1000))
-        hits = best_sentences(hits, {h.id: h.doc for h in hits}, args.k)
-    elif args.collapse:  # deeper, so that k paragraphs remain once their sentences are one hit
-        hits = engine.search(question, min(MAX_HITS, args.k * COLLAPSE_DEPTH))
-    else:
-        hits = engine.search(question, args.k)
-    hits = above(hits, args.min_score)
+    if not args.documents:
+        return answer(engine, presenter, question, args.k, args.collapse, args.min_score)
+    hits = engine.search(question, max(args.k, args.depth or 1000))
+    hits = above(best_sentences(hits, {h.id: h.doc for h in hits}, args.k), args.min_score)
     match = presenter.question(question)
-    shown = presenter.hits(question, hits, match)
-    return match, collapse(shown, args.k) if args.collapse and not args.documents else shown
+    return match, presenter.hits(question, hits, match)
 
 
 def _presenter(args: argparse.Namespace, engine):
@@ -1226,7 +1221,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from .engines import open_engine
     from .engines.hybrid import DEFAULT_METHOD
     from .engines.lucene import build_index
-    from .show import Presenter
+    from .show import Presenter, answer
     from .trec import read_topics
 
     demo = resources.files("sparc_es") / "demo"
@@ -1245,9 +1240,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         engine = open_engine("lucene", work / "index", hybrid=DEFAULT_METHOD)  # what search does
         presenter = Presenter(engine, work / "index")
         for _, question in read_topics(demo_dir / "questions.tsv"):
-            hits = engine.search(question, args.k)
-            match = presenter.question(question)
-            _print_hits(question, match, presenter.hits(question, hits, match))
+            _print_hits(question, *answer(engine, presenter, question, args.k))
             print()
         presenter.close()
         engine.close()

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 from . import __version__
-from .engines.base import Engine, Hit, above
+from .engines.base import Engine, Hit
 from .errors import SparcError
 from .layout import META, SENTENCES, Manifest
 from .store import SentenceStore
@@ -58,7 +58,6 @@ MAX_EXPLAIN = 20  # hits per /explain request: each is encoded again
 MAX_BODY = 4 << 20  # bytes of a request body: a full /batch of long questions fits
 MAX_LINE = 300  # characters of an error message sent to a client
 MAX_DOCUMENT = 16 << 20  # bytes of a document /documents shows
-PATH_DEPTH = 10  # with a path filter, hits asked of the engine per hit kept
 T = TypeVar("T")
 log = logging.getLogger("sparc_es.server")
 
@@ -260,20 +259,17 @@ class Service:
         corpus), ``k`` of them from rank ``start + 1``; with ``context``, each hit's passage and its
         marks. Also the CLI's notice when no word of the question is in the index (else None).
         ``path`` filters the engine's first hits (a deeper search, not an index filter)."""
-        from .engines.base import MAX_HITS
-        from .show import COLLAPSE_DEPTH, collapse as collapsed
+        from .show import answer
 
-        presenter = self.presenter()
-        depth = (start + k) * (COLLAPSE_DEPTH if collapse else 1) * (PATH_DEPTH if path else 1)
-        hits = above(self.engine.search(question, min(MAX_HITS, depth)),
-                     self.min_score if min_score is None else min_score)
+        keep = None
         if path:
             folder = path.rstrip("/") + "/"
-            hits = [h for h in hits if h.doc is not None and (h.doc == path or h.doc.startswith(folder))]
-        match = presenter.question(question)
-        shown = presenter.hits(question, hits, match)
-        shown = collapsed(shown, start + k) if collapse else shown[:start + k]
-        return [_hit_json(s, context) for s in shown[start:]], match.notice()
+
+            def keep(h) -> bool:
+                return h.doc is not None and (h.doc == path or h.doc.startswith(folder))
+        match, shown = answer(self.engine, self.presenter(), question, k, collapse,
+                              self.min_score if min_score is None else min_score, start, keep)
+        return [_hit_json(s, context) for s in shown], match.notice()
 
     def presenter(self):
         """The CLI's :class:`~sparc_es.show.Presenter` over this engine (made on the worker thread)."""

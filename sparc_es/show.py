@@ -312,6 +312,27 @@ class Shown:
 COLLAPSE_DEPTH = 5  # hits asked of the engine for each hit shown, when sentences of a paragraph are collapsed
 
 
+def answer(engine, presenter: Presenter, question: str, k: int, collapse_paragraphs: bool = True,
+           min_score: float | None = None, start: int = 0, keep=None) -> tuple[QuestionMatch, list[Shown]]:
+    """One question's answer as every surface shows it (``search``, ``demo``, the API): how it met
+    the index, then ``k`` hits from rank ``start + 1``, scoring ``min_score`` or more, the sentences
+    of one paragraph one hit unless not ``collapse_paragraphs``. ``keep(hit)``, when given, filters
+    the engine's first hits (a deeper search)."""
+    from .engines.base import MAX_HITS, above
+
+    depth = (start + k) * (COLLAPSE_DEPTH if collapse_paragraphs else 1) * (KEEP_DEPTH if keep else 1)
+    hits = above(engine.search(question, min(MAX_HITS, depth)), min_score)
+    if keep is not None:
+        hits = [h for h in hits if keep(h)]
+    match = presenter.question(question)
+    shown = presenter.hits(question, hits, match)
+    shown = collapse(shown, start + k) if collapse_paragraphs else shown[:start + k]
+    return match, shown[start:]
+
+
+KEEP_DEPTH = 10  # with a filter, hits asked of the engine per hit kept
+
+
 def collapse(shown: list[Shown], k: int) -> list[Shown]:
     """The first ``k`` hits with the sentences of one paragraph (the same document and context) as
     one: the best of them, the others in its ``others``; ranks from 1 again (Elasticsearch's

@@ -331,7 +331,8 @@ class Service:
         return {"status": "failing" if self.failure else "ok", "version": __version__,
                 "index": self.index.name if self.index else None, "sentences": self.sentences,
                 "model": {"fingerprint": m.model.fingerprint, "base": m.model.base_model.get("name")} if m else None,
-                "factor": m.factor if m else None, "engine": self.engine_info, "failure": self.failure}
+                "factor": m.factor if m else None, "engine": self.engine_info, "failure": self.failure,
+                "generation": _generation(m)}
 
     def close(self) -> None:
         """Stop: abandon queued and running work at its next check, then close the engine."""
@@ -344,6 +345,14 @@ class Service:
             self._drop()
         except Exception as e:  # stopping anyway: say what failed
             log.error("closing the engine: %s", one_line(e))
+
+
+def _generation(manifest: Manifest | None) -> str | None:
+    """Which build of the index answers: the encode it was built from and when it was built (a
+    rebuild, or an update and a rebuild, gives a new one)."""
+    if manifest is None or manifest.index is None:
+        return None
+    return f"{manifest.generation or '-'}@{manifest.index.built_at or '-'}"
 
 
 def _stamp(index: Path | None) -> tuple[int, int] | None:

@@ -367,11 +367,20 @@ def test_the_page_shows_hits_with_the_questions_words_marked(server, tmp_path):
     assert hits[0]["where"] in first and 'id="error"></div>' in dom
     assert "also in this paragraph: 2 more" in first  # the passage's other sentences, collapsed
 
-    shot = tmp_path / "page.png"
-    subprocess.run([*browser, "--window-size=1000,700", f"--screenshot={shot}", url], capture_output=True,
-                   timeout=120)
-    assert shot.is_file() and shot.stat().st_size > 1000
-    print(f"screenshot of the search page: {shot}")
+    # The page as a product: what it searches, and a layout from a phone's width to a desktop's.
+    for width in (390, 1280):
+        narrow = subprocess.run([*browser, f"--window-size={width},800", "--dump-dom", url], capture_output=True,
+                                text=True, timeout=120).stdout
+        assert 'data-layout="fits"' in narrow, (width, narrow[:300])  # no sideways scrolling
+        health = call(server, "GET", "/health")[1]
+        assert "<h1>sparc-es</h1>" in narrow, narrow
+        assert f"Answers from {health['index']}: {health['sentences']} sentences of your documents" in narrow
+        assert "<noscript>" in narrow and 'type="submit">Search</button>' in narrow
+        shot = tmp_path / f"page-{width}.png"
+        subprocess.run([*browser, f"--window-size={width},800", f"--screenshot={shot}", url], capture_output=True,
+                       timeout=120)
+        assert shot.is_file() and shot.stat().st_size > 1000
+        print(f"screenshot of the search page at {width} px: {shot}")
 
 
 @pytest.mark.jvm
@@ -384,11 +393,30 @@ def test_a_rebuilt_index_is_answered_from(index, tmp_path):
     try:
         question = "Who keeps the lighthouse lamp lit?"
         assert all(h["doc"] != "notes/sea.md" for h in search_get(base, question)[1]["hits"])
+        first = call(base, "GET", "/health")[1]["generation"]
         _encode({**DOCS, "notes/sea.md": ["The lighthouse keeper keeps the lamp lit all night."]}, tmp_path / "enc")
-        assert main(["index", "--input", str(tmp_path / "enc"), "--index", str(served), "--overwrite"]) == 0
+        answers: list[int] = []
+        stop = threading.Event()
+
+        def load() -> None:  # requests all through the rebuild: none dropped
+            while not stop.is_set():
+                answers.append(search_get(base, QUESTIONS[answers.__len__() % len(QUESTIONS)])[0])
+
+        clients = [threading.Thread(target=load) for _ in range(3)]
+        for c in clients:
+            c.start()
+        try:
+            assert main(["index", "--input", str(tmp_path / "enc"), "--index", str(served), "--overwrite"]) == 0
+            time.sleep(1)
+        finally:
+            stop.set()
+            for c in clients:
+                c.join(timeout=60)
+        assert len(answers) > 3 and set(answers) == {200}, answers
         status, body, _ = search_get(base, question)
         assert status == 200 and body["hits"][0]["id"] == "notes/sea.md#1", body
-        assert call(base, "GET", "/health")[1]["sentences"] == sum(map(len, DOCS.values())) + 1
+        health = call(base, "GET", "/health")[1]
+        assert health["sentences"] == sum(map(len, DOCS.values())) + 1 and health["generation"] != first
         status, body, _ = call(base, "GET", "/sentences/" + quote("notes/sea.md#1", safe=""))
         assert status == 200 and body["text"].startswith("The lighthouse keeper")
     finally:

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from . import __version__
 from .engines.base import Engine, Hit
@@ -96,6 +96,8 @@ def _question(value: str) -> str:
 MIN_SCORE_HELP = "drop hits scoring less (default: the server's --min-score)"
 COLLAPSE_HELP = "the sentences of one paragraph as one hit, the others in its collapsed list (false: each its own)"
 FROM_HELP = "hits to skip: the next page starts at from + k"
+HYBRID_HELP = "this request's: sum (SPARC and BM25 in one query) or none (SPARC alone); the Lucene engine"
+WEIGHT_HELP = "this request's BM25 share of the sum, 0 to 1"
 PATH_HELP = "only hits of this document, or of the documents under this folder (as hits name them)"
 
 
@@ -110,6 +112,8 @@ class SearchRequest(BaseModel):
     collapse: bool = Field(True, description=COLLAPSE_HELP)
     start: StrictInt = Field(0, ge=0, le=MAX_K, alias="from", description=FROM_HELP)
     path: str | None = Field(None, max_length=1000, description=PATH_HELP)
+    hybrid: Literal["sum", "none"] | None = Field(None, description=HYBRID_HELP)
+    hybrid_weight: float | None = Field(None, ge=0, le=1, allow_inf_nan=False, description=WEIGHT_HELP)
 
     @field_validator("question")
     @classmethod
@@ -251,15 +255,23 @@ class Service:
         return result
 
     def search(self, question: str, k: int, context: bool, min_score: float | None = None,
-               collapse: bool = True, start: int = 0, path: str | None = None
-               ) -> tuple[list[dict[str, Any]], str | None]:
+               collapse: bool = True, start: int = 0, path: str | None = None, hybrid: str | None = None,
+               hybrid_weight: float | None = None) -> tuple[list[dict[str, Any]], str | None]:
         """The hits of one question as ``search --json`` shows them (on the worker thread): those
         scoring under ``min_score`` (default: the service's) dropped, the sentences of one paragraph
         one hit unless not ``collapse``, only documents at or under ``path`` (a file or folder of the
         corpus), ``k`` of them from rank ``start + 1``; with ``context``, each hit's passage and its
         marks. Also the CLI's notice when no word of the question is in the index (else None).
-        ``path`` filters the engine's first hits (a deeper search, not an index filter)."""
+        ``path`` filters the engine's first hits (a deeper search, not an index filter).
+        ``hybrid`` ("sum" or "none") and ``hybrid_weight`` (BM25's share) are this request's, on
+        the Lucene engine."""
+        from contextlib import nullcontext
+
         from .show import answer
+
+        options = nullcontext()
+        if hybrid is not None or hybrid_weight is not None:
+            options = self._asked(hybrid, hybrid_weight)
 
         keep = None
         if path:
@@ -267,9 +279,27 @@ class Service:
 
             def keep(h) -> bool:
                 return h.doc is not None and (h.doc == path or h.doc.startswith(folder))
-        match, shown = answer(self.engine, self.presenter(), question, k, collapse,
-                              self.min_score if min_score is None else min_score, start, keep)
+        with options:
+            match, shown = answer(self.engine, self.presenter(), question, k, collapse,
+                                  self.min_score if min_score is None else min_score, start, keep)
         return [_hit_json(s, context) for s in shown], match.notice()
+
+    def _asked(self, hybrid: str | None, weight: float | None):
+        """The engine with one request's hybrid options (422 where they cannot apply)."""
+        from .engines.hybrid import BM25_WEIGHT
+
+        asked = getattr(self.engine, "asked", None)
+        if asked is None:
+            raise ApiError(422, "hybrid and hybrid_weight per request apply to the Lucene engine's sum or SPARC "
+                                f"alone; this server runs {self.kind} {self.engine_info['hybrid'] or ''}".rstrip())
+        if hybrid == "none" and weight is not None:
+            raise ApiError(422, "hybrid_weight is BM25's share of the sum: it does not apply with hybrid=none")
+        if hybrid == "none":
+            return asked(None)
+        try:
+            return asked(weight if weight is not None else self.engine_info["hybrid_weight"] or BM25_WEIGHT)
+        except SparcError as e:
+            raise ApiError(422, one_line(e)) from None
 
     def presenter(self):
         """The CLI's :class:`~sparc_es.show.Presenter` over this engine (made on the worker thread)."""
@@ -476,25 +506,31 @@ def create_app(service: Service, allowed_hosts: Iterable[str] | None = None, max
                                                          allow_inf_nan=False),
                          collapse: bool = Query(True, description=COLLAPSE_HELP),
                          start: int = Query(0, ge=0, le=MAX_K, alias="from", description=FROM_HELP),
-                         path: str | None = Query(None, max_length=1000, description=PATH_HELP)) -> dict:
+                         path: str | None = Query(None, max_length=1000, description=PATH_HELP),
+                         hybrid: Literal["sum", "none"] | None = Query(None, description=HYBRID_HELP),
+                         hybrid_weight: float | None = Query(None, ge=0, le=1, allow_inf_nan=False,
+                                                             description=WEIGHT_HELP)) -> dict:
         """The top ``k`` sentences for question ``q``."""
-        _known_params(request, "q", "k", "context", "min_score", "collapse", "from", "path")
-        return await _search(q, k, context, min_score, collapse, start, path)
+        _known_params(request, "q", "k", "context", "min_score", "collapse", "from", "path", "hybrid",
+                      "hybrid_weight")
+        return await _search(q, k, context, min_score, collapse, start, path, hybrid, hybrid_weight)
 
     @app.post("/search")
     async def search_post(body: SearchRequest) -> dict:
         """The top ``k`` sentences for ``question``."""
         return await _search(body.question, body.k, body.context, body.min_score, body.collapse, body.start,
-                             body.path)
+                             body.path, body.hybrid, body.hybrid_weight)
 
     async def _search(question: str, k: int, context: bool, min_score: float | None = None,
-                      collapse: bool = True, start: int = 0, path: str | None = None) -> dict:
+                      collapse: bool = True, start: int = 0, path: str | None = None, hybrid: str | None = None,
+                      hybrid_weight: float | None = None) -> dict:
         try:
             _question(question)
         except ValueError as e:
             raise ApiError(422, f"q: {e}") from None
         def work() -> dict:
-            hits, notice = service.search(question, k, context, min_score, collapse, start, path)
+            hits, notice = service.search(question, k, context, min_score, collapse, start, path, hybrid,
+                                          hybrid_weight)
             return {"question": question, "k": k, "notice": notice, "hits": hits}
 
         return await service.run(work)

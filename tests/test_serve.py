@@ -700,3 +700,26 @@ def test_hits_page_on_and_filter_by_folder_or_file(server):
         status, body, _ = search_get(server, "How does search work?", 10, collapse="false", path=path)
         assert status == 200 and body["hits"] and {h["doc"] for h in body["hits"]} <= docs, (path, body)
     assert search_get(server, question, 2, **{"from": -1})[0] == 422
+
+
+@pytest.mark.jvm
+def test_a_request_may_ask_its_own_hybrid(server, index):
+    """Per request: hybrid=none is SPARC alone, hybrid_weight BM25's share; what search answers with
+    the same flags."""
+    question = "Which Java version does Pyserini need?"
+    for extra, flags in (({"hybrid": "none"}, ["--hybrid", "none"]),
+                         ({"hybrid_weight": 0.8}, ["--hybrid-weight", "0.8"]),
+                         ({"hybrid": "sum", "hybrid_weight": 0}, ["--hybrid-weight", "0"])):
+        status, body, _ = search_get(server, question, 5, collapse="false", **extra)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main(["search", "--index", str(index), "--json", "-k", "5", "--no-collapse", *flags, question]) == 0
+        want = [(h["id"], h["score"]) for h in json.loads(out.getvalue())]
+        assert status == 200 and [(h["id"], h["score"]) for h in body["hits"]] == want, extra
+    default = search_get(server, question, 5, collapse="false")[1]["hits"]
+    assert [h["score"] for h in default] != [h["score"] for h in search_get(server, question, 5, collapse="false",
+                                                                            hybrid="none")[1]["hits"]]
+    status, body, _ = search_get(server, question, 5, hybrid="none", hybrid_weight=0.3)
+    assert status == 422 and "does not apply with hybrid=none" in body["error"]
+    assert search_get(server, question, 5, hybrid="rrf")[0] == 422
+    assert search_get(server, question, 5)[1]["hits"][0]["score"] == default[0]["score"]  # back to the server's

@@ -20,6 +20,7 @@ import shutil
 import sys
 import time
 from collections.abc import Iterable
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -133,9 +134,10 @@ class LuceneEngine:
         self.manifest = Manifest.read(self.path)
         if self.manifest.index is None or self.manifest.index.engine != LUCENE or not (self.path / LUCENE).is_dir():
             raise StoreError(f"{self.path}: not a sparc-es Lucene index (build one with: sparc-es index)")
+        self._stored_blend = blend.Blend.read(self.path)  # None: built before sentences stored BM25 terms
         self.blend = None
         if bm25_share is not None:
-            self.blend = blend.Blend.read(self.path)
+            self.blend = self._stored_blend
             if self.blend is None:
                 raise StoreError(f"{self.path}: built before sentences stored their BM25 terms; rebuild it with "
                                  "sparc-es index --overwrite for the SPARC + BM25 sum")
@@ -148,6 +150,23 @@ class LuceneEngine:
         from jnius import autoclass
 
         self.searcher = TopK(self.path / LUCENE, autoclass("io.anserini.search.similarity.ImpactSimilarity")())
+
+    @contextmanager
+    def asked(self, bm25_share: float | None):
+        """This engine with BM25's share ``bm25_share`` in the sum (None: SPARC alone) for the
+        searches inside the ``with``: one request's option, on an engine used by one thread at a time
+        (the server's worker)."""
+        if bm25_share is not None and self._stored_blend is None:
+            raise StoreError(f"{self.path}: built before sentences stored their BM25 terms: no sum with BM25")
+        saved = self.blend, self.method, self.bm25_weight
+        if bm25_share is None:
+            self.blend, self.method, self.bm25_weight = None, None, None
+        else:
+            self.blend, self.method, self.bm25_weight = self._stored_blend, HybridMethod.SUM, bm25_share
+        try:
+            yield self
+        finally:
+            self.blend, self.method, self.bm25_weight = saved
 
     def weights(self, question: str) -> dict[str, float]:
         """The question as the engine is asked it: ``{feature: clause weight}``."""

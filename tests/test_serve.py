@@ -297,7 +297,7 @@ def test_explain_says_why_each_hit_scored(server, engine):
     ("POST", "/batch", None, b"\xff\xfe", 400, "invalid JSON body"),
     ("GET", "/batch", None, None, 405, "GET is not allowed on /batch"),
     ("GET", "/nowhere", None, None, 404, "no such endpoint: /nowhere"),
-    ("GET", "/search?q=java&hybrid=none", None, None, 422, "unknown parameter hybrid: this endpoint takes q, k"),
+    ("GET", "/search?q=java&engine=bm25", None, None, 422, "unknown parameter engine: this endpoint takes q, k"),
     ("GET", "/explain?q=java&ids=1&k=3", None, None, 422, "unknown parameter k"),
 ])
 @pytest.mark.jvm

@@ -390,7 +390,7 @@ class Presenter:
             s = stored.get(h.id)
             if s is not None and not h.text:
                 h = h.located(s)
-            context = s.context if s is not None else ""
+            context = s.context if s is not None else h.context or ""  # Elasticsearch's hits bring theirs
             sentence = Sentence(id=h.id, text=h.text, context=context, doc=h.doc, start=h.start, end=h.end)
             out.append(Shown(h, rank, context, self.places.of(sentence), marker.spans(h.text),
                              marker.spans(context), None if covers is None else covers.get(h.id, [])))

@@ -443,3 +443,36 @@ def test_a_paragraph_inserted_at_the_top_writes_only_its_sentences(es_url, tiny_
         assert (third["loaded"], third["moved"], third["already_there"]) == (0, 0, 22)
     finally:
         real.indices.delete(index=name, ignore_unavailable=True)
+
+
+@pytest.mark.es
+def test_elasticsearch_hits_are_collapsed_by_paragraph_as_lucenes_are(es_url, tiny_model, tmp_path):
+    """The one presenter on the Elasticsearch engine: its hits bring their passage, so the sentences
+    of one paragraph are one hit there too."""
+    from sparc_es.engines import open_engine
+    from sparc_es.show import Presenter, answer
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "ports.md").write_text("# Ports\n\nThe server listens on port 8081. The port is set with --port. "
+                                   "A busy port is one line.\n\nAnother paragraph about the proxy port.\n")
+    encode_corpus([docs], tmp_path / "enc", tiny_model, progress=False)
+    real = Connection(es_url).client()
+    name = f"collapse-{os.getpid()}"
+    try:
+        load_es(tmp_path / "enc", real, name, progress=False, recreate=True, report=tmp_path / "r.jsonl")
+        engine = open_engine("es", None, connection=Connection(es_url), es_index=name, tokenizer=tmp_path / "enc",
+                             hybrid="none")
+        presenter = Presenter(engine, None, tmp_path / "enc")
+        try:
+            _, every = answer(engine, presenter, "which port does the server listen on", 10, collapse_paragraphs=False)
+            _, hits = answer(engine, presenter, "which port does the server listen on", 10)
+        finally:
+            presenter.close()
+            engine.close()
+        assert all(h.context for h in every) and len(hits) < len(every)
+        assert sum(1 + len(h.others) for h in hits) == len(every)  # every sentence once, under its paragraph's best
+        assert len(hits) == len({(h.hit.doc, h.context) for h in every})
+        assert all(o.context == h.context for h in hits for o in h.others)
+    finally:
+        real.indices.delete(index=name, ignore_unavailable=True)

@@ -24,6 +24,7 @@ class Hit:
     start: int | None = None
     end: int | None = None
     code: str | None = None  # the code block the sentence leads into, as written
+    context: str | None = None  # the passage, where the engine returns it (Elasticsearch; Lucene's is in the store)
 
     def located(self, sentence) -> Hit:
         """This hit with the stored sentence's text, document, offsets and code (``None``: unchanged)."""

@@ -129,7 +129,7 @@ def same_weights(stored: dict | None, identity: dict) -> bool:
             and bool(stored.get("idf", False)) == identity["idf"])
 
 
-SOURCE = ["text", "doc", "start", "end", "code"]  # what a hit brings back
+SOURCE = ["text", "doc", "start", "end", "code", "context"]  # what a hit brings back
 
 
 def query_body(bag: dict[str, float], size: int = 10, mode: QueryMode | str = QueryMode.RANK_FEATURE) -> dict:

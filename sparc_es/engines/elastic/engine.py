@@ -113,7 +113,8 @@ class ElasticEngine:
             src = h.get("_source", {})
             score = h["_score"] if self.method is HybridMethod.SUM else h["_score"] / self.factor
             hits.append(Hit(id=h["_id"], score=score, text=src.get("text", ""), doc=src.get("doc"),
-                            start=src.get("start"), end=src.get("end"), code=src.get("code")))
+                            start=src.get("start"), end=src.get("end"), code=src.get("code"),
+                            context=src.get("context")))
         return hits
 
     def close(self) -> None:

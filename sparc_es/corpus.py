@@ -49,6 +49,7 @@ from .readers import (
     Report,
     format_of,
     lead_of,
+    line_starts,
     locate,
     read_blocks,
 )
@@ -441,8 +442,8 @@ class _Lines:
         self.text, self.starts = text, None
 
     def of(self, offset: int) -> int:
-        if self.starts is None:
-            self.starts = [0] + [m.end() for m in re.finditer("\n", self.text)]
+        if self.starts is None:  # counted only when a cut is reported
+            self.starts = line_starts(self.text)[:-1]
         return bisect.bisect_right(self.starts, offset)
 
 

@@ -23,7 +23,7 @@ import numpy as np
 from .engines.base import MAX_HITS
 from .errors import SparcError
 from .layout import LUCENE, Manifest, quantize
-from .show import Places
+from .show import Places, paragraph
 
 # How many hits a rank may reach, and how deep the search looks for an id's rank.
 RANK_DEPTH = 1000
@@ -102,7 +102,7 @@ class Explainer:
             firsts = []
             for h in ranking:
                 s = stored.get(h.id)
-                key = (s.doc, s.context) if s is not None and s.context else ("", h.id)
+                key = paragraph(s.doc, s.context, h.id) if s is not None else paragraph(None, "", h.id)
                 if key not in seen:
                     seen.add(key)
                     firsts.append(h)

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import InputError
+from .ids import SURROGATE
 
 if TYPE_CHECKING:
     import docutils.nodes
@@ -116,17 +117,14 @@ def read_blocks(text: str, format: str = "text", keep_code: bool = False, name: 
             yield _text_only(block, report)
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def _text_only(block: Block, report: Report) -> Block:
     """``block``, a lone surrogate (a reStructuredText ``unicode:: U+D800``, which no encoder can
     write) shown as U+FFFD and reported."""
     parts = (block.text, block.lead, block.code, *block.headings)
-    if not any(_SURROGATE.search(p) for p in parts):
+    if not any(SURROGATE.search(p) for p in parts):
         return block
     report(None, "a surrogate code point (not a character) shown as U+FFFD")
-    clean = lambda t: _SURROGATE.sub("\ufffd", t)  # noqa: E731
+    clean = lambda t: SURROGATE.sub("\ufffd", t)  # noqa: E731
     return replace(block, text=clean(block.text), lead=clean(block.lead), code=clean(block.code),
                    headings=tuple(map(clean, block.headings)))
 
@@ -157,7 +155,7 @@ def _squash(text: str) -> str:
     return " ".join(text.split())
 
 
-def _line_starts(text: str) -> list[int]:
+def line_starts(text: str) -> list[int]:
     """Offset of each line's start, and len(text) last; lines end as markdown-it ends them."""
     starts = [0]
     starts += [m.end() for m in re.finditer(r"\r\n?|\n", text)]
@@ -378,7 +376,7 @@ def _inline(token) -> str:
 
 
 def _markdown_blocks(text: str, report: Report) -> Iterator[Block]:
-    lines = _line_starts(text)
+    lines = line_starts(text)
     front = _front_matter_lines(text, lines)
     # The front matter's lines are blanked, not cut: line numbers (and so spans) stay the file's.
     body = "\n" * front + text[lines[front]:] if front else text
@@ -1165,7 +1163,7 @@ class _RstWalker:
 
         self.nodes = nodes
         self.source = text
-        self.lines = _line_starts(text)
+        self.lines = line_starts(text)
         self.titles: dict[str, str] = {}  # section titles by label (blocks() fills it)
         self.cursor = 0  # end of the last block placed: where a block with no line number may start
         self.start = 0  # start of the last block placed: the blocks come in the file's order

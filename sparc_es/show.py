@@ -333,13 +333,19 @@ def answer(engine, presenter: Presenter, question: str, k: int, collapse_paragra
 KEEP_DEPTH = 10  # with a filter, hits asked of the engine per hit kept
 
 
+def paragraph(doc: str | None, context: str, sentence_id: str) -> tuple:
+    """What the sentences of one paragraph share (their document and passage); a sentence without a
+    passage is a paragraph of its own."""
+    return (doc, context) if context else ("", sentence_id)
+
+
 def collapse(shown: list[Shown], k: int) -> list[Shown]:
     """The first ``k`` hits with the sentences of one paragraph (the same document and context) as
     one: the best of them, the others in its ``others``; ranks from 1 again (Elasticsearch's
     ``collapse``). Hits without a context are each their own."""
     kept: dict[tuple, Shown] = {}
     for s in shown:
-        key = (s.hit.doc, s.context) if s.context else ("", s.hit.id)
+        key = paragraph(s.hit.doc, s.context, s.hit.id)
         if key in kept:
             kept[key].others.append(s)
         elif len(kept) < k:

@@ -110,7 +110,7 @@ def bench_kernels(model, pairs, corpus, repeats: int) -> dict:
 def bench_encoding(model, sentences, repeats: int, workdir: Path) -> dict:
     """Batched vs batch size 1, the time per stage, and a 1% update against the full encode."""
 
-    from sparc_es.encode import encode_corpus
+    from sparc_es.encode.run import encode_corpus
 
     sample = sentences[:1000]
     pairs = [(s.text, s.context) for s in sample]
@@ -134,7 +134,7 @@ def bench_encoding(model, sentences, repeats: int, workdir: Path) -> dict:
 
     # where the time goes: the pipeline's own stage timer (sparc_es.model.stored.Stages) over an
     # encode of the sample, then quantising and serialising what it stored
-    from sparc_es.layout import DEFAULT_FACTOR, quantize, record_line, vector_record
+    from sparc_es.layout.manifest import DEFAULT_FACTOR, quantize, record_line, vector_record
     from sparc_es.model import Stages
 
     timer = Stages()
@@ -177,7 +177,7 @@ def bench_updates(model, sentences, workdir: Path, full_seconds: float) -> dict:
     spread over as many paragraphs, their contexts left as they were: each brings its passage's
     vocabulary-wide product with it, which is why this costs more.
     """
-    from sparc_es.encode import encode_corpus
+    from sparc_es.encode.run import encode_corpus
 
     rng = random.Random(7)
     target = max(1, len(sentences) // 100)
@@ -217,7 +217,7 @@ def bench_updates(model, sentences, workdir: Path, full_seconds: float) -> dict:
 
 def squad_questions(root: Path, n: int) -> list[str]:
     """The benchmark's queries: the first ``n`` distinct SQuAD dev questions."""
-    from sparc_es.experiments.datasets import read_mrqa
+    from sparc_es.evaluation.evalsets import read_mrqa
 
     return list(dict.fromkeys(qa["question"].strip() for c in read_mrqa(root / "mrqa" / "SQuAD.jsonl.gz")
                               for qa in c["qas"]))[:n]
@@ -232,9 +232,9 @@ def encoded_folder(label: str, workdir: Path = ROOT / "bench" / "work") -> Path:
 
 def replicate(encoded: Path, out: Path, n: int) -> tuple[Path, int]:
     """An encoded folder of ``n`` sentences: the real ones, then perturbed copies (see the docstring)."""
-    from sparc_es.corpus import Sentence
-    from sparc_es.layout import SENTENCES as FILENAME, VECTORS, VECTORS_FILE, Manifest, copy_into, iter_vectors
-    from sparc_es.store import SentenceStore
+    from sparc_es.corpus.sources import Sentence
+    from sparc_es.layout.manifest import SENTENCES as FILENAME, VECTORS, VECTORS_FILE, Manifest, copy_into, iter_vectors
+    from sparc_es.layout.store import SentenceStore
 
     if (out / "meta.json").is_file():  # kept from an earlier run: reused while the model is the same
         kept = Manifest.read(out)
@@ -283,11 +283,11 @@ def replicate(encoded: Path, out: Path, n: int) -> tuple[Path, int]:
 # --- indexing and queries ------------------------------------------------------------------
 
 def bench_scale(encoded: Path, workdir: Path, questions: list[str], label: str) -> dict:
-    from sparc_es.corpus import Sentence
+    from sparc_es.corpus.sources import Sentence
     from sparc_es.engines import open_engine
     from sparc_es.engines.bm25 import LuceneBM25, build_bm25_index
     from sparc_es.engines.lucene import build_index
-    from sparc_es.layout import iter_vectors
+    from sparc_es.layout.manifest import iter_vectors
 
     index = workdir / f"index-{label}"
     shutil.rmtree(index, ignore_errors=True)
@@ -379,9 +379,8 @@ def bench_exact(encoded: Path, questions: list[str]) -> dict:
 
 
 def bench_es(encoded: Path) -> dict | None:
-    sys.path.insert(0, str(ROOT / "scripts"))
     try:
-        from loopback import noida_binary, noida_server
+        from sparc_es.engines.elastic.loopback import noida_binary, noida_server
     except ImportError:
         return None
     if noida_binary() is None:
@@ -488,7 +487,7 @@ def update_docs(table: str) -> list[Path]:
 def keep_top(encoded: Path, out: Path, k: int) -> Path:
     """An encoded folder whose sentences keep only their ``k`` largest impacts (ties: token order):
     the posting lists of a smaller K, for timing, without encoding again."""
-    from sparc_es.layout import VECTORS, VECTORS_FILE, Manifest, copy_into, iter_vectors
+    from sparc_es.layout.manifest import VECTORS, VECTORS_FILE, Manifest, copy_into, iter_vectors
 
     if (out / "meta.json").is_file() and Manifest.read(out).top_k == k:
         return out
@@ -556,8 +555,8 @@ def main(argv: list[str] | None = None) -> int:
     import transformers
 
     from sparc_es import __version__
-    from sparc_es.experiments.datasets import data_dir, squad_dev_sentences
-    from sparc_es.layout import DEFAULT_FACTOR
+    from sparc_es.evaluation.evalsets import data_dir, squad_dev_sentences
+    from sparc_es.layout.manifest import DEFAULT_FACTOR
     from sparc_es.model import SparcModel
 
     torch.set_num_threads(args.threads)

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # Run inside each version's tree: encode the corpus, print sentences per second.
 TIMED = """
 import json, sys, time
-from sparc_es.encode import encode_corpus
+from sparc_es.encode.run import encode_corpus
 from sparc_es.model import SparcModel
 corpus, out, idf = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
 model = SparcModel.load("default")
@@ -62,8 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", type=Path, default=ROOT / "bench" / "versions.json")
     args = p.parse_args(argv)
 
-    sys.path.insert(0, str(ROOT))
-    from sparc_es.experiments.datasets import squad_dev_sentences
+    from sparc_es.evaluation.evalsets import squad_dev_sentences
 
     with tempfile.TemporaryDirectory(prefix="sparc-es-versions-") as tmp:
         tmp = Path(tmp)

@@ -268,7 +268,7 @@ def fetch(dest: Path, names: list[str]) -> int:
 
 # --- prose rendering (what a reader sees as sentences) -----------------------------------------
 
-_MD_INLINE = re.compile(r"\*\*|__|`|!?\[|\]\([^)]*\)")  # as sparc_es.corpus cleans Markdown
+_MD_INLINE = re.compile(r"\*\*|__|`|!?\[|\]\([^)]*\)")  # as sparc_es.corpus.sources cleans Markdown
 # a code fence, also one opening a list item's body (CommonMark); MyST directives are fences with {name}
 _MD_FENCE = re.compile(r"^\s*(?:(?:[-*+]|\d{1,9}[.)])\s+)?(`{3,}|~{3,})(.*)$")
 _MYST_CODE = {"code", "code-block", "code-cell", "sourcecode", "literalinclude", "include", "pip-cli", "raw",
@@ -340,13 +340,12 @@ def prose(text: str, fmt: str) -> str:
 def sentence_splitter():
     """``split(raw, prose, rel, fmt) -> sentence texts`` with the project's own splitter (Bling Fire, and
     its readers for Markdown, RST and HTML where it has them), or None where sparc_es cannot be imported."""
-    sys.path.insert(0, str(ROOT))
     try:
         import inspect
 
         import blingfire  # noqa: F401
 
-        from sparc_es.corpus import split_document
+        from sparc_es.corpus.sources import split_document
     except ImportError:
         return None
     params = inspect.signature(split_document).parameters

@@ -2,7 +2,7 @@
 """The demo on Elasticsearch: load the encoded demo corpus into a cluster and answer the demo questions from it.
 
 The cluster is ``--es-url`` or ``$SPARC_ES_URL``; without one, a loopback ES-API server (noida-db, started
-and stopped by ``scripts/loopback.py``; ``pip install noida-db``, which the test extra has).
+and stopped by ``sparc_es.engines.elastic.loopback``; ``pip install noida-db``, which the test extra has).
 
     .venv/bin/sparc-es demo && .venv/bin/python scripts/es_demo.py [--es-url URL]
 """
@@ -17,13 +17,12 @@ from importlib import resources
 from pathlib import Path
 
 from sparc_es.cli import main as cli
-from sparc_es.trec import read_topics
+from sparc_es.evaluation.trec import read_topics
 
 
 def loopback_cluster() -> AbstractContextManager[str]:
     """noida-db's Elasticsearch API on a free loopback port for the demo's duration (its URL)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from loopback import noida_binary, noida_server
+    from sparc_es.engines.elastic.loopback import noida_binary, noida_server
 
     if noida_binary() is None:
         raise SystemExit("no cluster: pass --es-url or set SPARC_ES_URL, or pip install noida-db for a loopback one")

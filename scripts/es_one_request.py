@@ -22,7 +22,6 @@ from contextlib import nullcontext
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
 
 
 def default_folders(domain: Path) -> tuple[Path, Path]:
@@ -58,10 +57,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from sparc_es.cli import main as cli
     from sparc_es.engines.elastic import Connection, build_index
-    from sparc_es.eval import evaluate_file
-    from sparc_es.trec import read_qrels
-
-    from loopback import noida_server
+    from sparc_es.engines.elastic.loopback import noida_server
+    from sparc_es.evaluation.measures import evaluate_file
+    from sparc_es.evaluation.trec import read_qrels
 
     url = os.environ.get("SPARC_ES_URL")
     rows = []

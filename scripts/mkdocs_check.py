@@ -31,7 +31,7 @@ def words(text: str) -> list[str]:
 
 
 def check(folder: Path) -> dict:
-    from sparc_es.corpus import read_document
+    from sparc_es.corpus.sources import read_document
 
     markers, lines, lost = 0, 0, []
     for path in sorted(folder.rglob("*.md")):

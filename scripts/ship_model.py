@@ -4,7 +4,7 @@
     .venv/bin/python scripts/ship_model.py runs/models/sparc --table docs/results/trained.json \
         --command "sparc-es train --output runs/models/sparc ..."
 
-Writes ``sparc_es/models/default/`` (what ``--model default`` loads from then on) with
+Writes ``sparc_es/model/default/`` (what ``--model default`` loads from then on) with
 ``MODEL_CARD.md`` built from the run's ``training.json`` and the evaluation rows of that model.
 """
 
@@ -17,8 +17,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from sparc_es.checkpoint import SHIPPED_MODEL
 from sparc_es.model import SparcModel
+from sparc_es.model.checkpoint import SHIPPED_MODEL
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,10 +30,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--command", required=True, help="the exact command that trained it")
     p.add_argument("--output", type=Path, default=SHIPPED_MODEL)
     p.add_argument("--lexical-weight", type=float, default=None,
-                   help="set the lexical term's alpha (sparc_es.lexical) in the shipped config, as chosen on "
+                   help="set the lexical term's alpha (sparc_es.model.lexical) in the shipped config, as chosen on "
                         "the validation split; default: what training left")
     p.add_argument("--stem-weight", type=float, default=None,
-                   help="set the lexical term's stem weight beta (sparc_es.lexical), as chosen on the validation split")
+                   help="set the lexical term's stem weight beta (sparc_es.model.lexical), as chosen on the "
+                   "validation split")
     args = p.parse_args(argv)
 
     overrides = {k: v for k, v in (("lexical_weight", args.lexical_weight), ("stem_weight", args.stem_weight))

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Reproduce the shipped default model (sparc_es/models/default) from ../shared/data, and check it.
+# Reproduce the shipped default model (sparc_es/model/default) from ../shared/data, and check it.
 #
 #     sh scripts/train_default.sh [FOLDER]        # default FOLDER: runs/models/default
 #

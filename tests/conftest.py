@@ -22,13 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from sparc_es.experiments.datasets import data_dir, read_mrqa, squad_dev_sentences
+from sparc_es.evaluation.evalsets import data_dir, read_mrqa, squad_dev_sentences
 
 from shared_data import need_data
-
-# The loopback Elasticsearch-API server is the scripts' (scripts/loopback.py): one copy for the
-# tests, scripts/es_demo.py and scripts/bench.py.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
 TIERS = ("jvm", "es", "data", "slow")
 # Fixtures that put a test in a tier: a test using one must carry the marker (checked at collection).
@@ -135,7 +131,7 @@ def _tiny_bert(seed: int):
     import torch
     from transformers import AutoTokenizer, BertConfig
 
-    from sparc_es.checkpoint import default_base_path
+    from sparc_es.model.checkpoint import default_base_path
 
     torch.manual_seed(seed)
     tokenizer = AutoTokenizer.from_pretrained(default_base_path(), local_files_only=True)
@@ -203,7 +199,7 @@ def tiny_mlm_dir(tmp_path_factory) -> Path:
 def es_url():
     """SPARC_ES_URL if given, else noida-db's Elasticsearch API on a free loopback port, one for the
     whole session, stopped afterwards."""
-    from loopback import noida_binary, noida_server
+    from sparc_es.engines.elastic.loopback import noida_binary, noida_server
 
     if os.environ.get("SPARC_ES_URL"):
         yield os.environ["SPARC_ES_URL"]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sparc_es.experiments.datasets import DATA_ENV, data_dir
+from sparc_es.evaluation.evalsets import DATA_ENV, data_dir
 
 
 def need_data(*files: str) -> Path:

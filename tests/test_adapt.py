@@ -16,14 +16,14 @@ import numpy as np
 import pytest
 import torch
 
-from sparc_es import adapt as adapt_module
-from sparc_es.adapt import AdaptConfig, adapt, find_base
-from sparc_es.checkpoint import known_base_path
-from sparc_es.corpus import Sentence, read_corpus
-from sparc_es.encode import encode_corpus
+from sparc_es.corpus.sources import Sentence, read_corpus
+from sparc_es.encode.run import encode_corpus
 from sparc_es.errors import SparcError
-from sparc_es.layout import Manifest, iter_vectors
+from sparc_es.layout.manifest import Manifest, iter_vectors
 from sparc_es.model import SparcModel
+from sparc_es.model.checkpoint import known_base_path
+from sparc_es.training import adapt as adapt_module
+from sparc_es.training.adapt import AdaptConfig, adapt, find_base
 
 from tolerance import assert_same_top_k, close
 

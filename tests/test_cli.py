@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from sparc_es import encode as encode_module
 from sparc_es.cli import main
-from sparc_es.corpus import sentence_key
-from sparc_es.layout import DEFAULT_FACTOR
+from sparc_es.corpus.sources import sentence_key
+from sparc_es.encode import run as encode_module
+from sparc_es.layout.manifest import DEFAULT_FACTOR
 
 
 @pytest.fixture()
@@ -491,8 +491,8 @@ def test_an_index_finds_its_documents_from_any_working_directory_and_when_moved(
     folder is found from another, and from a copy of both moved elsewhere; a corpus that is gone is said."""
     import shutil
 
-    from sparc_es.layout import Manifest
-    from sparc_es.show import Places
+    from sparc_es.answers.show import Places
+    from sparc_es.layout.manifest import Manifest
 
     project = tmp_path / "project"
     (project / "docs").mkdir(parents=True)
@@ -516,7 +516,7 @@ def test_an_index_finds_its_documents_from_any_working_directory_and_when_moved(
 
 
 def read_vectors_ids(folder):
-    from sparc_es.store import SentenceStore
+    from sparc_es.layout.store import SentenceStore
 
     store = SentenceStore(folder / "sentences.sqlite")
     try:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from sparc_es.corpus import read_corpus, sentence_key, split_document
+from sparc_es.corpus.sources import read_corpus, sentence_key, split_document
 from sparc_es.errors import InputError
 
 
@@ -121,7 +121,7 @@ def test_plain_text_paragraphs():
 
 def test_links_are_followed_only_to_regular_files_inside_the_folder(tmp_path):
     """A cloned docs folder may hold ``environ.txt -> /proc/self/environ``: never read, only counted."""
-    from sparc_es.corpus import ReadStats, corpus_files
+    from sparc_es.corpus.sources import ReadStats, corpus_files
 
     outside = tmp_path / "outside"
     outside.mkdir()

@@ -1,4 +1,4 @@
-"""Encoding on Ray (``sparc_es.distributed``): the encoded folder is the single process's, byte for byte.
+"""Encoding on Ray (``sparc_es.encode.ray``): the encoded folder is the single process's, byte for byte.
 
 On a real corpus (``tests/data/docs``, read with the shipped default model, IDF on as the CLI has it)
 and a local Ray of 2 CPUs with 2 actors of 1 thread each, against ``encode_corpus`` with the
@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from processes import kill_midway
 
-from sparc_es.lexical import CorpusStatistics
+from sparc_es.model.lexical import CorpusStatistics
 
 DOCS = Path(__file__).parent / "data" / "docs"
 BATCH = 4  # pieces of 32 sentences: eight of them in the 238 sentences of tests/data/docs
@@ -60,7 +60,7 @@ def test_ray_options_need_ray(capsys, tmp_path):
 
 
 def test_without_ray_installed_the_error_says_what_to_install(monkeypatch):
-    import sparc_es.distributed as distributed
+    import sparc_es.encode.ray as distributed
     from sparc_es.errors import SparcError
 
     monkeypatch.setattr(distributed, "ray", None)
@@ -85,7 +85,7 @@ def model():
 @pytest.fixture(scope="module")
 def reference(model, tmp_path_factory) -> Path:
     """The single-process encode of tests/data/docs at 1 thread."""
-    from sparc_es.encode import Local, encode_corpus
+    from sparc_es.encode.run import Local, encode_corpus
 
     out = tmp_path_factory.mktemp("local") / "encoded"
     encode_corpus([str(DOCS)], out, model, batch_size=BATCH, idf=True, progress=False, backend=Local())
@@ -115,9 +115,9 @@ def _rows(folder: Path) -> list:
 @needs_ray
 @pytest.mark.slow
 def test_a_ray_encode_is_the_single_process_encode(model, reference, tmp_path):
-    from sparc_es.corpus import as_source
-    from sparc_es.distributed import RayBackend
-    from sparc_es.encode import _first_pass, encode_corpus
+    from sparc_es.corpus.sources import as_source
+    from sparc_es.encode.ray import RayBackend
+    from sparc_es.encode.run import _first_pass, encode_corpus
 
     # Blocks of 64 texts: the statistics are counted in four parts, on both actors, and merged.
     with RayBackend(actors=2, threads=1, count_block=64) as backend:
@@ -136,8 +136,8 @@ def test_a_ray_encode_is_the_single_process_encode(model, reference, tmp_path):
 @needs_ray
 @pytest.mark.slow
 def test_ray_workers_with_another_model_fail_on_one_line(model, tmp_path):
-    from sparc_es.distributed import RayBackend
-    from sparc_es.encode import encode_corpus
+    from sparc_es.encode.ray import RayBackend
+    from sparc_es.encode.run import encode_corpus
     from sparc_es.errors import ModelError
 
     # The actors load another model than the one being encoded: refused before anything is encoded.
@@ -206,7 +206,7 @@ def test_a_local_ray_refuses_clients_without_a_token():
 
     import ray
 
-    from sparc_es.distributed import RayBackend
+    from sparc_es.encode.ray import RayBackend
 
     if os.environ.get("RAY_AUTH_MODE", "token") != "token":
         pytest.skip(f"RAY_AUTH_MODE={os.environ['RAY_AUTH_MODE']} is set: the user's Ray settings are kept")

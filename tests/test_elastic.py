@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from sparc_es.cli import main
-from sparc_es.encode import encode_corpus
+from sparc_es.encode.run import encode_corpus
 from sparc_es.engines import open_engine
 from sparc_es.engines.blend import PREFIX
 from sparc_es.engines.elastic import (
@@ -30,8 +30,8 @@ from sparc_es.engines.elastic import (
 from sparc_es.engines.hybrid import BM25_WEIGHT, DEPTH, HybridEngine, normalised_sum, reciprocal_rank
 from sparc_es.engines.lucene import LuceneEngine, build_index
 from sparc_es.errors import EngineError
-from sparc_es.layout import Manifest, iter_vectors
-from sparc_es.query import QueryEncoder
+from sparc_es.layout.manifest import Manifest, iter_vectors
+from sparc_es.model.query import QueryEncoder
 
 from tolerance import assert_same_impacts, assert_same_records
 
@@ -63,7 +63,7 @@ def test_a_match_on_text_is_the_lucene_bm25_indexs_bm25(tmp_path, es_url):
     b 0.4, so a ``match`` ranks nearly as the Lucene BM25 index of the same sentences (Lucene's
     length norms are stored in one byte, the server's need not be). With the mapping of earlier
     versions (the standard analyser, k1 1.2, b 0.75) they differ far more."""
-    from sparc_es.corpus import read_corpus
+    from sparc_es.corpus.sources import read_corpus
     from sparc_es.engines.bm25 import LuceneBM25, build_bm25_index
 
     sentences = list(read_corpus([ROOT / "tests" / "data" / "docs"]))
@@ -452,7 +452,7 @@ def test_living_index_from_a_source_index(tmp_path, tiny_model_dir, es_url, caps
     ends equal to a from-scratch build, and only the changed sentences were encoded again."""
     from elasticsearch import helpers
 
-    from sparc_es.corpus import document_sentences
+    from sparc_es.corpus.sources import document_sentences
 
     client = Connection(es_url).client()
     src, sparc, scratch = (f"{name}-{os.getpid()}" for name in ("src", "living", "scratch"))

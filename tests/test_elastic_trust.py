@@ -18,8 +18,8 @@ import pytest
 from elastic_transport import TransportError
 
 from sparc_es.cli import main
-from sparc_es.corpus import sentence_key
-from sparc_es.encode import encode_corpus
+from sparc_es.corpus.sources import sentence_key
+from sparc_es.encode.run import encode_corpus
 from sparc_es.engines.elastic import (
     Connection,
     ElasticEngine,
@@ -28,11 +28,10 @@ from sparc_es.engines.elastic import (
     check_server,
     es_features,
 )
+from sparc_es.engines.elastic.loopback import free_port
 from sparc_es.errors import EngineError, InputError, SparcError
-from sparc_es.layout import iter_vectors
-from sparc_es.query import QueryEncoder
-
-from loopback import free_port
+from sparc_es.layout.manifest import iter_vectors
+from sparc_es.model.query import QueryEncoder
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "s3cret"
@@ -449,8 +448,8 @@ def test_a_paragraph_inserted_at_the_top_writes_only_its_sentences(es_url, tiny_
 def test_elasticsearch_hits_are_collapsed_by_paragraph_as_lucenes_are(es_url, tiny_model, tmp_path):
     """The one presenter on the Elasticsearch engine: its hits bring their passage, so the sentences
     of one paragraph are one hit there too."""
+    from sparc_es.answers.show import Presenter, answer
     from sparc_es.engines import open_engine
-    from sparc_es.show import Presenter, answer
 
     docs = tmp_path / "docs"
     docs.mkdir()

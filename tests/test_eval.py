@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from sparc_es.cli import main
-from sparc_es.corpus import Sentence, sentence_key
+from sparc_es.corpus.sources import Sentence, sentence_key
 from sparc_es.errors import InputError, SparcError
-from sparc_es.eval import compare, evaluate, per_query
-from sparc_es.experiments.datasets import build_eval_set, data_dir
-from sparc_es.experiments.table import System
-from sparc_es.trec import read_qrels, read_run
+from sparc_es.evaluation.evalsets import build_eval_set, data_dir
+from sparc_es.evaluation.measures import compare, evaluate, per_query
+from sparc_es.evaluation.table import System
+from sparc_es.evaluation.trec import read_qrels, read_run
 
 from shared_data import need_data
 
@@ -129,7 +129,7 @@ def test_squad_dev_counts(squad):
 
 @pytest.mark.data
 def test_relevant_sentences_contain_the_answer(squad):
-    from sparc_es.experiments.datasets import read_mrqa
+    from sparc_es.evaluation.evalsets import read_mrqa
 
     by_id = {s.id: s for s in squad.sentences}
     checked = 0
@@ -197,7 +197,7 @@ def test_system_specs():
 def test_eval_counts_the_ranks_that_search_and_run_show_when_scores_tie(tmp_path):
     """trec_eval breaks score ties by docid; the run file's scores must carry the displayed order."""
     from sparc_es.engines.base import Hit
-    from sparc_es.trec import TrecRunWriter, run_of
+    from sparc_es.evaluation.trec import TrecRunWriter, run_of
 
     shown = {"q1": [Hit("a", 3.0), Hit("b", 3.0), Hit("c", 2.0)],  # "b", the answer, is shown second
              "q2": [Hit("z", 1.0), Hit("y", 1.0), Hit("x", 1.0)],  # "x", the answer, is shown third
@@ -264,9 +264,9 @@ def _synthetic_run(path, queries: int, hits: int, seed: int = 0) -> dict[str, di
 def test_a_run_file_is_scored_query_by_query_as_the_whole_run_is(tmp_path, monkeypatch):
     """evaluate_file streams the file (iter_run) and hands trec_eval's code CHUNK queries at a time:
     every measure is per query, so the means are the whole run's, whatever the chunk."""
-    from sparc_es import eval as evaluation
-    from sparc_es.eval import evaluate_file, per_query_file
-    from sparc_es.trec import iter_run
+    from sparc_es.evaluation import measures as evaluation
+    from sparc_es.evaluation.measures import evaluate_file, per_query_file
+    from sparc_es.evaluation.trec import iter_run
 
     qrels = _synthetic_run(tmp_path / "run", queries=23, hits=120)
     qrels["unanswered"] = {"x": 1}  # judged, not in the run: 0
@@ -283,8 +283,8 @@ def test_a_run_file_is_scored_query_by_query_as_the_whole_run_is(tmp_path, monke
 def test_a_run_whose_queries_are_interleaved_is_still_scored(tmp_path):
     """trec_eval takes a run in any line order: one whose queries' lines are not together cannot be
     streamed, and is read whole instead (RunNotGrouped), with the same figures."""
-    from sparc_es.eval import evaluate_file
-    from sparc_es.trec import RunNotGrouped, iter_run
+    from sparc_es.evaluation.measures import evaluate_file
+    from sparc_es.evaluation.trec import RunNotGrouped, iter_run
 
     (tmp_path / "run").write_text("q1 Q0 a 1 3.0 t\nq2 Q0 b 1 2.0 t\nq1 Q0 c 2 1.0 t\n")
     qrels = {"q1": {"c": 1}, "q2": {"b": 1}}
@@ -302,8 +302,8 @@ def test_scoring_a_run_file_holds_a_chunk_of_queries_not_the_run(tmp_path, monke
     is a few numbers per query), while reading the run whole grows with it."""
     import tracemalloc
 
-    from sparc_es import eval as evaluation
-    from sparc_es.eval import evaluate_file
+    from sparc_es.evaluation import measures as evaluation
+    from sparc_es.evaluation.measures import evaluate_file
 
     monkeypatch.setattr(evaluation, "CHUNK", 200)
     peaks = {}
@@ -342,7 +342,7 @@ def test_a_relevance_past_trec_evals_integer_is_refused_at_its_line(tmp_path):
 
 
 def test_an_evaluation_set_that_judges_nothing_is_refused(tmp_path, capsys):
-    from sparc_es.experiments.datasets import EvalSet
+    from sparc_es.evaluation.evalsets import EvalSet
 
     folder = tmp_path / "set"
     EvalSet("x", [Sentence(id="a#0", text="One.", doc="a")], [("q1", "what?")], {"q1": {"a#0": 1}}).write(folder)

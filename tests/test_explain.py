@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from sparc_es.cli import main
-from sparc_es.corpus import sentence_key
+from sparc_es.corpus.sources import sentence_key
 
 SETUP = """# Setup
 
@@ -82,7 +82,7 @@ def docs(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def index(docs, tmp_path_factory) -> Path:
     """A Lucene index (and its BM25 index) of the documents, with the shipped default model."""
-    from sparc_es.encode import IDF_DEFAULT, encode_corpus
+    from sparc_es.encode.run import IDF_DEFAULT, encode_corpus
     from sparc_es.engines.lucene import build_index
     from sparc_es.model import SparcModel
 
@@ -95,8 +95,8 @@ def index(docs, tmp_path_factory) -> Path:
 # --- where a sentence is, and which words are marked: no engine needed ----------------------------
 
 def test_a_sentence_is_placed_at_its_line_under_its_headings(docs):
-    from sparc_es.corpus import read_corpus
-    from sparc_es.show import Places
+    from sparc_es.answers.show import Places
+    from sparc_es.corpus.sources import read_corpus
 
     sentences = {s.text: s for s in read_corpus([docs])}
     places = Places([str(docs)])
@@ -123,7 +123,7 @@ def test_a_sentence_is_placed_at_its_line_under_its_headings(docs):
 
 
 def test_the_questions_words_are_marked_whole_and_by_stem_but_not_stop_words():
-    from sparc_es.show import Marker, marked
+    from sparc_es.answers.show import Marker, marked
 
     text = "Pyserini needs Java 21; JAVA's runtime, which javascript does not need."
     spans = Marker(JAVA).spans(text)
@@ -133,7 +133,7 @@ def test_the_questions_words_are_marked_whole_and_by_stem_but_not_stop_words():
 
 
 def test_bold_only_on_a_terminal(monkeypatch):
-    from sparc_es.show import use_color
+    from sparc_es.answers.show import use_color
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
@@ -165,9 +165,9 @@ def test_search_shows_rank_score_line_headings_id_and_marked_words(index, capsys
 
 @pytest.mark.jvm
 def test_search_marks_in_bold_on_a_terminal(index, capsys, monkeypatch):
-    import sparc_es.show
+    import sparc_es.answers.show
 
-    monkeypatch.setattr(sparc_es.show, "use_color", lambda stream=None: True)
+    monkeypatch.setattr(sparc_es.answers.show, "use_color", lambda stream=None: True)
     rc, out, _ = run_cli(capsys, "search", "--index", index, "-k", 1, JAVA)
     assert rc == 0 and "\033[1mPyserini\033[22m \033[1mneeds\033[22m \033[1mJava\033[22m 21" in out
     assert "«" not in out
@@ -292,8 +292,8 @@ def test_explain_parts_are_what_encode_stores(tmp_path):
     parts add up to them (default model: passage expansion, top K, IDF, lexical term, stem siblings)."""
     import numpy as np
 
-    from sparc_es.idf import idf_from_statistics
     from sparc_es.model import SparcModel
+    from sparc_es.model.idf import idf_from_statistics
 
     model = SparcModel.load("default")
     texts = ["Pyserini needs Java 21 or later to run Lucene.", "Architects design buildings for cities.",
@@ -339,7 +339,7 @@ def test_query_dsl_says_the_factor_of_its_score(tmp_path, tiny_model_dir, capsys
 def test_document_paths_are_opened_only_under_the_corpus_roots(tmp_path):
     """An index is a shared artefact: its sentence store names the documents, and must not make a
     search open any file the process can read (issue 36, item 3)."""
-    from sparc_es.show import Places
+    from sparc_es.answers.show import Places
 
     docs, outside = tmp_path / "docs", tmp_path / "outside"
     (docs / "sub").mkdir(parents=True)
@@ -362,8 +362,8 @@ def test_document_paths_are_opened_only_under_the_corpus_roots(tmp_path):
 def test_a_file_name_cannot_forge_a_line_of_search_output():
     """A hit's header is one line whatever the document is named (a newline, a carriage return, an
     escape sequence, a Unicode line separator)."""
+    from sparc_es.answers.show import Place, Shown, render
     from sparc_es.engines.base import Hit
-    from sparc_es.show import Place, Shown, render
 
     name = "notes\n  2.     9.99  forged.md:1\r\x1b[2J\u2028x.md"
     hit = Hit(id="notes.md#0", score=1.0, text="The real sentence.", doc=name)
@@ -374,8 +374,8 @@ def test_a_file_name_cannot_forge_a_line_of_search_output():
 
 
 def test_a_hit_shows_the_code_its_sentence_leads_into():
+    from sparc_es.answers.show import CODE_LINES, Place, Shown, render
     from sparc_es.engines.base import Hit
-    from sparc_es.show import CODE_LINES, Place, Shown, render
 
     code = "\n".join(f"uv lock --upgrade-package pkg{i}" for i in range(CODE_LINES + 3))
     hit = Hit(id="lock.md#0", score=1.0, text="To upgrade a single package:", doc="lock.md", code=code)
@@ -387,7 +387,7 @@ def test_a_hit_shows_the_code_its_sentence_leads_into():
 
 @pytest.mark.jvm
 def test_search_shows_the_command_of_a_how_to(tmp_path, capsys):
-    from sparc_es.encode import IDF_DEFAULT, encode_corpus
+    from sparc_es.encode.run import IDF_DEFAULT, encode_corpus
     from sparc_es.engines.lucene import build_index
     from sparc_es.model import SparcModel
 

@@ -53,7 +53,7 @@ def test_the_default_model_stores_what_it_stored_before(tmp_path):
     # two cross-references read as words ("multiple-options" -> "multiple options"), which changes
     # the weights of the sentences of their two paragraphs (the text is in their context). Those are
     # left out; every other record must be the same but for its id.
-    from sparc_es.store import SentenceStore
+    from sparc_es.layout.store import SentenceStore
 
     store = SentenceStore(out / "sentences.sqlite")
     try:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from sparc_es.cli import main
-from sparc_es.corpus import (
+from sparc_es.corpus.sources import (
     ID_MAX_BYTES,
     MAX_CONTEXT_CHARS,
     MAX_SENTENCE_CHARS,
@@ -23,8 +23,8 @@ from sparc_es.corpus import (
     sentence_key,
 )
 from sparc_es.errors import InputError, SparcError
-from sparc_es.layout import MAX_FACTOR, MAX_IMPACT_SUM, check_factor, quantize
-from sparc_es.trec import read_qrels, read_run, read_topics
+from sparc_es.evaluation.trec import read_qrels, read_run, read_topics
+from sparc_es.layout.manifest import MAX_FACTOR, MAX_IMPACT_SUM, check_factor, quantize
 
 
 def _cli(capsys, *argv) -> tuple[int, str]:
@@ -511,7 +511,7 @@ def test_pipes_and_devices_are_never_read_and_said_as_such(tmp_path):
 
 def test_a_huge_rst_file_is_read_as_plain_text_and_said(tmp_path):
     """docutils holds about 250 times a nested document's size (a 13 MB file reached 4 GB)."""
-    from sparc_es.readers import MAX_RST_CHARS
+    from sparc_es.corpus.readers import MAX_RST_CHARS
 
     path = tmp_path / "big.rst"
     para = "* item with some words in it\n\n  * nested item with words\n\n"

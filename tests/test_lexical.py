@@ -12,10 +12,10 @@ from collections import Counter
 import pytest
 import snowballstemmer
 
-from sparc_es.encode import encode_corpus
-from sparc_es.layout import Manifest, iter_vectors
-from sparc_es.lexical import CorpusStatistics
+from sparc_es.encode.run import encode_corpus
+from sparc_es.layout.manifest import Manifest, iter_vectors
 from sparc_es.model import SparcModel
+from sparc_es.model.lexical import CorpusStatistics
 
 from tolerance import assert_impacts_match_floats
 
@@ -140,7 +140,7 @@ def test_the_compiled_porter_stemmer_gives_the_pure_python_stems():
 def test_statistics_count_stems_and_whole_words_apart():
     """A loop over the stems once reused the name of the whole-word argument: without whole words
     the statistics held the characters of the last sentence's stems as 'whole words'."""
-    from sparc_es.lexical import CorpusStatistics
+    from sparc_es.model.lexical import CorpusStatistics
 
     stats = CorpusStatistics()
     stats.add([[1, 2], [2, 3]], stems=[["run", "fast"], ["run"]])

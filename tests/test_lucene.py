@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from sparc_es.encode import encode_corpus
+from sparc_es.encode.run import encode_corpus
 from sparc_es.engines.lucene import LuceneEngine, build_index
-from sparc_es.layout import Manifest, iter_vectors
+from sparc_es.layout.manifest import Manifest, iter_vectors
 
 
 @pytest.fixture(scope="module")

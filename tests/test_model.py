@@ -125,7 +125,7 @@ def test_missing_folder_is_a_model_error(tmp_path):
 
 
 def test_default_model_is_the_shipped_trained_one():
-    from sparc_es.checkpoint import SHIPPED_MODEL
+    from sparc_es.model.checkpoint import SHIPPED_MODEL
 
     model = SparcModel.load()
     assert (SHIPPED_MODEL / "MODEL_CARD.md").is_file()
@@ -137,7 +137,7 @@ def test_default_model_is_the_shipped_trained_one():
 
 
 def test_untrained_minilm_when_no_model_ships(monkeypatch, tmp_path):
-    from sparc_es import checkpoint
+    from sparc_es.model import checkpoint
 
     monkeypatch.setattr(checkpoint, "SHIPPED_MODEL", tmp_path)
     assert checkpoint.resolve_model_path("default") == checkpoint.default_base_path()
@@ -227,7 +227,7 @@ def test_passage_expansion_adds_the_passage_scores_before_the_cut(tiny_model_dir
 
 
 def test_query_encoder_counts_weights_and_rounds_for_lucene(tiny_model):
-    from sparc_es.query import QueryEncoder
+    from sparc_es.model.query import QueryEncoder
 
     plain = tiny_model.queries
     assert plain.bag("Paris, Paris and France") == {"paris": 2, ",": 1, "and": 1, "france": 1}
@@ -238,9 +238,9 @@ def test_query_encoder_counts_weights_and_rounds_for_lucene(tiny_model):
 
 
 def test_library_settings_are_validated():
-    from sparc_es.adapt import AdaptConfig
     from sparc_es.errors import ModelError, SparcError
     from sparc_es.model import SparcConfig
+    from sparc_es.training.adapt import AdaptConfig
 
     with pytest.raises(ModelError, match="top-K"):
         SparcConfig(top_k=0)

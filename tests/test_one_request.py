@@ -20,16 +20,7 @@ from pathlib import Path
 import pytest
 
 from sparc_es.cli import main
-from sparc_es.engines.blend import (
-    BLEND_FILE,
-    PREFIX,
-    SCALE,
-    Blend,
-    EnglishAnalyzer,
-    Statistics,
-    blended,
-    count,
-)
+from sparc_es.engines.blend import BLEND_FILE, PREFIX, SCALE, Blend, EnglishAnalyzer, Statistics, blended, count
 
 DOCS = Path(__file__).parent / "data" / "docs"
 QUESTIONS = [
@@ -112,7 +103,7 @@ def test_blend_record_refuses_other_settings(tmp_path):
 
 @pytest.fixture(scope="module")
 def docs_index(tmp_path_factory):
-    from sparc_es.encode import encode_corpus
+    from sparc_es.encode.run import encode_corpus
     from sparc_es.engines.lucene import build_index
     from sparc_es.model import SparcModel
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from sparc_es.corpus import CONTROL, read_corpus
+from sparc_es.corpus.sources import CONTROL, read_corpus
 from sparc_es.engines.elastic import feature_name, token_name
 from sparc_es.errors import InputError
-from sparc_es.trec import read_qrels, read_run, read_topics, write_qrels, write_topics
+from sparc_es.evaluation.trec import read_qrels, read_run, read_topics, write_qrels, write_topics
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 ids = st.text(st.characters(blacklist_categories=("Z", "C")), min_size=1, max_size=12)

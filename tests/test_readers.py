@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from sparc_es import cli
-from sparc_es.corpus import ReadStats, corpus_files, read_corpus, sentence_key, split_document
+from sparc_es.corpus.readers import CODE, HEADING, ITEM, ROW, format_of, locate, read_blocks, rst_doctree
+from sparc_es.corpus.sources import ReadStats, corpus_files, read_corpus, sentence_key, split_document
 from sparc_es.errors import InputError, SparcError
-from sparc_es.readers import CODE, HEADING, ITEM, ROW, format_of, locate, read_blocks, rst_doctree
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data" / "docs"
@@ -86,7 +86,7 @@ def in_order(needles: list[str], haystack: str) -> bool:
 
 def sentences_by_block(text: str, format: str, keep_code: bool = False):
     """(block, its sentences) pairs, so a check can tell a table row from prose."""
-    from sparc_es.corpus import _block_sentences
+    from sparc_es.corpus.sources import _block_sentences
 
     for block in read_blocks(text, format, keep_code):
         if block.kind != HEADING:
@@ -561,7 +561,7 @@ def test_encode_from_es_takes_a_format():
 
 
 def test_myst_roles_leave_their_text():
-    from sparc_es.readers import read_blocks
+    from sparc_es.corpus.readers import read_blocks
 
     [block] = read_blocks("Introduced in {pep}`518`; see {ref}`pip install <pip-install>` and `hits[0]`.",
                           "markdown")
@@ -570,7 +570,7 @@ def test_myst_roles_leave_their_text():
 
 def test_a_word_before_a_closing_code_span_is_located_where_it_is():
     """"s)," of `f(word, s)`, must not be matched in the "docs)," of a later sentence."""
-    from sparc_es.corpus import split_document
+    from sparc_es.corpus.sources import split_document
 
     text = "* One with `f(word, s)`, and more, in both engines. Two lost on the docs), so it is off.\n"
     got = list(split_document(text, "t.md", format="markdown"))
@@ -645,7 +645,7 @@ def test_sphinx_autodoc_content_and_cross_references():
      ["See Fig. 3 for details.", "It was version 2.0. 3 items came later."]),
 ])
 def test_sentences_split_where_documentation_needs_it(text, sentences):
-    from sparc_es.corpus import sentence_spans
+    from sparc_es.corpus.sources import sentence_spans
 
     assert [text[a:b] for a, b in sentence_spans(text)] == sentences
 

@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from sparc_es import encode as encode_module
 from sparc_es.cli import main
-from sparc_es.layout import Manifest, iter_vectors
-from sparc_es.locks import exclusive
+from sparc_es.encode import run as encode_module
+from sparc_es.layout.locks import exclusive
+from sparc_es.layout.manifest import Manifest, iter_vectors
 
 from tolerance import assert_same_records
 
@@ -66,7 +66,7 @@ def sparc_es(*args, **kw) -> subprocess.Popen:
 def test_a_second_writer_is_refused_at_once(tmp_path, tiny_model_dir, capsys):
     corpus = write_corpus(tmp_path / "c.jsonl")
     out = tmp_path / "enc"
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from sparc_es.locks import exclusive\n"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from sparc_es.layout.locks import exclusive\n"
                                f"with exclusive({str(out)!r}):\n    print('held', flush=True); time.sleep(60)"],
                               stdout=subprocess.PIPE, text=True)
     try:
@@ -97,7 +97,7 @@ def test_lock_is_exclusive_within_one_process_too(tmp_path):
 
 @pytest.mark.parametrize("change", ["repeated", "swapped"])
 def test_index_checks_ids_not_only_counts(tmp_path, tiny_model, capsys, change):
-    from sparc_es.encode import encode_corpus
+    from sparc_es.encode.run import encode_corpus
 
     enc = tmp_path / "enc"
     encode_corpus([write_corpus(tmp_path / "c.jsonl")], enc, tiny_model, progress=False)
@@ -169,8 +169,8 @@ def test_an_update_reuses_the_passage_of_an_edited_sentence(tmp_path, tiny_model
     """With passage expansion, a sentence edited while its passage stays as it was is encoded again
     but its passage is not (``encoded.PassageCache``); a new passage is; the result is what a fresh
     encode gives; the updated cache holds the corpus's passages only; a record cut off is dropped."""
-    from sparc_es.encode import encode_corpus
-    from sparc_es.layout import PASSAGES, PassageCache
+    from sparc_es.encode.run import encode_corpus
+    from sparc_es.layout.manifest import PASSAGES, PassageCache
     from sparc_es.model import SparcModel
 
     model = SparcModel.load(tiny_model_dir, passage_weight=1.0)
@@ -280,8 +280,8 @@ def test_bom_and_crlf_are_read(tmp_path, tiny_model_dir, capsys):
     text.write_bytes(b"\xef\xbb\xbfA first paragraph. It has two sentences.\r\n\r\nA second paragraph.\r\n")
     topics = tmp_path / "t.tsv"
     topics.write_bytes(b"\xef\xbb\xbfq1\tfirst line\r\nq2\tsecond\r\n")
-    from sparc_es.corpus import read_corpus
-    from sparc_es.trec import read_topics
+    from sparc_es.corpus.sources import read_corpus
+    from sparc_es.evaluation.trec import read_topics
 
     sentences = list(read_corpus([jsonl, text]))
     assert [s.id for s in sentences[:2]] == ["a", "b"]
@@ -311,8 +311,8 @@ def test_control_characters_are_removed_counted_and_never_printed(tmp_path, tiny
     stored = {r["id"]: r["contents"] for r in iter_vectors(tmp_path / "enc")}
     assert stored["x"] == "Bell and escape [31mred[0m and nul here."
     # an index made before this check (or by hand) still never sends escape codes to the terminal
+    from sparc_es.answers.show import Shown, render
     from sparc_es.engines import Hit
-    from sparc_es.show import Shown, render
 
     out = render(Shown(Hit(id="old", score=1.0, text="an \x1b[2J old \x07 text", doc="d\x1b"), rank=1,
                        context="a \x1b[1m paragraph \x00"), "old text", color=False)
@@ -350,7 +350,7 @@ def test_broken_model_folders_are_one_line_errors(tmp_path, tiny_model_dir, caps
 
 @pytest.mark.jvm
 def test_long_questions_do_not_warn(tmp_path, tiny_model, capsys):
-    from sparc_es.encode import encode_corpus
+    from sparc_es.encode.run import encode_corpus
     from sparc_es.engines.lucene import build_index
 
     encode_corpus([write_corpus(tmp_path / "c.jsonl")], tmp_path / "enc", tiny_model, progress=False)
@@ -361,7 +361,7 @@ def test_long_questions_do_not_warn(tmp_path, tiny_model, capsys):
 
 @pytest.mark.jvm
 def test_search_json_is_one_document(tmp_path, tiny_model, capsys):
-    from sparc_es.encode import encode_corpus
+    from sparc_es.encode.run import encode_corpus
     from sparc_es.engines.lucene import build_index
 
     encode_corpus([write_corpus(tmp_path / "c.jsonl")], tmp_path / "enc", tiny_model, progress=False)
@@ -395,7 +395,7 @@ def test_disk_full_while_encoding_names_the_folder_and_resumes(tmp_path, tiny_mo
 
 @pytest.mark.jvm
 def test_disk_full_while_indexing_keeps_the_old_index(tmp_path, tiny_model, capsys, monkeypatch):
-    from sparc_es.encode import encode_corpus
+    from sparc_es.encode.run import encode_corpus
     from sparc_es.engines import lucene
 
     encode_corpus([write_corpus(tmp_path / "c.jsonl")], tmp_path / "enc", tiny_model, progress=False)
@@ -475,7 +475,7 @@ def test_a_slow_cluster_times_out_in_one_line(tmp_path, capsys):
 @pytest.mark.data
 @pytest.mark.jvm
 def test_many_threads_get_the_same_answers_as_one(squad_sample, tiny_model, tmp_path):
-    from sparc_es.encode import encode_corpus
+    from sparc_es.encode.run import encode_corpus
     from sparc_es.engines import open_engine
     from sparc_es.engines.lucene import build_index
 

@@ -17,7 +17,7 @@ import pytest
 from processes import kill_midway
 
 from sparc_es.cli import main
-from sparc_es.layout import Manifest, iter_vectors
+from sparc_es.layout.manifest import Manifest, iter_vectors
 
 SENTENCES = ["Lucene stores integer impacts.", "Questions are bags of tokens.", "Elasticsearch keeps nine bits.",
              "The demo corpus is tiny.", "Sentences are encoded once.", "Scores are sums of stored weights."]
@@ -100,7 +100,7 @@ def test_an_edited_source_document_restarts_an_encode_from_elasticsearch(tmp_pat
     rerun starts again and stores what the index holds now (it used to keep stale sentences)."""
     from elasticsearch import helpers
 
-    from sparc_es.corpus import document_sentences
+    from sparc_es.corpus.sources import document_sentences
     from sparc_es.engines.elastic import Connection
 
     client = Connection(es_url).client()
@@ -179,7 +179,7 @@ def test_an_interrupted_update_resumes_with_the_path_written_another_way(tmp_pat
                                                                          monkeypatch):
     """``./data/x`` for ``data/x`` after a killed update used to be refused, and the advised
     --overwrite was ignored with --update."""
-    from sparc_es import encode as encode_module
+    from sparc_es.encode import run as encode_module
 
     corpus = write_jsonl(tmp_path / "c.jsonl", range(300))
     out = tmp_path / "enc"
@@ -257,7 +257,7 @@ def test_demo_refuses_a_workdir_it_did_not_make(tmp_path, capsys):
 @pytest.mark.jvm
 def test_an_index_built_while_an_update_swaps_its_input_fails_cleanly(tmp_path, tiny_model, capsys, monkeypatch):
     """The impact index read from the old folder, texts and BM25 from the new: refused, nothing left."""
-    from sparc_es.encode import encode_corpus
+    from sparc_es.encode.run import encode_corpus
     from sparc_es.engines import lucene
 
     corpus = write_jsonl(tmp_path / "c.jsonl", range(10))
@@ -282,8 +282,8 @@ def test_an_index_built_while_an_update_swaps_its_input_fails_cleanly(tmp_path, 
 
 def test_the_first_pass_counts_the_sentences_it_reads(tmp_path, tiny_model):
     """It returned 0 with a model: the tuple read the count before the pass ran (a wrong bar total)."""
-    from sparc_es.corpus import Files
-    from sparc_es.encode import _first_pass
+    from sparc_es.corpus.sources import Files
+    from sparc_es.encode.run import _first_pass
 
     corpus = write_jsonl(tmp_path / "c.jsonl", range(7))
     total, statistics = _first_pass(Files((str(corpus),)), tiny_model)

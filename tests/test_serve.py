@@ -26,15 +26,15 @@ from urllib.parse import quote, urlencode
 
 import pytest
 
+from sparc_es.answers.server import page
 from sparc_es.cli import main
-from sparc_es.encode import IDF_DEFAULT, encode_corpus
+from sparc_es.encode.run import IDF_DEFAULT, encode_corpus
 from sparc_es.engines import open_engine
 from sparc_es.engines.base import Hit
 from sparc_es.engines.hybrid import BM25_WEIGHT, DEFAULT_METHOD
 from sparc_es.engines.lucene import build_index
 from sparc_es.errors import EngineError
-from sparc_es.layout import Manifest
-from sparc_es.server import page
+from sparc_es.layout.manifest import Manifest
 
 pytest.importorskip("fastapi", reason="the serve extra: pip install -e '.[serve]'")
 pytest.importorskip("uvicorn", reason="the serve extra: pip install -e '.[serve]'")
@@ -464,7 +464,7 @@ def fake_server():
     """The app over a stand-in engine, uvicorn in a thread on a free port."""
     import uvicorn
 
-    from sparc_es.server import Service, create_app, listen
+    from sparc_es.answers.server import Service, create_app, listen
 
     fake = _Engine()
     service = Service(fake, None, "lucene")
@@ -629,7 +629,7 @@ def test_serve_binds_to_this_machine_by_default():
 
 
 def test_host_names_are_read_without_their_port():
-    from sparc_es.server import host_of
+    from sparc_es.answers.server import host_of
 
     assert [host_of(h) for h in ("localhost:8000", "[::1]:8000", "127.0.0.1", "Example.COM", "::1")] == \
         ["localhost", "::1", "127.0.0.1", "example.com", "::1"]

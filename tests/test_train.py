@@ -8,9 +8,9 @@ import dataclasses
 import pytest
 import torch
 
-from sparc_es.experiments.examples import load_examples
 from sparc_es.model import SparcModel
-from sparc_es.train import TrainConfig, Trainer, sample_batch
+from sparc_es.training.examples import load_examples
+from sparc_es.training.train import TrainConfig, Trainer, sample_batch
 
 from shared_data import need_data
 
@@ -236,12 +236,12 @@ def test_lexical_weight_is_learned_and_saved(tiny_model_dir, examples, tmp_path)
 @pytest.mark.data
 @pytest.mark.jvm
 def test_validation_articles_are_never_trained_on(examples):
-    from sparc_es.experiments.datasets import build_eval_set
+    from sparc_es.evaluation.evalsets import build_eval_set
 
     held_out = build_eval_set("val")
     assert len(held_out.topics) > 1000 and len(held_out.sentences) > 1000
     assert all(held_out.qrels[q] for q, _ in held_out.topics)  # every question has an answer sentence
-    from sparc_es.experiments.datasets import train_articles
+    from sparc_es.evaluation.evalsets import train_articles
 
     trained_on = {p["context"] for a in train_articles() for p in a["paragraphs"]}
     assert {e.positive.context for e in examples} <= trained_on

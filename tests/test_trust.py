@@ -22,13 +22,13 @@ import pytest
 import torch
 
 import sparc_es
-from sparc_es import adapt as adapt_module
-from sparc_es.adapt import AdaptConfig, adapt
-from sparc_es.checkpoint import SHIPPED_MODEL
-from sparc_es.corpus import Sentence
+from sparc_es.corpus.sources import Sentence
 from sparc_es.errors import ModelError, SparcError, StoreError
 from sparc_es.model import SparcConfig, SparcModel
-from sparc_es.train import CHECKPOINT, TRAINER_STATE, Example, TrainConfig, Trainer, sample_batch
+from sparc_es.model.checkpoint import SHIPPED_MODEL
+from sparc_es.training import adapt as adapt_module
+from sparc_es.training.adapt import AdaptConfig, adapt
+from sparc_es.training.train import CHECKPOINT, TRAINER_STATE, Example, TrainConfig, Trainer, sample_batch
 
 DEMO = Path(sparc_es.__file__).parent / "demo"
 

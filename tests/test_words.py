@@ -1,4 +1,4 @@
-"""Whole-word features (sparc_es.lexical.Words): identifiers, flags, versions and numbers that
+"""Whole-word features (sparc_es.model.lexical.Words): identifiers, flags, versions and numbers that
 WordPiece splits are stored as one ``w|word`` feature with a BM25 weight, questions ask for their
 own, and every engine (exact, Lucene, Elasticsearch) scores them the same way."""
 
@@ -9,14 +9,14 @@ import os
 
 import pytest
 
-from sparc_es.encode import encode_corpus
+from sparc_es.encode.requantize import requantize
+from sparc_es.encode.run import encode_corpus
 from sparc_es.engines.exact import ExactEngine
 from sparc_es.engines.lucene import LuceneEngine, build_index
-from sparc_es.layout import Manifest, iter_vectors
-from sparc_es.lexical import WORD_PREFIX, Words
+from sparc_es.layout.manifest import Manifest, iter_vectors
 from sparc_es.model import SparcModel
-from sparc_es.query import QueryEncoder
-from sparc_es.requantize import requantize
+from sparc_es.model.lexical import WORD_PREFIX, Words
+from sparc_es.model.query import QueryEncoder
 
 SENTENCES = {
     "flag": "Set storeDocvectors to keep the document vectors in the index.",
@@ -103,8 +103,7 @@ def test_requantize_idf_keeps_whole_words_out_of_idf(encoded, tmp_path, words_mo
 @pytest.mark.jvm
 def test_elasticsearch_scores_whole_words_as_lucene_does(encoded):
     from sparc_es.engines.elastic import Connection, ElasticEngine, build_index as load_es
-
-    from loopback import noida_binary, noida_server
+    from sparc_es.engines.elastic.loopback import noida_binary, noida_server
 
     if not os.environ.get("SPARC_ES_URL") and noida_binary() is None:
         pytest.skip("noida-db not installed (pip install -e '.[test]')")

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from ..errors import SparcError, choice
-from .base import Engine, EngineKind, Hit, Topics
+from sparc_es.engines.base import Engine, EngineKind, Hit, Topics
+from sparc_es.errors import SparcError, choice
 
 __all__ = ["Engine", "EngineKind", "Hit", "Topics", "open_engine"]
 
@@ -39,7 +39,7 @@ def open_engine(kind: EngineKind | str = EngineKind.LUCENE, index: str | Path | 
     (an index built by an older sparc-es), else SPARC alone, said through ``notice``. A
     ``hybrid_weight`` without a sum to weigh is an error, never ignored.
     """
-    from .hybrid import BM25_WEIGHT, DEFAULT_METHOD, HybridEngine, HybridMethod
+    from sparc_es.engines.hybrid import BM25_WEIGHT, DEFAULT_METHOD, HybridEngine, HybridMethod
 
     kind = choice(EngineKind, kind, "engine")
     default = hybrid == "default"
@@ -72,8 +72,8 @@ def open_engine(kind: EngineKind | str = EngineKind.LUCENE, index: str | Path | 
         return None
 
     if kind is EngineKind.ES:
-        from ..query import QueryEncoder
-        from .elastic import ElasticEngine
+        from sparc_es.engines.elastic import ElasticEngine
+        from sparc_es.model.query import QueryEncoder
 
         if connection is None or not es_index:
             raise SparcError("the Elasticsearch engine needs a connection and an index name")
@@ -92,13 +92,13 @@ def open_engine(kind: EngineKind | str = EngineKind.LUCENE, index: str | Path | 
             raise
     if index is None:
         raise SparcError(f"the {kind.value} engine needs an index folder (--index DIR)")
-    from .blend import Blend
-    from .bm25 import LuceneBM25
-    from .lucene import LuceneEngine
+    from sparc_es.engines.blend import Blend
+    from sparc_es.engines.bm25 import LuceneBM25
+    from sparc_es.engines.lucene import LuceneEngine
 
     if kind is EngineKind.BM25:
         return LuceneBM25.beside(index)
-    from ..layout import Manifest
+    from sparc_es.layout.manifest import Manifest
 
     Manifest.read(index)  # a folder that is not an index says so first, before any notice about it
     if default:

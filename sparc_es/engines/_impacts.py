@@ -20,7 +20,7 @@ import os
 import re
 from pathlib import Path
 
-from ..errors import EngineError
+from sparc_es.errors import EngineError
 
 _RAM_BUFFER_MB = 1024.0  # per writer, capped in Java at a quarter of the heap over all writers
 
@@ -34,7 +34,7 @@ def write_impact_index(vectors_file: Path, index_dir: Path, total: int | None = 
     ``threads``: indexing threads (default: one per core, at most 4). ``progress`` counts the
     sentences on stderr (``total`` expected).
     """
-    from ._java import start_jvm
+    from sparc_es.engines._java import start_jvm
 
     start_jvm()
     from jnius import JavaException, autoclass

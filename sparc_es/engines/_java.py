@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..errors import EngineError
+from sparc_es.errors import EngineError
 
 JAR = Path(__file__).with_name("java") / "sparc-es-lucene.jar"
 _lock = threading.Lock()

@@ -39,7 +39,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import SparcError, StoreError
+from sparc_es.errors import SparcError, StoreError
 
 PREFIX = "b|"  # BM25 term features: no WordPiece token starts with it (WORD_PREFIX is "w|")
 K1, B = 0.9, 0.4  # Pyserini's BM25 settings, as the Lucene BM25 baseline uses them

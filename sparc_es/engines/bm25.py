@@ -19,13 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ..corpus import Sentence
-from ..errors import StoreError
-from ..layout import BM25, LUCENE, SENTENCES
-from ..store import SentenceStore
-from ._java import TopK, folder_size, index_collection, parts, start_jvm
-from .base import Hit
-from .exact import ranked_batches
+from sparc_es.corpus.sources import Sentence
+from sparc_es.engines._java import TopK, folder_size, index_collection, parts, start_jvm
+from sparc_es.engines.base import Hit
+from sparc_es.engines.exact import ranked_batches
+from sparc_es.errors import StoreError
+from sparc_es.layout.manifest import BM25, LUCENE, SENTENCES
+from sparc_es.layout.store import SentenceStore
 
 LUCENE_FIELD = "contents"  # the field Anserini indexes a JsonCollection's text in
 

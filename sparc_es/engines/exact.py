@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import StoreError
-from ..layout import Manifest, iter_vectors, quantize
-from ..query import QueryEncoder
-from .base import Hit
+from sparc_es.engines.base import Hit
+from sparc_es.errors import StoreError
+from sparc_es.layout.manifest import Manifest, iter_vectors, quantize
+from sparc_es.model.query import QueryEncoder
 
 
 def top_k_rows(scores: np.ndarray, k: int) -> list[list[tuple[int, float]]]:

@@ -24,9 +24,9 @@ from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
-from ..errors import SparcError, choice
-from .base import Hit, HybridMethod
-from .blend import BM25_SHARE
+from sparc_es.engines.base import Hit, HybridMethod
+from sparc_es.engines.blend import BM25_SHARE
+from sparc_es.errors import SparcError, choice
 
 RRF_K = 60
 DEPTH = 1000  # sentences each engine retrieves per question before a client-side fusion
@@ -81,8 +81,8 @@ class HybridEngine:
     def open(cls, index: str | Path, method: HybridMethod | str = HybridMethod.RRF, bm25_weight: float = BM25_WEIGHT,
              depth: int = DEPTH) -> HybridEngine:
         """The hybrid over a sparc-es Lucene index and the BM25 index built beside it (``INDEX/bm25``)."""
-        from .bm25 import LuceneBM25
-        from .lucene import LuceneEngine
+        from sparc_es.engines.bm25 import LuceneBM25
+        from sparc_es.engines.lucene import LuceneEngine
 
         bm25 = LuceneBM25.beside(index)  # first: its error says how to get one
         return cls(LuceneEngine(index), bm25, method, bm25_weight, depth)

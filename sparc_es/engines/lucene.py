@@ -26,9 +26,14 @@ from pathlib import Path
 
 import orjson
 
-from .. import folders
-from ..errors import EngineError, StoreError, count_mismatch
-from ..layout import (
+from sparc_es.engines import blend
+from sparc_es.engines._impacts import write_impact_index
+from sparc_es.engines._java import TopK, folder_size, index_documents, parts, start_jvm
+from sparc_es.engines.base import Hit, HybridMethod
+from sparc_es.errors import EngineError, StoreError, count_mismatch
+from sparc_es.layout import ownership as folders
+from sparc_es.layout.locks import exclusive
+from sparc_es.layout.manifest import (
     BM25,
     LUCENE,
     SENTENCES,
@@ -39,13 +44,8 @@ from ..layout import (
     iter_vectors,
     reading,
 )
-from ..locks import exclusive
-from ..query import QueryEncoder
-from ..store import SentenceStore, check_ids
-from . import blend
-from ._impacts import write_impact_index
-from ._java import TopK, folder_size, index_documents, parts, start_jvm
-from .base import Hit, HybridMethod
+from sparc_es.layout.store import SentenceStore, check_ids
+from sparc_es.model.query import QueryEncoder
 
 
 def build_index(encoded: str | Path, folder: str | Path, overwrite: bool = False, bm25: bool = True,
@@ -107,8 +107,8 @@ def _build(encoded: Path, folder: Path, manifest: Manifest, bm25: bool, progress
     copy_into(encoded, folder)
     bm25_info = None
     if bm25:
-        from ..corpus import Sentence
-        from .bm25 import build_bm25_index
+        from sparc_es.corpus.sources import Sentence
+        from sparc_es.engines.bm25 import build_bm25_index
 
         stage("index: their texts into a Lucene BM25 index ...")
         texts = (Sentence(id=r["id"], text=r["contents"]) for r in iter_vectors(encoded))

@@ -1,16 +1,21 @@
-"""The SPARC model package: the single owner of what a sentence stores.
+"""Stage 3, the model: the single owner of what a sentence stores and how a question is read.
 
 * :mod:`~sparc_es.model.config`: :class:`SparcConfig`, every setting of a model (``sparc_config.json``),
   validated, with the fingerprint rule;
 * :mod:`~sparc_es.model.neural`: :class:`SparcModel`, the paper's f(v, s) (encoder, head, w) and
   f_P of the passage encoder; loading, saving, the fingerprint;
 * :mod:`~sparc_es.model.stored`: :class:`Pipeline`, the composition of f with passage expansion,
-  the top-K cut, IDF and the lexical term, in one documented order, for encoding and training.
+  the top-K cut, IDF and the lexical term, in one documented order, for encoding and training;
+* :mod:`~sparc_es.model.kernels`: the vocabulary-wide max-products;
+* :mod:`~sparc_es.model.lexical`, :mod:`~sparc_es.model.idf`: the lexical term and IDF, from corpus statistics;
+* :mod:`~sparc_es.model.query`: :class:`~sparc_es.model.query.QueryEncoder`, a question -> a bag of tokens;
+* :mod:`~sparc_es.model.checkpoint`: model folders, weights files and their hashes;
+* ``default/``: the shipped model.
 """
 
-from .config import FORMAT, Head, MaxOver, SparcConfig
-from .neural import HEAD_FILE, SparcModel, resolve_device, weights_fingerprint
-from .stored import EncodedSentence, Pipeline, Stages, passage_text, stored_weights
+from sparc_es.model.config import FORMAT, Head, MaxOver, SparcConfig
+from sparc_es.model.neural import HEAD_FILE, SparcModel, resolve_device, weights_fingerprint
+from sparc_es.model.stored import EncodedSentence, Pipeline, Stages, passage_text, stored_weights
 
 __all__ = ["FORMAT", "HEAD_FILE", "EncodedSentence", "Head", "MaxOver", "Pipeline", "SparcConfig", "SparcModel",
            "Stages", "passage_text", "resolve_device", "stored_weights", "weights_fingerprint"]

@@ -13,7 +13,7 @@ import numbers
 from dataclasses import dataclass, field
 from enum import Enum
 
-from ..errors import ModelError, choice
+from sparc_es.errors import ModelError, choice
 
 FORMAT = "sparc-es-model/1"
 
@@ -90,7 +90,7 @@ class SparcConfig:
     passage_weight: float = 0.0
     passage_encoder: str = "self"
     passage_max_length: int = 256
-    # The lexical term (sparc_es.lexical): alpha x BM25(k1, b) over the sentence's own WordPiece
+    # The lexical term (sparc_es.model.lexical): alpha x BM25(k1, b) over the sentence's own WordPiece
     # tokens, with the statistics of the corpus being encoded, added to its stored weights.
     lexical_weight: float = 0.0
     lexical_k1: float = 0.9
@@ -98,10 +98,10 @@ class SparcConfig:
     # ... and beta x BM25 of each word's Porter stem for the vocabulary's other words with that stem.
     stem_weight: float = 0.0
     # ... and gamma x BM25 of each whole word WordPiece splits (identifiers, flags, numbers), stored
-    # as a ``w|word`` feature that questions containing the word also ask for (sparc_es.lexical.Words).
+    # as a ``w|word`` feature that questions containing the word also ask for (sparc_es.model.lexical.Words).
     word_weight: float = 0.0
     base_model: dict = field(default_factory=dict)  # provenance: name, package (or local path), sha256
-    adaptation: dict = field(default_factory=dict)  # embedding replacement provenance (sparc_es.adapt)
+    adaptation: dict = field(default_factory=dict)  # embedding replacement provenance (sparc_es.training.adapt)
 
     def __post_init__(self) -> None:
         """Check every field: its type, that numbers are finite, and the range its use allows.
@@ -155,13 +155,13 @@ class SparcConfig:
             where = _non_finite(getattr(self, name))
             if where is not None:
                 raise ModelError(f"field {name!r} holds NaN or infinity at {where!r}; numbers must be finite")
-        for key in ("name", "package", "path", "sha256"):  # sparc_es.adapt.find_base reads them as text
+        for key in ("name", "package", "path", "sha256"):  # sparc_es.training.adapt.find_base reads them as text
             if key in self.base_model and not isinstance(self.base_model[key], str):
                 raise ModelError(f"field 'base_model' has {key!r} = {self.base_model[key]!r}; it must be str")
 
     @property
     def lexical(self) -> bool:
-        """Whether encoding needs the corpus statistics of sparc_es.lexical."""
+        """Whether encoding needs the corpus statistics of sparc_es.model.lexical."""
         return bool(self.lexical_weight or self.stem_weight or self.word_weight)
 
     def fingerprint_settings(self, has_head: bool) -> dict:

@@ -20,7 +20,7 @@ positive for a sentence and about 200 for a passage. Two drop-in kernels:
   The default (``SPARC_ES_KERNEL=auto``).
 
 ``scripts/bench.py`` times encoding with each kernel side by side (the ``kernels`` rows);
-``scripts/kernels_study.py`` measured them alone, with parity figures (``bench/kernels-study.json``).
+``scripts/studies/kernels_study.py`` measured them alone, with parity figures (``bench/kernels-study.json``).
 """
 
 from __future__ import annotations

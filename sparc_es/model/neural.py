@@ -29,7 +29,8 @@ import os
 import re
 from pathlib import Path
 
-from ..checkpoint import (
+from sparc_es.errors import ModelError
+from sparc_es.model.checkpoint import (
     DEFAULT_MODEL,
     SPARC_CONFIG,
     base_provenance,
@@ -38,9 +39,8 @@ from ..checkpoint import (
     versions,
     weights_file,
 )
-from ..errors import ModelError
-from ..query import QueryEncoder
-from .config import Head, MaxOver, SparcConfig
+from sparc_es.model.config import Head, MaxOver, SparcConfig
+from sparc_es.model.query import QueryEncoder
 
 _UNUSED = re.compile(r"^\[unused\d+\]$")
 
@@ -342,7 +342,7 @@ class SparcModel:
         if head is not None and hasattr(head, "bias"):
             bias = head.bias if vocab_ids is None else head.bias[vocab_ids]
         keep = self.scorable if vocab_ids is None else self.scorable[vocab_ids]
-        from .kernels import relu_max_product
+        from sparc_es.model.kernels import relu_max_product
 
         f = torch.log1p(relu_max_product(hidden, mask, E, bias, keep) * torch.exp(self.w))
         if passage is not None:
@@ -365,7 +365,7 @@ class SparcModel:
     def pipeline(self):
         """The :class:`~sparc_es.model.stored.Pipeline` of this model: what its sentences store."""
         if self._pipeline is None:
-            from .stored import Pipeline
+            from sparc_es.model.stored import Pipeline
 
             self._pipeline = Pipeline(self)
         return self._pipeline

@@ -35,7 +35,7 @@ Supported servers: Elasticsearch 8.x (client 8.x or 9.x with 8-compatible header
 
 from __future__ import annotations
 
-from .connection import (
+from sparc_es.engines.elastic.connection import (
     MAX_BACKOFF,
     SUPPORTED_MAJORS,
     Connection,
@@ -45,7 +45,7 @@ from .connection import (
     retry_delays,
     scan,
 )
-from .documents import (
+from sparc_es.engines.elastic.documents import (
     BASE_MAPPING,
     FIELD,
     SETTINGS,
@@ -60,9 +60,9 @@ from .documents import (
     text_searchable,
     token_name,
 )
-from .engine import ElasticBM25, ElasticEngine
-from .loader import build_index, id_differences
-from .source import ElasticSource
+from sparc_es.engines.elastic.engine import ElasticBM25, ElasticEngine
+from sparc_es.engines.elastic.loader import build_index, id_differences
+from sparc_es.engines.elastic.source import ElasticSource
 
 __all__ = [
     "BASE_MAPPING", "FIELD", "MAX_BACKOFF", "SETTINGS", "SUPPORTED_MAJORS", "Connection", "ElasticBM25",

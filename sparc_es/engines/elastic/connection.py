@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from ...errors import EngineError, SparcError
+from sparc_es.errors import EngineError, SparcError
 
 
 def redact_url(url: str) -> str:

@@ -24,8 +24,8 @@ import copy
 import math
 from enum import Enum
 
-from ...errors import choice
-from ...layout import Manifest
+from sparc_es.errors import choice
+from sparc_es.layout.manifest import Manifest
 
 FIELD = "weights"
 BLEND_META = "sparc_es_blend"  # the mapping's _meta key of the one-request sum's maxima (blend.py)

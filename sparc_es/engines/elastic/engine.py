@@ -15,12 +15,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 
-from ...errors import EngineError, choice
-from ...query import QueryEncoder
-from ..base import Hit, HybridMethod
-from ..blend import BM25_SHARE, Blend
-from .connection import _cluster_errors, _redacted, check_server
-from .documents import BLEND_META, QueryMode, bm25_body, query_body, same_bm25, text_searchable
+from sparc_es.engines.base import Hit, HybridMethod
+from sparc_es.engines.blend import BM25_SHARE, Blend
+from sparc_es.engines.elastic.connection import _cluster_errors, _redacted, check_server
+from sparc_es.engines.elastic.documents import BLEND_META, QueryMode, bm25_body, query_body, same_bm25, text_searchable
+from sparc_es.errors import EngineError, choice
+from sparc_es.model.query import QueryEncoder
 
 # said after a search that timed out (only then: a rejected query is not slow)
 _SLOW = "; raise --es-timeout if the cluster is slow"

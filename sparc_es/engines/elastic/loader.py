@@ -20,12 +20,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ...errors import EngineError, InputError, count_mismatch
-from ...layout import SENTENCES, Manifest, es_failures, id_digest, iter_vectors
-from ...store import SentenceStore
-from .. import blend
-from .connection import _cluster_errors, check_index_name, check_server, scan
-from .documents import (
+from sparc_es.engines import blend
+from sparc_es.engines.elastic.connection import _cluster_errors, check_index_name, check_server, scan
+from sparc_es.engines.elastic.documents import (
     BASE_MAPPING,
     BLEND_META,
     FIELD,
@@ -37,6 +34,9 @@ from .documents import (
     mapping,
     same_weights,
 )
+from sparc_es.errors import EngineError, InputError, count_mismatch
+from sparc_es.layout.manifest import SENTENCES, Manifest, es_failures, id_digest, iter_vectors
+from sparc_es.layout.store import SentenceStore
 
 # said after an error a re-run can get past
 _AGAIN = "; run the same command again when the cluster is back: loading resumes"

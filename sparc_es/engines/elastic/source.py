@@ -1,7 +1,7 @@
 """Documents from a cluster: :class:`ElasticSource`, the corpus source of ``encode --from-es``.
 
-The cluster's counterpart of the file source :class:`sparc_es.corpus.Files`: both are a
-:class:`~sparc_es.corpus.Source`, giving :class:`~sparc_es.corpus.Sentence` records through
+The cluster's counterpart of the file source :class:`sparc_es.corpus.sources.Files`: both are a
+:class:`~sparc_es.corpus.sources.Source`, giving :class:`~sparc_es.corpus.sources.Sentence` records through
 ``read`` and what the manifest records as the corpus through ``describe``. Documents are read in
 one point in time with :func:`~sparc_es.engines.elastic.connection.scan`.
 """
@@ -12,9 +12,9 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ...corpus import ReadStats, Sentence, document_sentences
-from ...errors import EngineError, InputError
-from .connection import _cluster_errors, _point_in_time, scan
+from sparc_es.corpus.sources import ReadStats, Sentence, document_sentences
+from sparc_es.engines.elastic.connection import _cluster_errors, _point_in_time, scan
+from sparc_es.errors import EngineError, InputError
 
 
 @dataclass

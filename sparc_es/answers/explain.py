@@ -1,0 +1,247 @@
+"""Why a hit scored what it did: ``sparc-es explain --index INDEX "question" ID_OR_RANK ...`` and
+the server's ``GET /explain``.
+
+A hit's score is the sum, over the question's tokens (the bag :class:`~sparc_es.model.query.QueryEncoder`
+gives the engine), of the token's count times the integer impact the sentence stores for it, divided
+by the index's quantisation factor. For each question token and each hit this reads the impact the
+index holds (the token's postings) and Lucene's own score of the hit, and shows how the model made
+the impact: the sentence is encoded again, with its text and context from the index's sentence
+store, by the model the index was encoded with (its fingerprint must match the manifest's), with
+the index's settings (K, max length, max-over), its corpus statistics (``lexical.json``) and its
+IDF, through :meth:`~sparc_es.model.stored.Pipeline.explain_parts`, the composition ``encode``
+runs. The recomputed impacts are checked against the index's: a difference says the index was made
+otherwise (another model or settings, statistics an update kept), or, by 1 here and there, float
+rounding at the quantisation boundary (a batch of other sentences, another device).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from sparc_es.answers.show import Places, paragraph
+from sparc_es.engines.base import MAX_HITS
+from sparc_es.errors import SparcError
+from sparc_es.layout.manifest import LUCENE, Manifest, quantize
+
+# How many hits a rank may reach, and how deep the search looks for an id's rank.
+RANK_DEPTH = 1000
+
+
+class Explainer:
+    """Explains the hits of one Lucene index, with the model its sentences were encoded with."""
+
+    def __init__(self, index: str | Path, engine, model="default", device: str = "cpu",
+                 collapse: bool = False) -> None:
+        """``engine``: the engine ``search`` opens over ``index`` (ranks are its ranks; a hybrid's
+        SPARC engine holds the impacts). ``model``: a model name or folder (``--model``), loaded on
+        first use with the index's settings, or a loaded :class:`~sparc_es.model.SparcModel`.
+        ``collapse``: ranks count the sentences of one paragraph as one hit, as ``search`` shows them."""
+        self.index = Path(index)
+        self.collapse = collapse
+        self.manifest = Manifest.read(self.index)
+        if self.manifest.index is None or self.manifest.index.engine != LUCENE:
+            raise SparcError(f"{self.index}: explain needs a sparc-es Lucene index (sparc-es index --index DIR)")
+        self.engine = engine
+        self.sparc = getattr(engine, "sparc", engine)
+        if not hasattr(self.sparc, "stored"):
+            raise SparcError("explain reads the impacts of the Lucene impact index: search it with --engine lucene")
+        self._model, self._device = model, device
+        self._inputs = None
+
+    # --- the model and the corpus statistics the index was encoded with ----------------------
+
+    def model(self):
+        """The index's model (loaded, and checked against the manifest's fingerprint, on first use)."""
+        from sparc_es.model import SparcModel
+
+        if not isinstance(self._model, SparcModel):
+            m = self.manifest
+            name = self._model
+            model = SparcModel.load(name, top_k=m.top_k, max_length=m.model.max_length, max_over=m.model.max_over)
+            if model.fingerprint != m.model.fingerprint:
+                base = m.model.base_model.get("name", "?")
+                raise SparcError(f"{self.index} was encoded with model {m.model.fingerprint} (base {base}), "
+                                 f"--model {name} is {model.fingerprint}: explain re-encodes hits with the index's "
+                                 "own model; pass its folder with --model")
+            self._model = model if self._device == "cpu" else model.to(self._device)
+        return self._model
+
+    def inputs(self) -> tuple:
+        """(corpus statistics for the lexical term or None, IDF factors or None), as encode used them."""
+        if self._inputs is None:
+            from sparc_es.model.idf import idf_from_statistics
+            from sparc_es.model.lexical import CorpusStatistics
+
+            model, m = self.model(), self.manifest
+            statistics = CorpusStatistics.read(self.index)
+            if statistics is None and (m.idf or model.config.lexical):
+                raise SparcError(f"{self.index}: has no lexical.json (the corpus statistics of its IDF and lexical "
+                                 "term), so its weights cannot be made again; index the encoded folder again")
+            idf = idf_from_statistics(statistics, model.embeddings.shape[0])[0] if m.idf else None
+            self._inputs = (statistics if model.config.lexical else None, idf)
+        return self._inputs
+
+    # --- which hits ------------------------------------------------------------------------
+
+    def resolve(self, question: str, wanted: list[str]) -> list[tuple[str, int | None, float | None]]:
+        """(sentence id, its rank in the search or None, its search score or None) of each of
+        ``wanted``: a sentence id of the index, else a rank (1 = the first hit of ``search``)."""
+        store = self.sparc.store
+        known = store.get(list(dict.fromkeys(wanted)))
+        ranks = [int(w) for w in wanted if w not in known and _rank(w)]
+        too_deep = [r for r in ranks if r > MAX_HITS]
+        if too_deep:
+            raise SparcError(f"rank {too_deep[0]}: explain looks at the first {MAX_HITS:,} hits at most")
+        depth = max([RANK_DEPTH, *ranks])
+        ranking = self.engine.batch_search([("q", question)], k=depth)["q"] if wanted else []
+        if self.collapse and ranking:  # rank n: the n-th paragraph's best sentence, as search shows it
+            stored = store.get([h.id for h in ranking], context=True)
+            seen: set[tuple] = set()
+            firsts = []
+            for h in ranking:
+                s = stored.get(h.id)
+                key = paragraph(s.doc, s.context, h.id) if s is not None else paragraph(None, "", h.id)
+                if key not in seen:
+                    seen.add(key)
+                    firsts.append(h)
+            ranking = firsts
+        place = {h.id: (rank, h.score) for rank, h in enumerate(ranking, start=1)}
+        out = []
+        for w in wanted:
+            if w in known:
+                sid = w
+            elif _rank(w) and int(w) >= 1:
+                if int(w) > len(ranking):
+                    raise SparcError(f"rank {w}: the search finds {len(ranking)} sentences for this question")
+                sid = ranking[int(w) - 1].id
+            else:
+                raise SparcError(f"{w!r}: no sentence with this id in {self.index}, and not a rank (1, 2, ...)")
+            rank, score = place.get(sid, (None, None))
+            out.append((sid, rank, score))
+        return out
+
+    # --- the explanation -------------------------------------------------------------------
+
+    def explain(self, question: str, wanted: list[str]) -> dict:
+        """The explanation of ``wanted`` hits for ``question`` as a JSON object (see :func:`table`)."""
+        if not question.strip():
+            raise SparcError("empty question")
+        if not wanted:
+            raise SparcError("name at least one hit to explain: its id or its rank")
+        bag = self.sparc.queries.encode(question)  # what the engine asks: integer counts
+        factor = self.manifest.factor
+        chosen = self.resolve(question, wanted)
+        ids = list(dict.fromkeys(sid for sid, _, _ in chosen))
+        sentences = self.sparc.store.get(ids, context=True)
+        engine_scores = self.sparc.scores_of(question, ids)
+        corpus, idf = self.inputs()
+        pipeline = self.model().pipeline
+        places = Places(self.manifest.corpus_roots(self.index))
+        hits = []
+        for sid, rank, search_score in chosen:
+            s = sentences[sid]
+            parts = pipeline.explain_parts(s.text, s.context, corpus, idf, tokens=bag)
+            made = quantize(list(parts), np.array([p.weight for p in parts.values()], dtype=np.float32), factor)
+            held = self.sparc.stored([sid], list(dict.fromkeys([*bag, *made])))[sid]
+            mismatched = sorted(t for t in made.keys() | bag.keys() if made.get(t, 0) != held.get(t, 0))
+            tokens = []
+            for t, count in bag.items():
+                p = parts[t]
+                tokens.append({"token": t, "count": count, "impact": held.get(t, 0), "recomputed": made.get(t, 0),
+                               "weight": p.weight, "neural": p.neural, "passage": p.passage, "top_k": p.top_k,
+                               "idf": p.idf, "lexical": p.lexical, "stem": p.stem, "word": p.word, "cut": p.cut})
+            total = sum(c["count"] * c["impact"] for c in tokens)
+            place = places.of(s)
+            hits.append({
+                "id": sid, "rank": rank, "search_score": search_score, "text": s.text, "context": s.context,
+                "doc": s.doc, "start": s.start, "end": s.end, "line": place.line,
+                "path": str(place.path) if place.path else None,
+                "headings": list(place.headings) if place.headings is not None else None,
+                "impact": engine_scores.get(sid, 0), "score": engine_scores.get(sid, 0) / factor,
+                "sum": total, "recomputed_sum": sum(c["count"] * c["recomputed"] for c in tokens),
+                "checked": len(made.keys() | bag.keys()), "mismatched": mismatched,
+                "matches_index": not mismatched, "tokens": tokens})
+        m = self.manifest
+        return {"question": question, "index": str(self.index), "model": m.model.fingerprint, "factor": factor,
+                "top_k": m.top_k, "idf": m.idf, "hybrid": _hybrid_name(self.engine), "tokens": bag, "hits": hits}
+
+    def close(self) -> None:
+        self.engine.close()
+
+
+def _rank(word: str) -> bool:
+    """Whether ``word`` is written as a rank: ASCII digits only ("²" and "٣" are digits to Python)."""
+    return word.isascii() and word.isdigit()
+
+
+def _hybrid_name(engine) -> str | None:
+    method = getattr(engine, "method", None)
+    return method.value if method is not None else None
+
+
+# --- for people ------------------------------------------------------------------------------
+
+def _number(x: float) -> str:
+    return f"{x:.3f}"
+
+
+def table(result: dict) -> str:
+    """The explanation as text: the hits side by side per question token, then each hit's impacts
+    token by token with how the model made them, the sum and the checks."""
+    factor, hits, bag = result["factor"], result["hits"], result["tokens"]
+    lines = [f"Q: {result['question']}",
+             f"index {result['index']}: model {result['model']}, K {result['top_k']}, "
+             f"{'IDF-weighted, ' if result['idf'] else ''}factor {factor:g} (impact = round(weight x {factor:g}); "
+             f"score = sum of count x impact / {factor:g})"]
+    if result["hybrid"]:
+        lines.append(f"ranks are search's (SPARC fused with BM25, {result['hybrid']}); the scores below are SPARC's, "
+                     "the sums the hybrid fuses")
+    # side by side: which token each hit's score comes from
+    width = max([len(t) for t in bag] + [8])
+    names = [f"#{h['rank']}" if h["rank"] is not None else h["id"] for h in hits]
+    columns = [max(len(n), 12) for n in names]
+    lines += ["", f"{'token':<{width}} {'count':>5}  " + "  ".join(f"{n:>{c}}" for n, c in zip(names, columns))]
+    for i, t in enumerate(bag):
+        lines.append(f"{t:<{width}} {bag[t]:>5}  "
+                     + "  ".join(f"{h['tokens'][i]['impact']:>{c}}" for h, c in zip(hits, columns)))
+    scores = ["{} ({:.2f})".format(h["impact"], h["score"]) for h in hits]
+    lines.append(f"{'score':<{width}} {'':>5}  " + "  ".join(f"{s:>{c}}" for s, c in zip(scores, columns)))
+    words = any(c["word"] for h in hits for c in h["tokens"])
+    for name, h in zip(names, hits):
+        where = h["doc"] or h["id"]
+        if h["doc"] and h["line"] is not None:
+            where += f":{h['line']}"
+        elif h["doc"] and h["start"] is not None:
+            where += f" (characters {h['start']}-{h['end']})"
+        if h["headings"]:
+            where += " · " + " > ".join(h["headings"])
+        place = (f"rank {h['rank']} in search, score {h['search_score']:.2f}" if h["rank"] is not None
+                 else f"not in search's top {RANK_DEPTH}")
+        lines += ["", f"{name}  {h['id']}  [{where}; {place}]", f"  {h['text']}",
+                  f"  {'token':<{width}} {'count':>5} {'impact':>6}  {'weight':>7} = ({'neural':>7} + {'passage':>7}) "
+                  f"x {'idf':>5} + {'lexical':>7} + {'stem':>6}" + (f" + {'word':>6}" if words else "")]
+        for c in h["tokens"]:
+            if c["top_k"] or c["lexical"] or c["stem"] or c["word"]:
+                neural = (f"({_number(c['neural']):>7} + {_number(c['passage']):>7}) x {c['idf']:5.2f}" if c["top_k"]
+                          else f"{'not in the top K':<33}")
+                made = (f"{_number(c['weight']):>7} = {neural} + {_number(c['lexical']):>7} + {_number(c['stem']):>6}"
+                        + (f" + {_number(c['word']):>6}" if words else ""))
+            else:
+                made = (f"{_number(0.0):>7}   not stored: neural + passage {c['neural'] + c['passage']:.3f} "
+                        f"below the K-th's {c['cut']:.3f}, and not a word of the sentence")
+            check = "" if c["recomputed"] == c["impact"] else f"   (recomputed: {c['recomputed']})"
+            lines.append(f"  {c['token']:<{width}} {c['count']:>5} {c['impact']:>6}  {made}{check}")
+        agree = "=" if h["sum"] == h["impact"] else "!="
+        lines.append(f"  sum of count x impact {h['sum']} {agree} Lucene's score {h['impact']} "
+                     f"({h['score']:.2f} = {h['impact']} / {factor:g})")
+        if h["matches_index"]:
+            lines.append(f"  made again from its text and context: all {h['checked']} impacts checked match the index")
+        else:
+            off = h["mismatched"]
+            lines.append(f"  made again from its text and context: {len(off)} of {h['checked']} impacts differ from "
+                         f"the index ({', '.join(off[:8])}{' ...' if len(off) > 8 else ''}): the index was made "
+                         "otherwise (another model, settings or corpus statistics), or float rounding at the "
+                         "quantisation boundary where they differ by 1")
+    return "\n".join(lines)

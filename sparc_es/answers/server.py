@@ -1,0 +1,655 @@
+"""``sparc-es serve``: a long-running HTTP JSON API over one open engine, so a question pays the
+JVM's start once, not per ``sparc-es search``.
+
+    GET  /health                  index name, sentence count, model fingerprint, engine, its last failure
+    GET  /search?q=...&k=10       the hits of one question (also POST /search {"question", "k"})
+    POST /batch                   {"questions": [...], "k"}: the hits of each question
+    GET  /sentences/{id}          a stored sentence with its passage and where it sits
+    GET  /documents/{doc}?line=N  the document as text with numbered lines, at the line (a hit's link)
+    GET  /explain?q=...&ids=...   why hits scored what they did, token by token (sparc_es.answers.explain)
+    GET  /                        a search page: hits in context, the question's words marked
+
+FastAPI on uvicorn, thin over the library: the engine ``open_engine`` gives (the same one
+``sparc-es search`` opens), the index's :class:`~sparc_es.layout.store.SentenceStore`, and the CLI's own
+:class:`~sparc_es.answers.show.Presenter`, so a hit here is a hit of ``search --json`` (marks, lines,
+headings, code, collapsed paragraphs), and the page renders the server's marks. Every engine
+and store call runs on one worker thread: the Lucene engine (pyjnius, a tokenizer) is not safe
+for concurrent use, and one thread also keeps a single Python thread attached to the JVM.
+Errors are JSON ``{"error": "one line"}``: 4xx for a bad request (413 for a body over
+``MAX_BODY``), 500 when the engine fails (its stack goes to the server's log, never to the client).
+``/health`` answers off the worker, so a long request never hides a failing engine. A request
+whose client has gone stops at its next question; a rebuilt index (``index --overwrite``) is
+reopened before the next request that reads it. Nothing the API returns names a local path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar
+
+from sparc_es import __version__
+from sparc_es.engines.base import Engine, Hit
+from sparc_es.errors import SparcError
+from sparc_es.layout.manifest import META, SENTENCES, Manifest
+from sparc_es.layout.store import SentenceStore
+
+try:
+    import uvicorn
+    from fastapi import FastAPI, Query, Request
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import HTMLResponse, JSONResponse
+    from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
+    from starlette.exceptions import HTTPException
+except ImportError as e:  # an optional part: say which extra brings it
+    raise SparcError(f"sparc-es serve needs FastAPI and uvicorn ({e}); pip install 'sparc-es[serve]'") from None
+
+MAX_K = 1000  # hits per question
+MAX_BATCH = 1000  # questions per /batch request
+MAX_EXPLAIN = 20  # hits per /explain request: each is encoded again
+MAX_BODY = 4 << 20  # bytes of a request body: a full /batch of long questions fits
+MAX_LINE = 300  # characters of an error message sent to a client
+MAX_DOCUMENT = 16 << 20  # bytes of a document /documents shows
+T = TypeVar("T")
+log = logging.getLogger("sparc_es.answers.server")
+
+
+def one_line(e: BaseException) -> str:
+    """An error's message on one line (a sparc-es error's own; the type and message of any other):
+    its first line only (a Java exception's stack follows it), at most ``MAX_LINE`` characters."""
+    text = str(e) if isinstance(e, SparcError) else f"{type(e).__name__}: {e}"
+    first = " ".join(next((line for line in text.splitlines() if line.strip()), "").split())
+    return first if len(first) <= MAX_LINE else first[:MAX_LINE - 3] + "..."
+
+
+class Gone(Exception):
+    """The client of a request went away (or the server is stopping): its work stops."""
+
+
+class ApiError(Exception):
+    """A request that ends with ``status`` and the JSON ``{"error": message}``."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+def _question(value: str) -> str:
+    from sparc_es.model.query import check_question
+
+    if not value.strip():
+        raise ValueError("empty question")
+    try:
+        return check_question(value)
+    except SparcError as e:
+        raise ValueError(str(e)) from None
+
+
+MIN_SCORE_HELP = "drop hits scoring less (default: the server's --min-score)"
+COLLAPSE_HELP = "the sentences of one paragraph as one hit, the others in its collapsed list (false: each its own)"
+FROM_HELP = "hits to skip: the next page starts at from + k"
+HYBRID_HELP = "this request's: sum (SPARC and BM25 in one query) or none (SPARC alone); the Lucene engine"
+WEIGHT_HELP = "this request's BM25 share of the sum, 0 to 1"
+PATH_HELP = "only hits of this document, or of the documents under this folder (as hits name them)"
+
+
+class SearchRequest(BaseModel):
+    """``POST /search``: one question."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    question: str
+    k: StrictInt = Field(10, ge=1, le=MAX_K)  # strict: true is not 1
+    context: bool = Field(False, description="add each hit's passage")
+    min_score: float | None = Field(None, allow_inf_nan=False, description=MIN_SCORE_HELP)
+    collapse: bool = Field(True, description=COLLAPSE_HELP)
+    start: StrictInt = Field(0, ge=0, le=MAX_K, alias="from", description=FROM_HELP)
+    path: str | None = Field(None, max_length=1000, description=PATH_HELP)
+    hybrid: Literal["sum", "none"] | None = Field(None, description=HYBRID_HELP)
+    hybrid_weight: float | None = Field(None, ge=0, le=1, allow_inf_nan=False, description=WEIGHT_HELP)
+
+    @field_validator("question")
+    @classmethod
+    def _nonempty(cls, value: str) -> str:
+        return _question(value)
+
+
+class BatchRequest(BaseModel):
+    """``POST /batch``: many questions, the same k."""
+
+    model_config = ConfigDict(extra="forbid")
+    questions: list[str] = Field(min_length=1, max_length=MAX_BATCH)
+    k: StrictInt = Field(10, ge=1, le=MAX_K)  # strict: true is not 1
+    context: bool = False
+    min_score: float | None = Field(None, allow_inf_nan=False, description=MIN_SCORE_HELP)
+    collapse: bool = Field(True, description=COLLAPSE_HELP)
+
+    @field_validator("questions")
+    @classmethod
+    def _questions(cls, value: list[str]) -> list[str]:
+        for i, q in enumerate(value):
+            try:
+                _question(q)
+            except ValueError as e:
+                raise ValueError(f"question {i}: {e}") from None
+        return value
+
+
+def _hit_json(shown, context: bool) -> dict[str, Any]:
+    """A hit as the API gives it: what ``search --json`` prints, but the local ``path``; ``where``
+    as the CLI writes it (``doc:line``); the passage and its marks only when asked for."""
+    out = shown.to_json()
+    out.pop("path", None)
+    out["where"] = shown.where()
+    if not context:
+        out.pop("context", None)
+        out["marks"].pop("context", None)
+    return out
+
+
+class Service:
+    """One engine and its index's sentence store behind a single worker thread."""
+
+    def __init__(self, engine: Engine, index: str | Path | None, kind: str = "lucene", model: str = "default",
+                 min_score: float | None = None, reopen: Callable[[], Engine] | None = None) -> None:
+        """``engine`` as ``open_engine`` opened it, over ``index``; ``kind`` is its name (lucene, es, bm25).
+        ``model``: what ``/explain`` encodes hits again with (loaded on its first call). ``min_score``:
+        hits scoring less are dropped (a request may ask its own). ``reopen``: opens the engine again
+        when ``index`` was rebuilt (None: keep answering from the first). The service closes the engine."""
+        self.min_score = min_score
+        self.kind, self.model, self._reopen = kind, model, reopen
+        self.index = Path(index) if index is not None else None
+        self.closing = threading.Event()
+        self.failure: dict[str, Any] | None = None  # the last engine call's error, until one succeeds
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparc-es-engine")
+        self._open(engine)
+        if self.kind == "lucene" and self.index is not None:  # /explain's model, loaded now, not on its first call
+            self._worker.submit(self._load_explainer)
+
+    def _load_explainer(self) -> None:
+        try:
+            self.explainer().inputs()
+        except Exception as e:  # /explain will say it; the rest of the API serves on
+            log.warning("explain is not ready: %s", one_line(e))
+
+    def explainer(self):
+        """The :class:`~sparc_es.answers.explain.Explainer` of this index (made on the worker thread)."""
+        if self._explainer is None:
+            from sparc_es.answers.explain import Explainer
+
+            self._explainer = Explainer(self.index, self.engine, self.model)
+        return self._explainer
+
+    def _open(self, engine: Engine) -> None:
+        """Take ``engine`` and the index's manifest and store as they are now (on the worker thread,
+        or before it starts)."""
+        self.engine = engine
+        self._presenter = self._explainer = None  # made on the worker thread when first needed
+        method = getattr(engine, "method", None)  # the hybrid, or None: SPARC alone, BM25
+        weighed = method is not None and method.value in ("sum", "minmax")
+        self.engine_info = {"engine": self.kind, "hybrid": method.value if method is not None else None,
+                            "hybrid_weight": engine.bm25_weight if weighed else None}
+        self.stamp = _stamp(self.index)
+        self.manifest = Manifest.read(self.index) if self.index is not None else None
+        store = self.index / SENTENCES if self.index is not None else None
+        self.store = SentenceStore(store) if store is not None and store.is_file() else None
+        self.sentences = len(self.store) if self.store is not None else None
+
+    def _drop(self) -> None:
+        """Close what :meth:`_open` took (on the worker thread)."""
+        if self._presenter is not None:  # the explainer holds only the engine and the model
+            self._presenter.close()
+        self.engine.close()
+        if self.store is not None:
+            self.store.close()
+
+    def fresh(self) -> None:
+        """Reopen the engine when the index folder was rebuilt since it was opened (on the worker)."""
+        if self._reopen is None or self.index is None:
+            return
+        stamp = _stamp(self.index)
+        if stamp is None or stamp == self.stamp:  # gone for a moment while a rebuild renames it in
+            return
+        log.warning("%s was rebuilt: opening it again", self.index.name)
+        engine = self._reopen()
+        self._drop()
+        self._open(engine)
+
+    async def run(self, fn: Callable[..., T], *args: Any, request: Request | None = None) -> T:
+        """``fn(*args)`` on the worker thread, the index reopened first if it was rebuilt; an engine
+        failure becomes a 500 with one line (its stack in the log). With ``request``, ``fn`` takes a
+        last argument, a function to call between units of work: it raises :class:`Gone` once the
+        client has disconnected, so abandoned work does not hold the worker."""
+        gone = threading.Event()
+
+        def check() -> None:
+            if gone.is_set() or self.closing.is_set():
+                raise Gone
+
+        def work() -> T:
+            check()
+            self.fresh()
+            return fn(*args, check) if request is not None else fn(*args)
+
+        watcher = asyncio.create_task(_watch(request, gone)) if request is not None else None
+        try:
+            result = await asyncio.wrap_future(self._worker.submit(work))
+        except (ApiError, Gone):
+            raise
+        except Exception as e:
+            message = one_line(e)
+            log.error("engine error: %s", message, exc_info=e)
+            self.failure = {"error": message, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+            raise ApiError(500, message) from None
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+        self.failure = None
+        return result
+
+    def search(self, question: str, k: int, context: bool, min_score: float | None = None,
+               collapse: bool = True, start: int = 0, path: str | None = None, hybrid: str | None = None,
+               hybrid_weight: float | None = None) -> tuple[list[dict[str, Any]], str | None]:
+        """The hits of one question as ``search --json`` shows them (on the worker thread): those
+        scoring under ``min_score`` (default: the service's) dropped, the sentences of one paragraph
+        one hit unless not ``collapse``, only documents at or under ``path`` (a file or folder of the
+        corpus), ``k`` of them from rank ``start + 1``; with ``context``, each hit's passage and its
+        marks. Also the CLI's notice when no word of the question is in the index (else None).
+        ``path`` filters the engine's first hits (a deeper search, not an index filter).
+        ``hybrid`` ("sum" or "none") and ``hybrid_weight`` (BM25's share) are this request's, on
+        the Lucene engine."""
+        from contextlib import nullcontext
+
+        from sparc_es.answers.show import answer
+
+        options = nullcontext()
+        if hybrid is not None or hybrid_weight is not None:
+            options = self._asked(hybrid, hybrid_weight)
+
+        keep = None
+        if path:
+            folder = path.rstrip("/") + "/"
+
+            def keep(h) -> bool:
+                return h.doc is not None and (h.doc == path or h.doc.startswith(folder))
+        with options:
+            match, shown = answer(self.engine, self.presenter(), question, k, collapse,
+                                  self.min_score if min_score is None else min_score, start, keep)
+        return [_hit_json(s, context) for s in shown], match.notice()
+
+    def _asked(self, hybrid: str | None, weight: float | None):
+        """The engine with one request's hybrid options (422 where they cannot apply)."""
+        from sparc_es.engines.hybrid import BM25_WEIGHT
+
+        asked = getattr(self.engine, "asked", None)
+        if asked is None:
+            raise ApiError(422, "hybrid and hybrid_weight per request apply to the Lucene engine's sum or SPARC "
+                                f"alone; this server runs {self.kind} {self.engine_info['hybrid'] or ''}".rstrip())
+        if hybrid == "none" and weight is not None:
+            raise ApiError(422, "hybrid_weight is BM25's share of the sum: it does not apply with hybrid=none")
+        if hybrid == "none":
+            return asked(None)
+        try:
+            return asked(weight if weight is not None else self.engine_info["hybrid_weight"] or BM25_WEIGHT)
+        except SparcError as e:
+            raise ApiError(422, one_line(e)) from None
+
+    def presenter(self):
+        """The CLI's :class:`~sparc_es.answers.show.Presenter` over this engine (made on the worker thread)."""
+        if self._presenter is None:
+            from sparc_es.answers.show import Presenter
+
+            self._presenter = Presenter(self.engine, self.index if self.kind != "es" else None)
+        return self._presenter
+
+    def sentence(self, sentence_id: str) -> dict[str, Any]:
+        """A stored sentence with its passage; 404 when the index has no such id."""
+        if self.store is None:
+            raise ApiError(404, "this server has no sentence store (serve it with --index INDEX)")
+        found = self.store.get([sentence_id], context=True).get(sentence_id)
+        if found is None:
+            shown = sentence_id if len(sentence_id) <= 200 else sentence_id[:200] + "..."
+            raise ApiError(404, f"no sentence with id {shown!r} in the index")
+        from sparc_es.answers.show import Shown
+
+        place = self.presenter().places.of(found)
+        shown = Shown(Hit(found.id, 0.0, text=found.text, doc=found.doc, start=found.start, end=found.end), 0,
+                      place=place)
+        return {**found.to_json(), "context": found.context, "where": shown.where(), "line": place.line,
+                "headings": list(place.headings) if place.headings is not None else None}
+
+    def explain(self, question: str, ids: list[str]) -> dict[str, Any]:
+        """:meth:`~sparc_es.answers.explain.Explainer.explain` of the hits ``ids`` (sentence ids or ranks),
+        without local paths; 422 for an id or rank that names no hit, 500 when the model is not the
+        index's."""
+        if self.index is None or self.kind != "lucene":
+            raise ApiError(404, "explain reads a Lucene impact index: serve one with --index INDEX (--engine lucene)")
+        explainer = self.explainer()
+        explainer.inputs()  # the model and its corpus statistics: a failure here is the server's
+        try:
+            found = explainer.explain(question, ids)
+        except SparcError as e:
+            raise ApiError(422, one_line(e)) from None
+        found["index"] = self.index.name
+        for hit in found["hits"]:
+            hit.pop("path", None)
+        return found
+
+    def document(self, doc: str) -> tuple[str, str]:
+        """(name, text) of the document ``doc`` of the index: 404 when it is not a file under the
+        corpus folders the index records (an index is a shared artefact: its sentence store must not
+        open other files), 413 past ``MAX_DOCUMENT`` bytes."""
+        path = self.presenter().places.file(doc)
+        if path is None or not path.is_file():
+            shown = doc if len(doc) <= 200 else doc[:200] + "..."
+            raise ApiError(404, f"no document {shown!r} under the corpus folders of this index")
+        if path.stat().st_size > MAX_DOCUMENT:
+            raise ApiError(413, f"{doc}: over {MAX_DOCUMENT >> 20} MiB, not shown")
+        return doc, path.read_bytes().decode("utf-8", errors="replace")
+
+    def health(self) -> dict[str, Any]:
+        """What the server answers from, and the engine's last failure (``status`` "failing" until a
+        call succeeds again); read off the worker, from what :meth:`_open` noted."""
+        m = self.manifest
+        return {"status": "failing" if self.failure else "ok", "version": __version__,
+                "index": self.index.name if self.index else None, "sentences": self.sentences,
+                "model": {"fingerprint": m.model.fingerprint, "base": m.model.base_model.get("name")} if m else None,
+                "factor": m.factor if m else None, "engine": self.engine_info, "failure": self.failure,
+                "generation": _generation(m)}
+
+    def close(self) -> None:
+        """Stop: abandon queued and running work at its next check, then close the engine."""
+        self.closing.set()
+        self._worker.submit(self._drop_quietly).result()
+        self._worker.shutdown(wait=True, cancel_futures=True)
+
+    def _drop_quietly(self) -> None:
+        try:
+            self._drop()
+        except Exception as e:  # stopping anyway: say what failed
+            log.error("closing the engine: %s", one_line(e))
+
+
+def _generation(manifest: Manifest | None) -> str | None:
+    """Which build of the index answers: the encode it was built from and when it was built (a
+    rebuild, or an update and a rebuild, gives a new one)."""
+    if manifest is None or manifest.index is None:
+        return None
+    return f"{manifest.generation or '-'}@{manifest.index.built_at or '-'}"
+
+
+def _stamp(index: Path | None) -> tuple[int, int] | None:
+    """What changes when ``index`` is rebuilt: the folder's inode (a rebuild renames a new folder
+    into place) and its manifest's time; None when it is not there."""
+    if index is None:
+        return None
+    try:
+        return os.stat(index).st_ino, os.stat(index / META).st_mtime_ns
+    except OSError:
+        return None
+
+
+async def _watch(request: Request, gone: threading.Event) -> None:
+    """Set ``gone`` once ``request``'s client has disconnected."""
+    while not gone.is_set():
+        if await request.is_disconnected():
+            gone.set()
+            return
+        await asyncio.sleep(0.1)
+
+
+def _known_params(request: Request, *names: str) -> None:
+    """422 for a query parameter the endpoint does not take: never silently ignored (``hybrid=none``
+    is not a per-request option)."""
+    unknown = sorted(set(request.query_params) - set(names))
+    if unknown:
+        shown = ", ".join(u.encode("ascii", "backslashreplace").decode()[:40] for u in unknown[:3])
+        raise ApiError(422, f"unknown parameter{'s' if len(unknown) > 1 else ''} {shown}: this endpoint takes "
+                            f"{', '.join(names)}")
+
+
+def _validation_message(e: RequestValidationError) -> tuple[int, str]:
+    """(status, one line) for a request FastAPI could not read: 400 for a body that is not JSON."""
+    errors = e.errors()
+    first = errors[0] if errors else {}
+    if first.get("type") == "json_invalid":
+        return 400, f"invalid JSON body: {first.get('ctx', {}).get('error', first.get('msg', ''))}"
+    loc = ".".join(str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path")) \
+        or ("request body" if tuple(first.get("loc", ())) == ("body",) else "")
+    msg = str(first.get("msg", "invalid request")).removeprefix("Value error, ")
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return 422, " ".join(f"{loc + ': ' if loc else ''}{msg[:1].lower() + msg[1:]}{more}".split())
+
+
+def document_page(name: str, text: str, line: int | None) -> str:
+    """A document as text (an HTML source too: shown, never rendered) with numbered lines, ``line``
+    marked and scrolled to (package data ``web/document.html``)."""
+    from html import escape
+    from string import Template
+
+    at = ' class="at"'
+    rows = "".join(f'<tr id="L{n}"{at if n == line else ""}><td>{n}</td><td>{escape(t) or " "}</td></tr>'
+                   for n, t in enumerate(text.split("\n"), start=1))
+    template = (resources.files("sparc_es.answers") / "web" / "document.html").read_text(encoding="utf-8")
+    return Template(template).substitute(name=escape(name), rows=rows, root="../" * (name.count("/") + 1))
+
+
+def page() -> str:
+    """The search page, shipped as package data."""
+    return (resources.files("sparc_es.answers") / "web" / "index.html").read_text(encoding="utf-8")
+
+
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
+
+
+def host_of(header: str) -> str:
+    """The host name of a ``Host`` header, without its port (``[::1]:8000`` -> ``::1``), lower-cased."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1:].split("]", 1)[0]
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+def create_app(service: Service, allowed_hosts: Iterable[str] | None = None, max_body: int = MAX_BODY) -> FastAPI:
+    """The FastAPI application over ``service``; the caller closes the service. ``allowed_hosts``:
+    the only ``Host`` headers answered (None: any), so that a web page the user visits cannot rebind
+    its own name to this server's address and read the index (DNS rebinding). ``max_body``: the
+    largest request body read, in bytes."""
+    # no /docs or /redoc: FastAPI's pages load their scripts from a CDN; /openapi.json describes the API
+    app = FastAPI(title="sparc-es", version=__version__, description="SPARC sentence retrieval over one index",
+                  docs_url=None, redoc_url=None)
+    app.add_middleware(Guard, allowed_hosts=allowed_hosts, max_body=max_body)
+
+    @app.exception_handler(ApiError)
+    async def _api_error(request: Request, e: ApiError) -> JSONResponse:
+        return JSONResponse({"error": e.message}, status_code=e.status)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, e: RequestValidationError) -> JSONResponse:
+        status, message = _validation_message(e)
+        return JSONResponse({"error": message}, status_code=status)
+
+    @app.exception_handler(HTTPException)
+    async def _http(request: Request, e: HTTPException) -> JSONResponse:
+        if isinstance(e.__cause__, TooLarge):  # FastAPI reads the body, and calls its failure a 400
+            return JSONResponse({"error": str(e.__cause__)}, status_code=413)
+        message = {404: f"no such endpoint: {request.url.path}",
+                   405: f"{request.method} is not allowed on {request.url.path}"}.get(e.status_code, str(e.detail))
+        return JSONResponse({"error": message}, status_code=e.status_code, headers=e.headers)
+
+    @app.exception_handler(Gone)
+    async def _gone(request: Request, e: Gone) -> JSONResponse:  # nobody reads it; uvicorn logs the status
+        return JSONResponse({"error": "the client went away or the server is stopping"}, status_code=503)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, e: Exception) -> JSONResponse:
+        log.error("internal error on %s: %s", request.url.path, one_line(e), exc_info=e)
+        return JSONResponse({"error": one_line(e)}, status_code=500)
+
+    @app.get("/health")
+    async def health() -> dict:
+        """Index name, sentence count, model fingerprint, engine, and the engine's last failure
+        (``status``: "ok", or "failing" until an engine call succeeds again)."""
+        return service.health()
+
+    @app.get("/search")
+    async def search_get(request: Request, q: str = Query(..., description="the question"),
+                         k: int = Query(10, ge=1, le=MAX_K), context: bool = False,
+                         min_score: float | None = Query(None, description=MIN_SCORE_HELP,
+                                                         allow_inf_nan=False),
+                         collapse: bool = Query(True, description=COLLAPSE_HELP),
+                         start: int = Query(0, ge=0, le=MAX_K, alias="from", description=FROM_HELP),
+                         path: str | None = Query(None, max_length=1000, description=PATH_HELP),
+                         hybrid: Literal["sum", "none"] | None = Query(None, description=HYBRID_HELP),
+                         hybrid_weight: float | None = Query(None, ge=0, le=1, allow_inf_nan=False,
+                                                             description=WEIGHT_HELP)) -> dict:
+        """The top ``k`` sentences for question ``q``."""
+        _known_params(request, "q", "k", "context", "min_score", "collapse", "from", "path", "hybrid",
+                      "hybrid_weight")
+        return await _search(q, k, context, min_score, collapse, start, path, hybrid, hybrid_weight)
+
+    @app.post("/search")
+    async def search_post(body: SearchRequest) -> dict:
+        """The top ``k`` sentences for ``question``."""
+        return await _search(body.question, body.k, body.context, body.min_score, body.collapse, body.start,
+                             body.path, body.hybrid, body.hybrid_weight)
+
+    async def _search(question: str, k: int, context: bool, min_score: float | None = None,
+                      collapse: bool = True, start: int = 0, path: str | None = None, hybrid: str | None = None,
+                      hybrid_weight: float | None = None) -> dict:
+        try:
+            _question(question)
+        except ValueError as e:
+            raise ApiError(422, f"q: {e}") from None
+        def work() -> dict:
+            hits, notice = service.search(question, k, context, min_score, collapse, start, path, hybrid,
+                                          hybrid_weight)
+            return {"question": question, "k": k, "notice": notice, "hits": hits}
+
+        return await service.run(work)
+
+    @app.post("/batch")
+    async def batch(body: BatchRequest, request: Request) -> dict:
+        """The top ``k`` sentences for each of ``questions``, in order."""
+        def work(check: Callable[[], None]) -> list[dict]:
+            results = []
+            for q in body.questions:
+                check()  # stop when the client is gone
+                hits, _ = service.search(q, body.k, body.context, body.min_score, body.collapse)
+                results.append({"question": q, "hits": hits})
+            return results
+
+        return {"k": body.k, "results": await service.run(work, request=request)}
+
+    @app.get("/explain")
+    async def explain(request: Request, q: Annotated[str, Query(description="the question")],
+                      ids: Annotated[list[str], Query(description="a hit to explain, once per hit: its sentence "
+                                                      "id, or its rank in the answer of /search")]) -> dict:
+        """Why each hit scored what it did: for each question token, the impact it stores and how the
+        model made it (``sparc-es explain --index INDEX --json``)."""
+        _known_params(request, "q", "ids")
+        try:
+            _question(q)
+        except ValueError as e:
+            raise ApiError(422, f"q: {e}") from None
+        if len(ids) > MAX_EXPLAIN:
+            raise ApiError(422, f"ids: at most {MAX_EXPLAIN} hits per request")
+        return await service.run(service.explain, q, ids)
+
+    @app.get("/sentences/{sentence_id:path}")
+    async def sentence(sentence_id: str) -> dict:
+        """A stored sentence (id as in hits, URL-encoded: ``#`` is ``%23``) with its passage."""
+        return await service.run(service.sentence, sentence_id)
+
+    @app.get("/documents/{doc:path}", response_class=HTMLResponse)
+    async def document(request: Request, doc: str,
+                       line: int | None = Query(None, ge=1, description="the line to show")) -> HTMLResponse:
+        """A document of the index as text with line numbers, scrolled to ``line`` (where a hit's
+        link leads); only files under the corpus folders the index records."""
+        _known_params(request, "line")
+        name, text = await service.run(service.document, doc)
+        return HTMLResponse(document_page(name, text, line))
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    async def index_page() -> HTMLResponse:
+        return HTMLResponse(page())
+
+    return app
+
+
+class TooLarge(Exception):
+    """A request body over the server's limit."""
+
+
+class Guard:
+    """ASGI middleware in front of every request: a ``Host`` not in ``allowed_hosts`` (None: any) is
+    refused with 400, and a body over ``max_body`` bytes with 413, by its ``Content-Length`` before
+    it is read, or as it arrives when it is sent in chunks. (A plain ASGI class, not Starlette's
+    ``BaseHTTPMiddleware``, which swallows the disconnect that stops abandoned work.)"""
+
+    def __init__(self, app, allowed_hosts: Iterable[str] | None, max_body: int) -> None:
+        self.app, self.max_body = app, max_body
+        self.allowed = None if allowed_hosts is None else {host_of(h) for h in allowed_hosts}
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        headers = dict(scope.get("headers") or ())
+        host = host_of(headers.get(b"host", b"").decode("latin-1"))
+        if self.allowed is not None and host not in self.allowed:
+            shown = host.encode("ascii", "backslashreplace").decode()[:100]
+            return await JSONResponse({"error": f"Host {shown!r} is not served here (serve --allow-host {shown} "
+                                                "allows it)"}, status_code=400)(scope, receive, send)
+        declared = headers.get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.max_body):
+            return await JSONResponse({"error": self.too_large()}, status_code=413)(scope, receive, send)
+        seen = 0
+
+        async def counted():
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.max_body:
+                raise TooLarge(self.too_large())
+            return message
+
+        await self.app(scope, counted, send)
+
+    def too_large(self) -> str:
+        return f"request body over {self.max_body:,} bytes"
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port``, or a one-line error (port taken, unknown host)."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        sock = socket.socket(family, socket.SOCK_STREAM)
+    except OSError as e:
+        raise SparcError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError as e:
+        sock.close()
+        raise SparcError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+    return sock
+
+
+def serve(service: Service, sock: socket.socket, log_level: str = "info",
+          allowed_hosts: Iterable[str] | None = None) -> None:
+    """Serve ``service`` on a listening socket until interrupted (Ctrl-C, SIGTERM), answering only
+    requests whose ``Host`` is one of ``allowed_hosts`` (None: any)."""
+    class Server(uvicorn.Server):
+        async def shutdown(self, sockets=None) -> None:
+            service.closing.set()  # running work stops at its next question rather than delaying the exit
+            await super().shutdown(sockets)
+
+    Server(uvicorn.Config(create_app(service, allowed_hosts), log_level=log_level)).run(sockets=[sock])

@@ -1,0 +1,673 @@
+"""Corpus input: sentence records from JSONL and from documents (text, Markdown, reST, HTML), streamed.
+
+Two kinds of input give the same record, :class:`Sentence`:
+
+* JSONL, one sentence per line: ``{"id": ..., "text": ..., "context"?: ...}`` (optional ``doc``,
+  ``start``, ``end`` are carried through so a hit can be shown in its document).
+* JSONL documents in the BEIR layout, ``{"_id": ..., "title"?: ..., "text": ...}``: each is split
+  into sentences as a text document is (ids ``<_id>#<n>``, ``doc`` = ``_id``), and each sentence's
+  context is the document's title followed by its paragraph.
+* Documents: plain text (``.txt``), Markdown (``.md``), reStructuredText (``.rst``) and HTML
+  (``.html``). :mod:`sparc_es.corpus.readers` parses each into blocks (paragraphs, list items, table rows
+  with their section titles and lead-ins); Bling Fire splits each block into sentences. A
+  sentence's context is its block with the section titles and lead-in before it
+  (:func:`context_of`), its id is ``<document id>#<key>`` (:func:`sentence_key`: from its text)
+  and ``start``/``end`` are character offsets into the file that hold the sentence's words.
+
+A folder is read recursively; its files that are neither JSONL nor a document are counted by
+suffix (:attr:`ReadStats.skipped_files`) for the user to hear about. Everything is a generator: a
+corpus is never held in memory. Files may start with a UTF-8 byte-order mark and end lines with
+CRLF; control characters (NUL, BEL, ESC, ...) are removed from texts (they would reach a terminal
+when hits are printed) and counted in :class:`ReadStats`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import json
+import os
+import re
+import stat
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Protocol
+
+import orjson
+
+from sparc_es.corpus.ids import ID_UNSAFE, SURROGATE, id_problem, shown
+from sparc_es.corpus.readers import (
+    CODE,
+    HEADING,
+    PARAGRAPH,
+    ROW,
+    SUFFIXES,
+    Block,
+    Report,
+    format_of,
+    lead_of,
+    line_starts,
+    locate,
+    read_blocks,
+)
+from sparc_es.errors import InputError
+
+JSONL_SUFFIXES = (".jsonl", ".json")
+TEXT_SUFFIXES = tuple(SUFFIXES)  # documents: .txt, .md/.markdown, .rst/.rest, .html/.htm
+READ_SUFFIXES = JSONL_SUFFIXES + TEXT_SUFFIXES
+_READABLE = ".jsonl, .txt, .md, .rst or .html"
+BOM = "\ufeff"
+# C0 controls but tab, newline and carriage return; DEL; C1 controls.
+CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+# The C0 controls' names (tab, line feed and carriage return are kept in texts, so never named).
+_C0 = ("NUL SOH STX ETX EOT ENQ ACK BEL BS HT LF VT FF CR SO SI DLE DC1 DC2 DC3 DC4 NAK SYN ETB CAN EM SUB ESC "
+       "FS GS RS US").split()
+
+
+def control_name(code: int) -> str:
+    """``U+001B (ESC)``, ``U+007F (DEL)``, ``U+0080 (C1 control)``: a character CONTROL matches, named."""
+    name = _C0[code] if code < 0x20 else "DEL" if code == 0x7F else "C1 control" if 0x80 <= code <= 0x9F else None
+    return f"U+{code:04X}" + (f" ({name})" if name else "")
+
+
+def controls_found(kinds: dict[str, int], most: int = 4) -> str:
+    """``U+0080 (C1 control) x 2, U+001B (ESC)``: the control characters of :attr:`ReadStats.control_kinds`,
+    most frequent first (the first ``most``, then how many other kinds)."""
+    ranked = sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))
+    named = [control_name(int(k[2:], 16)) + (f" x {n}" if n > 1 else "") for k, n in ranked[:most]]
+    if len(ranked) > most:
+        named.append(f"{len(ranked) - most} other kinds")
+    return ", ".join(named)
+
+
+# Elasticsearch refuses a longer _id (UTF-8 bytes); Lucene and TREC files take any length.
+ID_MAX_BYTES = 512
+# A "sentence" longer than this (a line with no sentence end, a table row, minified text) is read as
+# pieces of at most this many characters, cut at spaces: the encoder reads only its first
+# max_length tokens (256, about 1,200 characters of English), so the rest would be lost, and a 5 MB
+# line would be tokenised whole.
+MAX_SENTENCE_CHARS = 1_500
+# A block longer than this gives each sentence a window of it as context, the part around the
+# sentence, not the whole block: the passage encoder reads 256 tokens, and every sentence of a
+# 5 MB paragraph would otherwise store all of it.
+MAX_CONTEXT_CHARS = 10_000
+CUT_EXAMPLES = 5
+# A table row longer than this (a handbook's row of 1,600 characters, cut at 128 tokens) is read as
+# groups of its "Header: cell" pairs of about this size, each a unit with the whole row as context.
+ROW_UNIT_CHARS = 400
+SHORT_CHARS = 60  # a paragraph of one sentence shorter than this has the paragraph before it as its lead-in
+# A lead-in longer than this (the header row of a table 2,000 columns wide) is cut in contexts: every
+# row's context holds it, and the passage encoder reads 256 tokens.
+MAX_LEAD_CHARS = 1_000
+
+
+def sentence_id_problem(sid: str) -> str | None:
+    """Why ``sid`` cannot be a sentence id (see :func:`sparc_es.corpus.ids.id_problem`; and at most
+    :data:`ID_MAX_BYTES` bytes), as the end of a sentence, or None when it can."""
+    problem = id_problem(sid)
+    if problem is None and len(sid.encode("utf-8")) > ID_MAX_BYTES:
+        problem = f"is {len(sid.encode('utf-8'))} bytes long (UTF-8); Elasticsearch takes ids of at most {ID_MAX_BYTES}"
+    return problem
+
+
+@dataclass
+class ReadStats:
+    """What reading a corpus changed, for the user to hear about."""
+
+    control_characters: int = 0  # removed from texts and contexts
+    control_kinds: dict[str, int] = field(default_factory=dict)  # those characters by code point ("U+0080": 2)
+    sentences_cleaned: int = 0  # records that had any
+    examples: list[str] = field(default_factory=list)  # the first few sentence ids concerned
+    skipped_files: dict[str, int] = field(default_factory=dict)  # files in folders not read, by suffix
+    hidden_files: int = 0  # hidden files and folders (.git, .DS_Store) passed over
+    skipped_links: int = 0  # links in folders to files or folders outside the folder, or to no regular file
+    cut: int = 0  # texts the readers cut or bounded (a sentence too long, an expansion too large, ...)
+    cut_examples: list[str] = field(default_factory=list)  # the first few, "file:line: what"
+
+    def note_cut(self, where: str, line: int | None, what: str) -> None:
+        """Count one text cut or bounded by a reader, at ``where`` (a file) and ``line``."""
+        self.cut += 1
+        if len(self.cut_examples) < CUT_EXAMPLES:
+            self.cut_examples.append(f"{where}{f':{line}' if line is not None else ''}: {what}")
+
+    def skipped_notice(self) -> str:
+        """One line for the user about the folder files not read ("" when none were skipped)."""
+        notes = []
+        if self.skipped_files:
+            notes.append(f"{_skipped_text(self.skipped_files)} (only {_READABLE} files are read)")
+        if self.skipped_links:
+            n = self.skipped_links
+            notes.append(f"skipped {n} link{'s' if n != 1 else ''} that lead{'s' if n == 1 else ''} outside the "
+                         "corpus folder or to no regular file (links are followed only inside the folder)")
+        return "; ".join(notes)
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """One retrievable unit: a sentence, the passage it came from, and where it sits."""
+
+    id: str
+    text: str
+    context: str = ""
+    doc: str | None = None
+    start: int | None = None
+    end: int | None = None
+    code: str | None = None  # the code block this sentence leads into (shown with it, not searched)
+
+    def to_json(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v is not None and v != ""}
+
+
+def _decode(raw: bytes, path: Path, line: int | None = None) -> str:
+    """UTF-8 text of a line (``line``) or of a whole file; a leading byte-order mark is dropped."""
+    try:
+        text = raw.decode("utf-8")
+        return text[1:] if text.startswith(BOM) and line in (None, 1) else text
+    except UnicodeDecodeError as e:
+        if line is None:  # whole file: say which line the bad byte is on
+            line = raw.count(b"\n", 0, e.start) + 1
+        raise InputError(path, f"not valid UTF-8 (byte 0x{raw[e.start]:02x}); "
+                               "re-encode the file as UTF-8", line) from None
+
+
+def _jsonl_lines(path: Path, stats: ReadStats) -> Iterator[tuple[int, Sentence]]:
+    contexts = _Contexts()
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, start=1):
+            line = _decode(raw, path, lineno).strip()
+            if not line:
+                continue
+            try:
+                obj = orjson.loads(line)
+            except orjson.JSONDecodeError:  # orjson's message has no column: ask json where it failed
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise InputError(path, f"malformed JSON at column {e.colno}: {e.msg}", lineno) from None
+                # json takes what orjson refuses: a lone surrogate escape ("\ud800") gives a string
+                # no file or database can hold as UTF-8, and failed only when the sentence was stored.
+                if SURROGATE.search(json.dumps(obj, ensure_ascii=False)):
+                    raise InputError(path, "a string holds a lone surrogate escape such as \"\\ud800\": "
+                                           "not valid Unicode", lineno) from None
+            if isinstance(obj, dict) and "_id" in obj and "id" not in obj:
+                for sentence in _beir_document(obj, path, lineno, stats):
+                    yield lineno, sentence
+            else:
+                yield lineno, _record(obj, path, lineno, stats, contexts)
+
+
+class _Contexts:
+    """The last context cleaned: the sentences of a paragraph come one after another and share it."""
+
+    def __init__(self) -> None:
+        self.raw, self.clean, self.removed = None, "", 0
+
+    def __call__(self, context: str) -> tuple[str, int]:
+        if context != self.raw:
+            cleaned, self.removed = CONTROL.subn("", context)
+            self.raw, self.clean = context, cleaned.strip()
+        return self.clean, self.removed
+
+
+def _beir_document(obj: dict, path: Path, lineno: int, stats: ReadStats) -> Iterator[Sentence]:
+    doc_id, title, text = obj.get("_id"), obj.get("title") or "", obj.get("text")
+    if isinstance(doc_id, bool) or not isinstance(doc_id, (str, int)) or not str(doc_id).strip():
+        raise InputError(path, 'invalid "_id" (a non-empty string or an integer)', lineno)
+    size = len(ID_UNSAFE.sub("_", str(doc_id)).encode("utf-8")) + 2  # its sentences' ids: "<_id>#<n>"
+    if size > ID_MAX_BYTES:
+        raise InputError(path, f'"_id" {shown(str(doc_id))} is too long: its sentence ids ("<_id>#0") would '
+                               f"be {size} bytes, and Elasticsearch takes ids of at most {ID_MAX_BYTES}", lineno)
+    if not isinstance(text, str) or not isinstance(title, str):
+        raise InputError(path, '"text" and "title" must be strings', lineno)
+    yield from document_sentences(text, str(doc_id), stats, title)
+
+
+def document_sentences(text: str, doc_id: str, stats: ReadStats | None = None, title: str = "",
+                       format: str = "text", keep_code: bool = False, where: str | None = None
+                       ) -> Iterator[Sentence]:
+    """The sentences of one document (a file, a BEIR record, a document from a search index):
+    control characters become spaces (counted in ``stats``; offsets do not move), ``format`` says
+    how the text is written (see :func:`split_document`), and each sentence's context starts with
+    the document's ``title`` when there is one."""
+    raw = (text, title)
+    text, removed = CONTROL.subn(" ", text)
+    title, removed_title = CONTROL.subn(" ", title)
+    if (removed or removed_title) and stats is not None:
+        _count(stats, doc_id, *raw)
+    title = _SPACES.sub(" ", title).strip()
+    report = None
+    if stats is not None:
+        def report(line: int | None, what: str) -> None:
+            stats.note_cut(where or doc_id, line, what)
+    for s in split_document(text, doc_id, format, keep_code, where, report):
+        yield replace(s, context=f"{title}. {s.context}") if title else s
+
+
+def _record(obj: object, path: Path, lineno: int, stats: ReadStats, contexts: _Contexts | None = None) -> Sentence:
+    if not isinstance(obj, dict):
+        raise InputError(path, f"expected a JSON object, got {type(obj).__name__}", lineno)
+    sid = obj.get("id")
+    if isinstance(sid, bool) or not isinstance(sid, (str, int)) or str(sid).strip() == "":
+        raise InputError(path, 'missing or invalid "id" (a non-empty string or an integer)', lineno)
+    problem = sentence_id_problem(str(sid))
+    if problem:
+        raise InputError(path, f'"id" {shown(str(sid))} {problem}', lineno)
+    text = obj.get("text")
+    if not isinstance(text, str):
+        raise InputError(path, 'missing or invalid "text" (a string)', lineno)
+    context = obj.get("context", "")
+    if not isinstance(context, str):
+        raise InputError(path, '"context" must be a string', lineno)
+    raw = (text, context)
+    text, n_text = CONTROL.subn("", text)
+    context, n_context = (contexts or _Contexts())(context)
+    if n_text or n_context:
+        _count(stats, str(sid), *raw)
+    if not text.strip():
+        raise InputError(path, f'empty sentence: "text" of id {sid!r} has no characters to encode', lineno)
+    doc = obj.get("doc")
+    start, end = obj.get("start"), obj.get("end")
+    for name, value in (("start", start), ("end", end)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise InputError(path, f'"{name}" must be an integer offset', lineno)
+    code = obj.get("code")
+    if code is not None and not isinstance(code, str):
+        raise InputError(path, '"code" must be a string', lineno)
+    return Sentence(id=str(sid), text=text.strip(), context=context,
+                    doc=None if doc is None else str(doc), start=start, end=end, code=code or None)
+
+
+# --- documents: plain text, Markdown, reStructuredText, HTML -----------------------------------
+
+_SPACES = re.compile(r"\s+")
+
+
+def context_of(block: Block) -> str:
+    """A block's context: its section titles joined by " > ", its lead-in, then its own text.
+
+    ``Block("Port: 8081", ("Serving", "REST server"), "Options:")`` gives
+    ``"Serving > REST server. Options: Port: 8081"``: each part ends as a sentence (a lead-in as
+    a clause, with ":"), so the model reads the titles and the lead-in as text before the block's.
+    """
+    parts = []
+    if block.headings:
+        path = " > ".join(block.headings)
+        parts.append(path if path[-1] in ".!?:;" else path + ".")
+    if block.lead:
+        lead = block.lead if len(block.lead) <= MAX_LEAD_CHARS else block.lead[:MAX_LEAD_CHARS].rsplit(" ", 1)[0] + " …"
+        parts.append(lead if lead[-1] in ".!?:;" else lead + ":")
+    parts.append(block.text)
+    return " ".join(parts)
+
+
+def _block_sentences(block: Block, source: str, format: str) -> Iterator[tuple[str, int, int, int]]:
+    """(text, start, end, at) of each sentence of a block: ``start`` and ``end`` index ``source``,
+    ``at`` is about where the sentence starts in ``block.text``."""
+    if format == "text":  # the block is the source itself: Bling Fire's offsets are the file's
+        raw = source[block.start:block.end]
+        spans = sentence_spans(raw)
+        for a, b in spans:
+            while b > a and raw[b - 1].isspace():
+                b -= 1
+            sentence = _SPACES.sub(" ", raw[a:b]).strip()
+            if sentence:
+                yield sentence, block.start + a, block.start + b, a
+        return
+    if block.kind in (ROW, CODE):  # one unit: a row is its header's pairs, code is not prose
+        raw = source[block.start:block.end]
+        a, b = len(raw) - len(raw.lstrip()), len(raw.rstrip())
+        if block.kind == ROW and len(block.text) > ROW_UNIT_CHARS:  # a wide row: its cells in groups
+            at = 0
+            for unit in _row_units(block.text):
+                yield unit, block.start + a, block.start + max(a, b), at
+                at += len(unit) + 2
+            return
+        yield block.text, block.start + a, block.start + max(a, b), 0
+        return
+    spans = sentence_spans(block.text)
+    pos = block.start
+    for a, b in spans:
+        sentence = block.text[a:b].strip()
+        if sentence:
+            start, end = locate(source, sentence, pos, block.end)
+            if end > start and (start, end) != (pos, block.end):
+                pos = end
+            yield sentence, start, end, a
+
+
+# Where Bling Fire's sentences are wrong on documentation: it joins a sentence that starts with a
+# number or a template ("... with Vanguard. 37signals matches ...", "... operator. {{ 1 + 1 }} is 2.")
+# and ends one at a quoted "!" or "?" ('Use the "!" prefix'). A sentence end is a word of three
+# letters or more and a period (not an abbreviation); a quoted mark is followed by lower case.
+_MISSED_END = re.compile(r"\b([A-Za-z]{3,})[.!?](\s+)(?=\d|\{\{|\{%)")
+_NOT_ENDS = frozenset({"fig", "figs", "vol", "sec", "approx", "ver", "min", "max", "no", "eq", "ch", "pp", "etc",
+                       "ref", "refs", "art", "par", "vs"})
+_QUOTED_MARK = re.compile(r"[\"'\u201c\u201d\u2018\u2019`][!?][\"'\u201c\u201d\u2018\u2019`]$")
+
+
+def _row_units(text: str, most: int = ROW_UNIT_CHARS) -> list[str]:
+    """A table row's ``Header: cell`` pairs in groups of at most ``most`` characters (a pair longer
+    than that alone), each a retrievable unit; the whole row, with its header row, is their context."""
+    units, group = [], ""
+    for pair in text.split("; "):
+        if group and len(group) + 2 + len(pair) > most:
+            units.append(group)
+            group = pair
+        else:
+            group = f"{group}; {pair}" if group else pair
+    if group:
+        units.append(group)
+    return units
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence of ``text``: Bling Fire's, mended where it is wrong on
+    documentation (see ``_MISSED_END`` and ``_QUOTED_MARK``)."""
+    import blingfire  # small native dependency; imported here so reading JSONL never needs it
+
+    _, found = blingfire.text_to_sentences_and_offsets(text)
+    merged: list[list[int]] = []
+    for a, b in found:
+        if merged and _QUOTED_MARK.search(text[merged[-1][0]:merged[-1][1]]) and text[a:b][:1].islower():
+            merged[-1][1] = b  # 'Use the "!"' + 'prefix to negate': one sentence
+        else:
+            merged.append([a, b])
+    spans = []
+    for a, b in merged:
+        for cut in _MISSED_END.finditer(text, a, b):
+            if cut.group(1).lower() not in _NOT_ENDS:
+                spans.append((a, cut.start(2)))
+                a = cut.end(2)
+        spans.append((a, b))
+    return spans
+
+
+def _bounded(sentences: Iterable[tuple[str, int, int, int]], source: str, lines: _Lines,
+             report: Report | None) -> Iterator[tuple[str, int, int, int]]:
+    """The sentences, each over ``MAX_SENTENCE_CHARS`` read as pieces cut at spaces (each located
+    in ``source``), and reported."""
+    for sentence, start, end, at in sentences:
+        if len(sentence) <= MAX_SENTENCE_CHARS:
+            yield sentence, start, end, at
+            continue
+        pieces = _pieces(sentence)
+        if report is not None:
+            report(lines.of(start), f"a sentence of {len(sentence):,} characters read as {len(pieces):,} pieces "
+                                    f"of at most {MAX_SENTENCE_CHARS:,}")
+        pos, offset = start, 0
+        for piece in pieces:
+            a, b = locate(source, piece, pos, max(end, pos))
+            if b > a:
+                pos = b
+            yield piece, a, b, at + offset
+            offset += len(piece) + 1
+
+
+def _pieces(text: str, most: int = MAX_SENTENCE_CHARS) -> list[str]:
+    """``text`` cut into pieces of at most ``most`` characters, at the last space before each cut
+    (anywhere, when a stretch has no space)."""
+    pieces = []
+    while len(text) > most:
+        cut = text.rfind(" ", most // 2, most + 1)
+        cut = cut if cut > 0 else most
+        pieces.append(text[:cut].strip())
+        text = text[cut:].lstrip()
+    if text:
+        pieces.append(text)
+    return [p for p in pieces if p]
+
+
+def _window(text: str, at: int, size: int = MAX_CONTEXT_CHARS) -> str:
+    """The part of a long block's ``text`` that is the context of the sentence at ``at``: a span of
+    ``size`` characters on a grid of half of it (so neighbouring sentences share it, and the
+    passage encoded for it), that holds the sentence's start, cut at spaces."""
+    half = size // 2
+    begin = max(0, (at // half) * half - half // 2)
+    finish = begin + size
+    if begin > 0:
+        space = text.find(" ", begin, begin + 200)
+        begin = space + 1 if space >= 0 else begin
+    if finish < len(text):
+        space = text.rfind(" ", finish - 200, finish)
+        finish = space if space >= 0 else finish
+    return text[begin:finish].strip()
+
+
+class _Lines:
+    """Line numbers of offsets in one text."""
+
+    def __init__(self, text: str) -> None:
+        self.text, self.starts = text, None
+
+    def of(self, offset: int) -> int:
+        if self.starts is None:  # counted only when a cut is reported
+            self.starts = line_starts(self.text)[:-1]
+        return bisect.bisect_right(self.starts, offset)
+
+
+def split_document(text: str, doc_id: str, format: str = "text", keep_code: bool = False,
+                   where: str | None = None, report: Report | None = None) -> Iterator[Sentence]:
+    """Split a document into sentences (Bling Fire, inside each block the reader finds).
+
+    ``format``: "text", "markdown", "rst" or "html" (:mod:`sparc_es.corpus.readers`). A sentence's
+    context is :func:`context_of` its block (for plain text: its paragraph); ``start``/``end``
+    index ``text``. Headings give no sentence of their own: they are in the context of every
+    sentence of their section. ``keep_code`` makes each code block one sentence; ``where``
+    names the document in errors (default: ``doc_id``). A sentence over ``MAX_SENTENCE_CHARS`` is
+    read as pieces, and a block over ``MAX_CONTEXT_CHARS`` gives each sentence a window of itself
+    as context; ``report(line, what)`` hears of each such cut (and of what the readers cut).
+    """
+    name = where or doc_id
+    if SURROGATE.search(doc_id):  # a file name that is not UTF-8 (Python keeps its bytes as surrogates)
+        raise InputError(name.encode("utf-8", "backslashreplace").decode(),
+                         "the name is not valid UTF-8, and sentence ids are text: rename it")
+    # A path may hold what an id cannot (ids.ID_UNSAFE): whitespace and control characters become
+    # "_" in the ids of its sentences ("my notes.md" -> "my_notes.md#5d41402a"). Rejecting the file would
+    # stop a whole folder for a name that is fine everywhere else, and "_" keeps the ids readable
+    # and the same as they always were; "doc" keeps the path itself.
+    id_prefix = ID_UNSAFE.sub("_", doc_id)
+    room = ID_MAX_BYTES - len(id_prefix.encode("utf-8")) - 1  # for the key after "#"
+    keys: Counter[str] = Counter()
+    lines = _Lines(text)
+    before: Block | None = None  # the prose block just before, in the same section
+    for block in read_blocks(text, format, keep_code, name=name, report=report):
+        if block.kind == HEADING:
+            before = None
+            continue
+        pieces = list(_bounded(_block_sentences(block, text, format), text, lines, report))
+        alone = block.kind == PARAGRAPH and len(pieces) == 1 and len(block.text) < SHORT_CHARS and not block.lead
+        if alone and before is not None and before.headings == block.headings:
+            # "The default is 5." as a paragraph of its own says little: the paragraph before is its lead-in
+            context = context_of(replace(block, lead=lead_of(before.text)))
+        else:
+            context = context_of(block)
+        before = block if block.kind == PARAGRAPH else None
+        for number, (sentence, start, end, at) in enumerate(pieces, start=1):
+            if len(block.text) > MAX_CONTEXT_CHARS:
+                context = context_of(replace(block, text=_window(block.text, at)))
+            key = sentence_key(sentence)
+            keys[key] += 1
+            key = key if keys[key] == 1 else f"{key}-{keys[key]}"
+            if len(key) > room:
+                raise InputError(name, f"sentence ids ({shown(id_prefix, 40)}#{key}) would be longer than the "
+                                       f"{ID_MAX_BYTES} bytes Elasticsearch takes: shorten the "
+                                       f"{'path' if where else 'document id'}")
+            code = block.code if number == len(pieces) and block.kind != CODE else ""  # what the last one leads into
+            yield Sentence(id=f"{id_prefix}#{key}", text=sentence, context=context, doc=doc_id,
+                           start=start, end=end, code=code or None)
+
+
+def sentence_key(text: str) -> str:
+    """What follows "#" in the id of a document's sentence: 8 hex digits of its text's hash (the
+    second sentence of the same text in one file gets "-2", and so on). Ids that come from content,
+    not position, stay the same when a paragraph is inserted or removed elsewhere in the file, so
+    saved links and qrels keep working and an update rewrites only what changed."""
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=4).hexdigest()
+
+
+def _count(stats: ReadStats, sid: str, *raw: str) -> None:
+    """Count the control characters of one record's texts as they were read (``raw``), by code point."""
+    for c in CONTROL.findall("".join(raw)):
+        stats.control_characters += 1
+        kind = f"U+{ord(c):04X}"
+        stats.control_kinds[kind] = stats.control_kinds.get(kind, 0) + 1
+    stats.sentences_cleaned += 1
+    if len(stats.examples) < 3:
+        stats.examples.append(sid)
+
+
+def read_document(path: str | Path, doc_id: str | None = None, stats: ReadStats | None = None,
+                  keep_code: bool = False) -> Iterator[Sentence]:
+    """Yield the sentences of one document file, read as its suffix says (offsets index its text)."""
+    path = Path(path)
+    format = format_of(path) or "text"
+    yield from document_sentences(_decode(path.read_bytes(), path), doc_id or path.name, stats, format=format,
+                                  keep_code=keep_code, where=str(path))
+
+
+def _suffix(path: Path) -> str:
+    return path.suffix.lower() or "(no suffix)"
+
+
+def corpus_files(paths: Iterable[str | Path], stats: ReadStats | None = None) -> list[tuple[Path, str]]:
+    """Resolve files and folders to (file, document id) pairs, in a stable order.
+
+    A folder is read recursively; its files that are neither JSONL nor a document are counted by
+    suffix in ``stats.skipped_files``, hidden files and folders (``.git``, ``.DS_Store``, not
+    descended into) in ``stats.hidden_files``. A link inside a folder is read only when it leads to
+    a regular file inside that folder (a cloned repository may hold ``x -> /proc/self/environ``);
+    other links, and links to folders (whose files, inside the folder, are read where they are),
+    are counted in ``stats.skipped_links``. A file named on its own is read wherever it is.
+    """
+    files: list[tuple[Path, str]] = []
+    skipped: Counter[str] = Counter()
+    hidden = links = 0
+    for p in map(Path, paths):
+        if p.is_dir():
+            found: list[Path] = []
+            here: Counter[str] = Counter()
+            inside = p.resolve()
+            for root, dirs, names in os.walk(p, onerror=_unreadable):  # does not descend into linked folders
+                hidden += sum(d.startswith(".") for d in dirs) + sum(n.startswith(".") for n in names)
+                dirs[:] = [d for d in dirs if not d.startswith(".")]
+                links += sum(Path(root, d).is_symlink() for d in dirs)
+                for name in names:
+                    f = Path(root, name)
+                    if name.startswith("."):
+                        continue
+                    if f.is_symlink() and not _link_inside(f, inside):
+                        links += 1
+                        continue
+                    if f.suffix.lower() in READ_SUFFIXES and f.is_file():
+                        found.append(f)
+                    elif f.suffix.lower() in READ_SUFFIXES:  # a pipe, a socket, a device: never read
+                        here[f"{_suffix(f)} that is not a regular file"] += 1
+                    else:
+                        here[_suffix(f)] += 1
+            skipped += here
+            if not found:
+                detail = f" ({_skipped_text(here)})" if here else ""
+                raise InputError(p, f"no {_READABLE} files in this folder{detail}")
+            files += [(f, f.relative_to(p).as_posix()) for f in sorted(found)]
+        elif p.is_file():
+            if p.suffix.lower() not in READ_SUFFIXES:
+                raise InputError(p, "unknown corpus format: use .jsonl records or .txt / .md / .rst / .html "
+                                    "documents")
+            files.append((p, p.name))
+        elif p.exists():
+            raise InputError(p, "not a regular file or a folder (a pipe, a socket or a device is never read)")
+        else:
+            raise InputError(p, "no such file or folder")
+    if stats is not None:  # set, not added to: a corpus is listed again each time it is read
+        stats.skipped_files = dict(sorted(skipped.items(), key=lambda kv: (-kv[1], kv[0])))
+        stats.hidden_files = hidden
+        stats.skipped_links = links
+    return files
+
+
+def _unreadable(e: OSError) -> None:
+    """A folder that cannot be listed is an error, as a file that cannot be read is: never a silent gap."""
+    raise InputError(e.filename or "corpus folder", f"cannot read this folder: {e.strerror or e}")
+
+
+def _link_inside(link: Path, folder: Path) -> bool:
+    """Whether ``link`` leads, through any chain of links, to a regular file inside ``folder``."""
+    try:
+        target = link.resolve(strict=True)
+    except (OSError, RuntimeError):  # dangling, a loop, unreadable
+        return False
+    return target.is_relative_to(folder) and stat.S_ISREG(target.stat().st_mode)
+
+
+def _skipped_text(skipped: Counter[str] | dict[str, int], most: int = 6) -> str:
+    """``skipped 12 files: 7 .png, 3 .py, 2 .yml``, the most frequent suffixes first."""
+    ranked = sorted(skipped.items(), key=lambda kv: (-kv[1], kv[0]))
+    parts = [f"{n} {suffix}" for suffix, n in ranked[:most]]
+    if len(ranked) > most:
+        parts.append(f"{sum(n for _, n in ranked[most:])} other")
+    total = sum(skipped.values())
+    return f"skipped {total} file{'s' if total != 1 else ''}: {', '.join(parts)}"
+
+
+def read_corpus(paths: Iterable[str | Path], stats: ReadStats | None = None) -> Iterator[Sentence]:
+    """Stream every sentence of the given files and folders; ids must be unique across them.
+
+    ``stats``, when given, counts what was cleaned on the way (see :class:`ReadStats`).
+    """
+    stats = stats if stats is not None else ReadStats()
+    files = corpus_files(paths, stats)
+    seen: dict[str, tuple[int, int | None]] = {}  # id -> (file number, line) of its first record
+    count = 0
+    for number, (path, doc_id) in enumerate(files):
+        if path.suffix.lower() in JSONL_SUFFIXES:
+            records: Iterator[tuple[int | None, Sentence]] = _jsonl_lines(path, stats)
+        else:
+            records = ((None, s) for s in read_document(path, doc_id, stats))
+        for lineno, s in records:
+            if s.id in seen:
+                # A second record with the same id would silently replace the first in an index.
+                first_file, first_line = seen[s.id]
+                first = f"{files[first_file][0]}" + (f":{first_line}" if first_line is not None else "")
+                hint = ""
+                if lineno is None and first_line is None and ID_UNSAFE.search(doc_id + files[first_file][1]):
+                    hint = ("; whitespace and control characters in a path become '_' in sentence ids: "
+                            "rename one of the two")
+                raise InputError(path, f"duplicate sentence id {s.id!r} (first seen at {first}){hint}", lineno)
+            seen[s.id] = (number, lineno)
+            count += 1
+            yield s
+    if count == 0:
+        raise InputError(", ".join(str(f) for f, _ in files) or "corpus", "empty corpus: no sentences found")
+
+
+class Source(Protocol):
+    """Where a corpus comes from, read as often as encoding needs (validation, IDF, encoding)."""
+
+    def read(self, stats: ReadStats | None = None) -> Iterator[Sentence]:
+        """Every sentence, in a stable order; ``stats`` counts what was cleaned."""
+
+    def describe(self) -> list[str]:
+        """What the manifest records as the corpus (no secrets)."""
+
+
+@dataclass(frozen=True)
+class Files:
+    """A corpus of local files and folders (what ``encode --corpus`` takes)."""
+
+    paths: tuple[str, ...]
+
+    def read(self, stats: ReadStats | None = None) -> Iterator[Sentence]:
+        return read_corpus(self.paths, stats)
+
+    def describe(self) -> list[str]:
+        """The paths, absolute: a search from another working directory finds the documents."""
+        return [os.path.abspath(p) for p in self.paths]
+
+
+def as_source(corpus: Source | Iterable[str | Path]) -> Source:
+    """A :class:`Source` as it is; file and folder paths as :class:`Files`."""
+    if hasattr(corpus, "read") and hasattr(corpus, "describe"):
+        return corpus  # type: ignore[return-value]
+    return Files(tuple(str(p) for p in corpus))  # type: ignore[union-attr]

@@ -1,0 +1,86 @@
+"""Folders sparc-es makes, and the only ones it deletes.
+
+Every output folder (encoded folder, index, demo work folder, adapted model) gets a marker file,
+``.sparc-es``, when sparc-es creates it. ``--overwrite`` and ``demo`` delete a folder only when
+it carries the marker (or, for folders written before markers existed, the layout only sparc-es
+writes); anything else is refused with one line, so a mistyped path never costs a user's files.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from sparc_es.errors import StoreError
+
+MARKER = ".sparc-es"
+
+# What sparc-es folders written before the marker existed hold, one set per kind: a folder
+# holding all of one set is taken as made by sparc-es.
+_LEGACY = ({"meta.json", "vectors", "sentences.sqlite"},  # encoded folder
+           {"progress.json", "vectors"},  # unfinished encode
+           {"meta.json", "lucene", "sentences.sqlite"},  # Lucene index
+           {"config.json", "sparc_config.json"},  # model folder
+           {"adapt-checkpoint.pt"})  # unfinished adaptation
+
+
+def claim(folder: str | Path, what: str) -> Path:
+    """Create ``folder`` (parents too) if needed and mark it as made by sparc-es (``what`` made it)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / MARKER).write_text(f"made by sparc-es {what}; sparc-es may delete this folder\n")
+    return folder
+
+
+def is_ours(folder: str | Path) -> bool:
+    """Whether ``folder`` was made by sparc-es: it carries the marker, or an older sparc-es layout."""
+    folder = Path(folder)
+    if (folder / MARKER).is_file():
+        return True
+    names = {p.name for p in folder.iterdir()} if folder.is_dir() else set()
+    return any(kind <= names for kind in _LEGACY)
+
+
+def remove(folder: str | Path, flag: str = "--overwrite") -> None:
+    """Delete ``folder`` if sparc-es made it; refuse with one line if not (``flag``: what asked for it)."""
+    if check_removable(folder, flag):
+        shutil.rmtree(folder)
+
+
+def check_removable(folder: str | Path, flag: str = "--overwrite") -> bool:
+    """Whether ``folder`` exists and may be deleted; a one-line error if sparc-es did not make it."""
+    folder = Path(folder)
+    if not folder.exists() and not folder.is_symlink():
+        return False
+    if folder.is_symlink() or not folder.is_dir():
+        raise StoreError(f"{folder}: is not a folder sparc-es made (a {'link' if folder.is_symlink() else 'file'}); "
+                         f"{flag} deletes only sparc-es's own folders: remove it yourself or choose another path")
+    if not (is_ours(folder) or not any(folder.iterdir())):
+        raise StoreError(f"{folder}: was not made by sparc-es (no {MARKER} file in it); {flag} deletes only "
+                         "sparc-es's own folders: remove it yourself or choose another path")
+    return True
+
+
+def check_apart(output: str | Path, inputs, flag: str) -> None:
+    """Refuse, with one line, an output (``flag`` names its option) that is one of ``inputs`` or
+    lies inside one, or that holds one: writing it would overwrite or delete the input, or read
+    the output back as input."""
+    out = Path(output).resolve()
+    for given in inputs:
+        if given is None:
+            continue
+        source = Path(given).resolve()
+        if out == source or out.is_relative_to(source) or source.is_relative_to(out):
+            relation = "is" if out == source else "is inside" if out.is_relative_to(source) else "holds"
+            raise StoreError(f"{output}: {flag} {relation} the input {given}: writing it would overwrite or read "
+                             "its own input; choose another path")
+
+
+def check_file_output(output: str | Path, flag: str) -> None:
+    """Refuse, with one line, an output file (``flag``) that is there and is not a regular file: a
+    folder, a device, a pipe or a link to one would be replaced by the file written."""
+    path = Path(output)
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        kind = "a link" if path.is_symlink() else "a folder" if path.is_dir() else "not a regular file"
+        raise StoreError(f"{output}: {flag} is {kind}; name a file to write (it is written whole, then "
+                         "renamed into place)")

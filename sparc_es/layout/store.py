@@ -1,0 +1,118 @@
+"""The sentence store: id -> text, context, document and offsets, so a hit can be shown in its document.
+
+A single SQLite file (standard library, bounded memory, random access by id) written while
+encoding and copied into every index built from the encoded folder. Contexts are stored once
+each (many sentences share a passage) and joined back on request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import orjson
+
+from sparc_es.corpus.sources import Sentence
+from sparc_es.errors import StoreError
+from sparc_es.layout.manifest import SENTENCES, VECTORS, VECTORS_FILE, id_digest
+
+
+def _key(context: str) -> str | None:
+    return hashlib.sha1(context.encode("utf-8")).hexdigest() if context else None
+
+
+class SentenceStore:
+    """Read and write the sentence store of an encoded folder or index."""
+
+    def __init__(self, path: str | Path, create: bool = False) -> None:
+        self.path = Path(path)
+        if not create and not self.path.is_file():
+            raise StoreError(f"{self.path}: sentence store missing")
+        # check_same_thread=False: engines look hits up from several threads; one connection is not
+        # safe for concurrent use, so every use holds the lock.
+        self.db = sqlite3.connect(self.path, check_same_thread=False)
+        self._lock = threading.Lock()
+        if create:
+            self.db.execute("CREATE TABLE IF NOT EXISTS sentences (id TEXT PRIMARY KEY, text TEXT NOT NULL, "
+                            "doc TEXT, start INTEGER, end INTEGER, context TEXT, code TEXT)")
+            self.db.execute("CREATE TABLE IF NOT EXISTS contexts (key TEXT PRIMARY KEY, text TEXT NOT NULL)")
+        # A store written before sentences kept the code they lead into has no "code" column.
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(sentences)")}
+        if create and columns and "code" not in columns:  # an interrupted encode of an older sparc-es, resumed
+            self.db.execute("ALTER TABLE sentences ADD COLUMN code TEXT")
+            columns.add("code")
+        self._code = "s.code" if "code" in columns else "NULL"
+
+    def add(self, sentences: Iterable[Sentence]) -> None:
+        with self._lock:
+            self._add(list(sentences))
+
+    def _add(self, sentences: list[Sentence]) -> None:
+        # INSERT OR REPLACE / IGNORE make a resumed encode idempotent.
+        self.db.executemany("INSERT OR IGNORE INTO contexts VALUES (?, ?)",
+                            {(_key(s.context), s.context) for s in sentences if s.context})
+        self.db.executemany("INSERT OR REPLACE INTO sentences VALUES (?, ?, ?, ?, ?, ?, ?)",
+                            ((s.id, s.text, s.doc, s.start, s.end, _key(s.context), s.code) for s in sentences))
+        self.db.commit()
+
+    def get(self, ids: list[str], context: bool = False) -> dict[str, Sentence]:
+        """The stored sentences among ``ids``; with ``context``, their passages too."""
+        with self._lock:
+            return self._get(ids, context)
+
+    def _get(self, ids: list[str], context: bool) -> dict[str, Sentence]:
+        out: dict[str, Sentence] = {}
+        join = "LEFT JOIN contexts c ON c.key = s.context" if context else ""
+        ctx = "c.text" if context else "NULL"
+        for start in range(0, len(ids), 500):  # SQLite caps the number of bound parameters
+            chunk = ids[start: start + 500]
+            marks = ",".join("?" * len(chunk))
+            for sid, text, doc, a, b, passage, code in self.db.execute(
+                    f"SELECT s.id, s.text, s.doc, s.start, s.end, {ctx}, {self._code} FROM sentences s {join} "
+                    f"WHERE s.id IN ({marks})", chunk):
+                out[sid] = Sentence(id=sid, text=text, context=passage or "", doc=doc, start=a, end=b, code=code)
+        return out
+
+    def ids(self) -> Iterator[str]:
+        """Every stored sentence id, in no particular order, streamed (single-threaded use only)."""
+        for (sid,) in self.db.cursor().execute("SELECT id FROM sentences"):
+            yield sid
+
+    def __len__(self) -> int:
+        return self.db.execute("SELECT COUNT(*) FROM sentences").fetchone()[0]
+
+    def missing(self, other: str | Path) -> int:
+        """How many ids of the sentence store ``other`` (another folder's file) this one does not hold:
+        what an update removed. Counted by SQLite on the two id indexes, nothing loaded into memory."""
+        other = Path(other)
+        if not other.is_file():  # ATTACH would create it
+            raise StoreError(f"{other}: sentence store missing")
+        with self._lock:
+            self.db.execute("ATTACH DATABASE ? AS other", (str(other),))
+            try:
+                return self.db.execute("SELECT COUNT(*) FROM other.sentences o WHERE NOT EXISTS "
+                                       "(SELECT 1 FROM main.sentences s WHERE s.id = o.id)").fetchone()[0]
+            finally:
+                self.db.execute("DETACH DATABASE other")
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def check_ids(folder: str | Path) -> None:
+    """Check that an encoded folder's vectors and sentence store hold the same ids, each once."""
+    folder = Path(folder)
+    with open(folder / VECTORS / VECTORS_FILE, "rb") as lines:
+        vectors = id_digest(orjson.loads(line)["id"] for line in lines)
+    store = SentenceStore(folder / SENTENCES)
+    try:
+        stored = id_digest(store.ids())
+    finally:
+        store.close()
+    if vectors != stored:
+        raise StoreError(f"{folder}: its vectors ({vectors[0]} records) and its sentence store ({stored[0]} ids) "
+                         "do not hold the same sentence ids (a record repeated or lost); encode it again "
+                         "with --overwrite")

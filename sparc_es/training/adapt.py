@@ -1,0 +1,327 @@
+"""Embedding replacement: adapt a trained SPARC model to a target corpus, on a CPU, with no questions.
+
+Section 5.1 of the SPARC paper (Nishida, Yoshinaga and Nishida, "Sparse Neural Retrieval Model for
+Efficient Cross-Domain Retrieval-Based Question Answering"; docs/adaptation.md has what it gave
+here): the *original base checkpoint* the SPARC model was fine-tuned from is trained with
+masked-language modelling on the target corpus's sentences with every parameter frozen except
+the word-embedding matrix E; that E then replaces the SPARC model's own (which training left
+equal to the base's, since E is frozen there). The encoder's layers are untouched, so what the
+model learnt about questions and answers stays, while the vocabulary it scores with moves towards
+the target domain.
+
+The MLM logits come from the checkpoint's own MLM head where it has one (tied to E, so E is
+trained on both sides); a checkpoint without one (all-MiniLM-L6-v2) uses the same dot-product
+head SPARC scores with, logits = H . E^T. Masking is BERT's: 15% of the sentence's tokens, of
+which 80% become [MASK], 10% a random token, 10% stay.
+
+Batches and masks are drawn from the seed and the step number alone, so a run is deterministic
+and a resumed run (``adapt-checkpoint.pt`` in the output folder, every ``checkpoint_every`` steps)
+continues exactly where the killed one was. The target sentences' texts are held in memory (for
+random batches); nothing else of the corpus is.
+
+Time: a run takes ``steps`` x one step, whatever the corpus's size (a step reads ``batch_size``
+sentences); a step costs more the longer its sentences (each batch is padded to its longest, at
+most ``max_length`` tokens). With the default model and 32 sentences a step, one step took 0.7 s
+on one thread of a 2-core AMD EPYC virtual machine (Zen 4) for short sentences (the demo corpus,
+22 tokens on average), so the default 500 steps take about 6 minutes, and 3.0 s when most batches
+hold a sentence of 128 tokens (this repository's docs/, long table rows): about 25 minutes. Two
+threads (``--threads 2``; torch's default there) took 1.5 s a step on the short sentences while
+other jobs shared the two cores, against 0.7 to 1.0 s for one thread: on a busy machine, give
+adapt one thread. Ctrl-C stops a run; the same command resumes it from its last checkpoint (one
+every ``checkpoint_every`` steps).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import sys
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from sparc_es.corpus.sources import read_corpus
+from sparc_es.errors import ModelError, SparcError, StoreError
+from sparc_es.layout import ownership as folders
+from sparc_es.layout.locks import exclusive
+from sparc_es.model import SparcModel
+from sparc_es.model.checkpoint import (
+    KNOWN_BASES,
+    SPARC_CONFIG,
+    base_provenance,
+    known_base_path,
+    quiet_transformers,
+    read_state,
+    sha256_file,
+    weights_file,
+)
+from sparc_es.options import setting
+
+CHECKPOINT = "adapt-checkpoint.pt"
+
+
+@dataclass(frozen=True)
+class AdaptConfig:
+    """Settings of one adaptation run (paper defaults: 500 steps, batch 32, lr 5e-5)."""
+
+    steps: int = setting(500, "optimiser steps; the time a run takes is steps x 0.7 to 3 s on one CPU thread, "
+                              "longer sentences costing more (measured: see above)")
+    batch_size: int = setting(32, "sentences per step")
+    lr: float = setting(5e-5, "learning rate of E")
+    mask_probability: float = setting(0.15, "share of tokens masked")
+    max_length: int = setting(128, "tokens per sentence, [CLS] and [SEP] included")
+    seed: int = setting(13, "random seed")
+    checkpoint_every: int = setting(100, "steps between checkpoints")
+    # How far the model's E moves towards the one trained on the corpus: E + strength x (E' - E).
+    # Half the step kept the gains of the full one and lost less where the full one lost, on the
+    # validation domains (docs/adaptation.md); 1 is the paper's replacement.
+    strength: float = setting(0.5, "how far E moves towards the one trained on your corpus, in (0, 1]; 1 is the "
+                                    "paper's full replacement (chosen on the validation domains: docs/adaptation.md)")
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "batch_size", "checkpoint_every"):
+            if getattr(self, name) < 1:
+                raise SparcError(f"adaptation {name} must be at least 1")
+        if not 0 < self.strength <= 1:
+            raise SparcError("the adaptation strength must be in (0, 1]")
+        if not 0 < self.mask_probability < 1:
+            raise SparcError("the mask probability must be between 0 and 1")
+        if self.max_length < 8:
+            raise SparcError("the adaptation max length must be at least 8 tokens")
+
+
+def corpus_fingerprint(texts: Iterable[str]) -> str:
+    """Short hash of the target sentences, in order (what the adapted E was trained on)."""
+    h = hashlib.sha256()
+    for t in texts:
+        h.update(t.encode("utf-8"))
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+def find_base(model: SparcModel, base: str | Path | None = None) -> Path:
+    """The base checkpoint ``model`` was fine-tuned from: ``base`` if given, else the path its
+    provenance records, else the ``KNOWN_BASES`` package whose weights have the recorded sha256."""
+    if base is not None:
+        path = known_base_path(str(base)) if str(base) in KNOWN_BASES else Path(base)
+        if not path.is_dir():
+            raise ModelError(f"{path}: no such base checkpoint folder")
+        return path
+    record = model.config.base_model
+    want = record.get("sha256")
+    candidates = [Path(record["path"])] if record.get("path") else []
+    for name in KNOWN_BASES:
+        try:
+            candidates.append(known_base_path(name))
+        except ModelError:
+            continue
+    for path in candidates:
+        try:
+            if path.is_dir() and (want is None or sha256_file(weights_file(path)) == want):
+                return path
+        except ModelError:
+            continue
+    raise ModelError(f"cannot find the base checkpoint of this model ({record.get('name')!r}, sha256 "
+                     f"{str(want)[:12]}...); pass --base FOLDER")
+
+
+class _MaskedLM:
+    """The base checkpoint with only E trainable, and its MLM loss."""
+
+    def __init__(self, path: Path, device: str = "cpu") -> None:
+        import torch
+        from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoTokenizer
+
+        with quiet_transformers():
+            self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+            archs = AutoConfig.from_pretrained(path, local_files_only=True).architectures or []
+            self.head = "mlm" if any(a.endswith("ForMaskedLM") for a in archs) else "dot"
+            cls = AutoModelForMaskedLM if self.head == "mlm" else AutoModel
+            # weights-only (transformers' default, said here): a base's pytorch_model.bin never runs code
+            self.model, info = cls.from_pretrained(path, local_files_only=True, output_loading_info=True,
+                                                   dtype=torch.float32, weights_only=True)
+        missing = [k for k in info.get("missing_keys", ()) if "pooler" not in k]
+        if missing:
+            raise ModelError(f"{path}: base checkpoint lacks {len(missing)} tensors, e.g. {missing[:3]}")
+        if self.tokenizer.mask_token_id is None:
+            raise ModelError(f"{path}: the tokenizer has no [MASK] token; masked-language modelling needs one")
+        for p in self.model.parameters():
+            p.requires_grad_(False)
+        self.device = device
+        self.model.to(device)
+        self.E = self.model.get_input_embeddings().weight
+        self.E.requires_grad_(True)
+        self.model.train()  # dropout, as in pre-training
+        self.special = torch.tensor(sorted(set(self.tokenizer.all_special_ids)))
+
+    def batch(self, texts: list[str], max_length: int, probability: float, generator):
+        """Input ids, attention mask and labels (-100 where not masked) for one batch."""
+        import torch
+
+        with quiet_transformers():
+            enc = self.tokenizer(texts, truncation=True, max_length=max_length, padding=True, return_tensors="pt")
+        ids = enc["input_ids"]
+        candidates = (enc["attention_mask"] == 1) & ~torch.isin(ids, self.special)
+        chosen = (torch.rand(ids.shape, generator=generator) < probability) & candidates
+        if not chosen.any():  # a batch of very short sentences: mask at least one token
+            rows, cols = candidates.nonzero(as_tuple=True)
+            pick = int(torch.randint(len(rows), (1,), generator=generator))
+            chosen[rows[pick], cols[pick]] = True
+        labels = torch.where(chosen, ids, torch.full_like(ids, -100))
+        roll = torch.rand(ids.shape, generator=generator)
+        inputs = ids.clone()
+        inputs[chosen & (roll < 0.8)] = self.tokenizer.mask_token_id
+        swap = chosen & (roll >= 0.8) & (roll < 0.9)
+        inputs[swap] = torch.randint(len(self.tokenizer), ids.shape, generator=generator)[swap]
+        return inputs, enc["attention_mask"], labels
+
+    def loss(self, inputs, attention, labels):
+        import torch
+
+        inputs, attention, labels = (t.to(self.device) for t in (inputs, attention, labels))
+        if self.head == "mlm":
+            return self.model(input_ids=inputs, attention_mask=attention, labels=labels).loss
+        hidden = self.model(input_ids=inputs, attention_mask=attention).last_hidden_state
+        picked = labels != -100
+        logits = hidden[picked] @ self.E.T  # only masked positions: the vocabulary product is the cost
+        return torch.nn.functional.cross_entropy(logits, labels[picked])
+
+
+def _batch_indices(n: int, step: int, batch_size: int, seed: int) -> list[int]:
+    """Sentences of a step: consecutive slices of a fresh seeded permutation per pass over the corpus."""
+    out: list[int] = []
+    position = step * batch_size
+    while len(out) < batch_size:
+        epoch, offset = divmod(position, n)
+        order = np.random.default_rng([seed, epoch]).permutation(n)
+        take = order[offset: offset + batch_size - len(out)]
+        out.extend(int(i) for i in take)
+        position += len(take)
+    return out
+
+
+def _interrupted(out: Path, step: int, saved: int, config: AdaptConfig) -> str:
+    """What to do after a Ctrl-C at ``step``: resume from the checkpoint of step ``saved``, or start over."""
+    if saved:
+        return (f"adapt interrupted at step {step} of {config.steps}; run the same command again to resume from "
+                f"the checkpoint of step {saved} ({out / CHECKPOINT}, written every {config.checkpoint_every} steps)")
+    return (f"adapt interrupted at step {step} of {config.steps}, before its first checkpoint (step "
+            f"{config.checkpoint_every}); the same command starts again from step 0")
+
+
+def adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, config: AdaptConfig = AdaptConfig(),
+          base: str | Path | None = None, overwrite: bool = False, progress: bool = True, device: str = "cpu") -> dict:
+    """Adapt ``model`` to ``corpus`` and write the new model folder to ``output``; returns its provenance.
+
+    ``corpus`` takes what ``encode`` takes (JSONL, .txt, .md); only the sentences' texts are used.
+    Running the same call again after an interruption resumes from the last checkpoint.
+    """
+    with exclusive(output, "sparc-es adapt"):
+        return _adapt(model, corpus, output, config, base, overwrite, progress, device)
+
+
+def _adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, config: AdaptConfig,
+           base: str | Path | None, overwrite: bool, progress: bool, device: str = "cpu") -> dict:
+    import torch
+    from tqdm import tqdm
+
+    out = Path(output)
+    corpus = [str(p) for p in corpus]
+    sparc = SparcModel.load(model)
+    source_fingerprint = sparc.fingerprint
+    base_path = find_base(sparc, base)
+    texts = [s.text for s in read_corpus(corpus)]  # validates every line, as encode does
+    if not texts:
+        raise SparcError("the target corpus has no sentences")
+    settings = {"model": sparc.fingerprint, "base": str(base_path), "corpus": corpus,
+                "corpus_fingerprint": corpus_fingerprint(texts), **dataclasses.asdict(config)}
+
+    if overwrite:
+        folders.remove(out)  # only a folder sparc-es made
+    checkpoint = out / CHECKPOINT
+    if (out / SPARC_CONFIG).exists():
+        raise StoreError(f"{out}: already holds a model; pass --overwrite to replace it")
+    if out.exists() and any(out.iterdir()) and not checkpoint.is_file():
+        raise StoreError(f"{out}: folder is not empty; choose a new folder or pass --overwrite")
+
+    mlm = _MaskedLM(base_path, device)
+    if len(mlm.tokenizer) != len(sparc.tokenizer) or mlm.E.shape != sparc.embeddings.shape:
+        raise ModelError(f"{base_path}: vocabulary or embedding shape differs from the model's "
+                         f"({tuple(mlm.E.shape)} against {tuple(sparc.embeddings.shape)})")
+    optimizer = torch.optim.AdamW([mlm.E], lr=config.lr, weight_decay=0.0)  # no decay on embeddings
+    step, elapsed, losses = 0, 0.0, []
+    if checkpoint.is_file():
+        restart = "pass --overwrite to start again"
+        # weights-only: the output folder is not trusted, and a planted pickle must not run
+        state = read_state(checkpoint, ("settings", "step", "elapsed", "losses", "E", "optimizer"), restart)
+        if state["settings"] != settings:
+            raise StoreError(f"{checkpoint}: an unfinished adaptation with other settings; pass --overwrite")
+        step, elapsed, losses, E = state["step"], state["elapsed"], state["losses"], state["E"]
+        if not (isinstance(step, int) and 0 < step <= config.steps and isinstance(elapsed, (int, float))
+                and isinstance(losses, list) and len(losses) == step
+                and isinstance(E, torch.Tensor) and E.shape == mlm.E.shape):
+            raise StoreError(f"{checkpoint}: an inconsistent adaptation state; {restart}")
+        try:
+            with torch.no_grad():
+                mlm.E.copy_(E)
+            optimizer.load_state_dict(state["optimizer"])
+        except (ValueError, KeyError, TypeError, RuntimeError) as e:
+            raise StoreError(f"{checkpoint}: an inconsistent optimiser state ({type(e).__name__}); {restart}") from None
+
+    bar = tqdm(total=config.steps, initial=step, unit="step", desc="adapt", disable=not progress,
+               file=sys.stderr, dynamic_ncols=True)
+    started = time.perf_counter() - elapsed
+    saved = step  # the step of the checkpoint a rerun resumes from (0: none yet)
+    try:
+        while step < config.steps:
+            generator = torch.Generator().manual_seed(config.seed * 1_000_003 + step)
+            torch.manual_seed(config.seed * 1_000_003 + step)  # dropout
+            batch = [texts[i] for i in _batch_indices(len(texts), step, config.batch_size, config.seed)]
+            loss = mlm.loss(*mlm.batch(batch, config.max_length, config.mask_probability, generator))
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            step += 1
+            losses.append(round(loss.item(), 4))
+            if not math.isfinite(losses[-1]):  # E is NaN from here on: stop rather than save (and record) it
+                raise SparcError(f"the adaptation diverged at step {step} (loss {losses[-1]}); lower --lr")
+            bar.set_postfix(loss=f"{losses[-1]:.3f}")
+            bar.update(1)
+            if step % config.checkpoint_every == 0 and step < config.steps:
+                folders.claim(out, "adapt")  # made at the first checkpoint: an early Ctrl-C leaves no empty folder
+                tmp = out / (CHECKPOINT + ".tmp")  # replaced atomically: a kill never leaves half a file
+                torch.save({"settings": settings, "step": step, "elapsed": time.perf_counter() - started,
+                            "losses": losses, "E": mlm.E.detach().cpu().clone(), "optimizer": optimizer.state_dict()},
+                           tmp)
+                tmp.replace(checkpoint)
+                saved = step
+    except KeyboardInterrupt:  # Ctrl-C: the progress line ends, and one line says how to go on
+        bar.close()
+        raise KeyboardInterrupt(_interrupted(out, step, saved, config)) from None
+    bar.close()
+    seconds = round(time.perf_counter() - started, 1)
+
+    with torch.no_grad():
+        adapted = sparc.embeddings + config.strength * (mlm.E.detach().cpu() - sparc.embeddings)
+        sparc.embeddings.copy_(adapted)
+        if sparc.passage_model is not None:  # both encoders started from the same base E
+            sparc.passage_model.embeddings.copy_(adapted)
+    record = {"method": "embedding replacement (masked-language modelling, only E trained)",
+              "head": "the checkpoint's MLM head" if mlm.head == "mlm" else "dot product H . E^T",
+              "adapted_from": {"fingerprint": source_fingerprint, "path": str(Path(model))},
+              "base": base_provenance(base_path, weights_file(base_path)),
+              "corpus": corpus, "corpus_fingerprint": settings["corpus_fingerprint"], "sentences": len(texts),
+              **dataclasses.asdict(config), "seconds": seconds, "torch_threads": torch.get_num_threads(),
+              "device": device,
+              "loss_first_10": float(np.mean(losses[:10])), "loss_last_10": float(np.mean(losses[-10:]))}
+    sparc.config = dataclasses.replace(sparc.config, adaptation=record)
+    folders.claim(out, "adapt")
+    sparc.save(out)
+    checkpoint.unlink(missing_ok=True)
+    (out / "adaptation.json").write_text(json.dumps({**record, "losses": losses}, indent=2, allow_nan=False) + "\n")
+    return record

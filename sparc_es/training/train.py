@@ -1,0 +1,462 @@
+"""Train SPARC on the source domain (section 5 of the SPARC paper: Nishida, Yoshinaga and Nishida,
+"Sparse Neural Retrieval Model for Efficient Cross-Domain Retrieval-Based Question Answering").
+
+Each question brings its positive sentence (the one holding the answer) and two hard negatives: a
+random other sentence of the same passage, and a random sentence from the Lucene BM25 top 100 of
+the whole pool that does not contain the answer. With B questions a batch scores B x 3B with
+g(q, s) = sum over the question's tokens of f(v, s) and the loss is cross-entropy over the
+in-batch sentences. The word-embedding matrix E is frozen; w has its own learning rate (1e-3);
+AdamW with linear warm-up and decay.
+
+Only the rows of E for tokens that occur in the batch's questions are scored (a few hundred, not
+30,522), so a step costs little more than the transformer. A batch larger than memory allows is
+processed in chunks with a gradient cache (Gao et al. 2021, as the paper did): representations
+are first computed without gradients, the loss gradient with respect to them is taken over the
+whole batch, then each chunk is recomputed (same dropout) and back-propagated with that gradient.
+The result equals one big batch, in-batch negatives included, which plain gradient accumulation
+would lose.
+
+Beyond the paper (each measured on the validation split, docs/training.md): scoring through the
+base's MLM head (``head="mlm"``), passage expansion (each sentence also stores lambda times its
+passage's scores from a frozen passage encoder, precomputed once per training passage; lambda is
+learned), learned per-token weights, and top-K-aware scoring. The slice's last
+``validation_articles`` articles are never trained on: they are the ``val`` domain of
+``sparc-es table``, where models are chosen.
+
+Checkpoints (model folder plus optimiser, scheduler and random states) are written every
+``checkpoint_every`` steps; running the same command again resumes from the last one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from sparc_es.corpus.sources import Sentence
+from sparc_es.errors import SparcError, StoreError
+from sparc_es.evaluation.evalsets import VALIDATION_ARTICLES
+from sparc_es.layout.locks import exclusive
+from sparc_es.model import Head, MaxOver, SparcModel, passage_text
+from sparc_es.model.checkpoint import read_state
+from sparc_es.model.query import query_bag
+from sparc_es.options import setting
+
+CHECKPOINT = "checkpoint"
+TRAINER_STATE = "trainer.pt"
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Settings of one training run; saved with every checkpoint and the final model.
+
+    Each field is a ``sparc-es train`` flag (``--max-length`` for ``max_length``) with the help
+    given here; defaults are the shipped default's recipe (docs/training.md)."""
+
+    model: str = setting("splade-bert-tiny", "starting checkpoint")
+    max_length: int = setting(128, "tokens per input")
+    max_over: str = setting("sentence", "which positions the max runs over", choices=("sentence", "all"))
+    batch_size: int = setting(32, "questions per optimiser step (3x as many sentences)")
+    chunk_size: int = setting(96, "sentences per forward pass; smaller than 3 x batch uses the gradient cache")
+    # chosen on the validation articles: 73.31 MRR against 72.55 for two, 72.00 for one
+    epochs: float = setting(3.0, "passes over the questions")
+    max_steps: int | None = setting(None, "stop after this many steps", type=int)
+    lr: float = setting(1e-4, "encoder learning rate")
+    w_lr: float = setting(1e-2, "learning rate of w, lambda and alpha")
+    learn_w: bool = setting(True, "learn w; --no-learn-w keeps it at 0 (SPARTA)")
+    top_k_aware: bool = setting(True, "a question token scores in training only if it is in the sentence's top K, "
+                                       "as in the index (not in the paper; see docs/training.md)")
+    head: str = setting("mlm", "vocabulary logits: the paper's H . E^T, or the base's BERT MLM head (transform and "
+                                "bias, E still tied)", choices=("dot", "mlm"))
+    token_weights: bool = setting(True, "also learn one multiplier per vocabulary token (a query-side weight that "
+                                         "the index stores folded into each sentence's weights)")
+    token_weight_lr: float = setting(1e-2, "learning rate of the token multipliers")
+    passage_weight: float = setting(2.0, "passage expansion: each sentence also stores lambda x the scores of its "
+                                          "whole passage from a frozen passage encoder (computed once per training "
+                                          "passage); lambda's starting value, learned from there; 0 turns it off")
+    passage_model: str = setting("splade-bert-tiny", "the frozen passage encoder")
+    passage_head: str = setting("mlm", "the passage encoder's vocabulary logits", choices=("dot", "mlm"))
+    lexical_weight: float = setting(0.0, "the lexical term: each sentence's own tokens also get alpha x their BM25 "
+                                          "weight over the training sentences; alpha's starting value, learned from "
+                                          "there; 0 turns it off")
+    warmup_steps: int = setting(500, "linear warm-up, at most a tenth of the run")
+    weight_decay: float = setting(0.01, "AdamW weight decay of the encoder")
+    bm25_depth: int = setting(100, "BM25 candidates per question, from which hard negatives are drawn")
+    same_passage_negatives: int = setting(1, "other sentences of the positive's passage per question (the paper: 1)")
+    bm25_negatives: int = setting(1, "sentences from the question's BM25 candidates without the answer per question")
+    seed: int = setting(13, "random seed")
+    checkpoint_every: int = setting(50, "steps between checkpoints")
+    data: str | None = setting(None, "data folder (default: $SPARC_ES_DATA or ../shared/data)", type=str,
+                                metavar="DIR")
+    validation_articles: int = setting(VALIDATION_ARTICLES, "the training slice's last N articles are held out for "
+                                                             "model selection (`sparc-es table --domains val`)")
+
+    def __post_init__(self) -> None:
+        for name in ("max_length", "batch_size", "chunk_size", "bm25_depth", "checkpoint_every"):
+            if getattr(self, name) < 1:
+                raise SparcError(f"training {name} must be at least 1")
+        if self.max_steps is not None and self.max_steps < 1:
+            raise SparcError("training max_steps must be at least 1")
+        for name in ("same_passage_negatives", "bm25_negatives", "warmup_steps", "validation_articles",
+                     "passage_weight", "lexical_weight", "weight_decay"):
+            if not getattr(self, name) >= 0:
+                raise SparcError(f"training {name} must be at least 0")
+        for name in ("epochs", "lr", "w_lr", "token_weight_lr"):
+            if not getattr(self, name) > 0:
+                raise SparcError(f"training {name} must be above 0")
+
+
+@dataclass(frozen=True)
+class Example:
+    question: str
+    answer: str
+    positive: Sentence
+    same_passage: list[Sentence]  # candidates: other sentences of the passage without the answer
+    bm25: list[Sentence]  # candidates: BM25 top-k of the pool without the answer
+
+
+def _draw(pool: list[Sentence], n: int, rng: random.Random) -> list[Sentence]:
+    return [rng.choice(pool)] if n == 1 else rng.sample(pool, min(n, len(pool)))
+
+
+def sample_batch(examples: list[Example], indices: list[int], rng: random.Random, same_passage: int = 1,
+                 bm25: int = 1) -> tuple[list[str], list[Sentence]]:
+    """Questions and their sentences: the B positives first, then each question's negatives.
+
+    With one negative of each kind (the paper's setting) a question whose passage has no other
+    sentence takes a BM25 one instead and vice versa; with more, each kind gives what it has.
+    """
+    questions, positives, negatives = [], [], []
+    for i in indices:
+        e = examples[i]
+        questions.append(e.question)
+        positives.append(e.positive)
+        if same_passage == 1 and bm25 == 1:
+            pool_same = e.same_passage or e.bm25
+            pool_hard = e.bm25 or e.same_passage
+            negatives.append(rng.choice(pool_same) if pool_same else e.positive)
+            negatives.append(rng.choice(pool_hard) if pool_hard else e.positive)
+        else:
+            negatives += _draw(e.same_passage, same_passage, rng) if e.same_passage and same_passage else []
+            negatives += _draw(e.bm25, bm25, rng) if e.bm25 and bm25 else []
+    if same_passage == 1 and bm25 == 1:  # the original order: all same-passage, then all BM25
+        negatives = negatives[0::2] + negatives[1::2]
+    return questions, positives + negatives
+
+
+class Trainer:
+    """One training run: model, optimiser, schedule, data order and checkpoints."""
+
+    def __init__(self, config: TrainConfig, output: str | Path, examples: list[Example], device: str | None = None,
+                 progress: bool = True) -> None:
+        import torch
+
+        self.config = config
+        self.output = Path(output)
+        self.examples = examples
+        self.progress = progress
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        steps_per_epoch = max(1, len(examples) // config.batch_size)
+        self.total_steps = config.max_steps or max(1, int(config.epochs * steps_per_epoch))
+        self.steps_per_epoch = steps_per_epoch
+        self.step = 0
+        self.seconds = 0.0
+        self.losses: list[float] = []
+
+        checkpoint = self.output / CHECKPOINT
+        resume = (checkpoint / TRAINER_STATE).is_file()
+        if resume:
+            restart = f"delete {checkpoint} or use another --output to start again"
+            # weights-only: the output folder is not trusted, and a planted pickle must not run
+            state = read_state(checkpoint / TRAINER_STATE, ("config", "optimizer", "scheduler", "step", "seconds",
+                                                            "losses", "torch_rng"), restart)
+            if state["config"] != dataclasses.asdict(config):
+                raise SparcError(f"{checkpoint}: was made with other training settings; use another --output "
+                                 "or delete the checkpoint")
+        torch.manual_seed(config.seed)
+        source = checkpoint if resume else config.model
+        overrides = {} if resume else {"max_length": config.max_length, "max_over": MaxOver(config.max_over),
+                                       "head": Head(config.head), "token_weights": config.token_weights}
+        self.model = SparcModel.load(source, **overrides)
+        if config.passage_weight and self.model.passage_model is None:  # a fresh run: attach the passage encoder
+            self.model.config = dataclasses.replace(self.model.config, passage_weight=config.passage_weight,
+                                                    passage_encoder="passage", passage_max_length=2 * config.max_length)
+            self.model.passage_model = SparcModel.load(config.passage_model, head=Head(config.passage_head),
+                                                       max_length=2 * config.max_length)
+        self.model.to(self.device)
+        self.passages, self.passage_row = None, {}
+        if config.passage_weight:
+            self._encode_passages()
+        encoder = self.model.encoder
+        encoder.get_input_embeddings().weight.requires_grad_(False)  # E stays the pre-trained one
+        params = [p for p in encoder.parameters() if p.requires_grad]
+        head = self.model.head
+        if head is not None and hasattr(head, "transform"):
+            params += [*head.transform.parameters(), head.bias]
+        groups = [{"params": params, "lr": config.lr, "weight_decay": config.weight_decay}]
+        if head is not None and hasattr(head, "log_u"):
+            groups.append({"params": [head.log_u], "lr": config.token_weight_lr, "weight_decay": 0.0})
+        self.model.w.requires_grad_(config.learn_w)
+        if config.learn_w:
+            groups.append({"params": [self.model.w], "lr": config.w_lr, "weight_decay": 0.0})
+        self.log_lambda = None
+        if config.passage_weight:
+            import math
+
+            self.log_lambda = torch.nn.Parameter(torch.tensor(math.log(self.model.config.passage_weight),
+                                                              device=self.device))
+            groups.append({"params": [self.log_lambda], "lr": config.w_lr, "weight_decay": 0.0})
+        self.log_alpha, self.corpus, self.lexical = None, None, {}
+        if config.lexical_weight:
+            import math
+
+            if not self.model.config.lexical_weight:
+                self.model.config = dataclasses.replace(self.model.config, lexical_weight=config.lexical_weight)
+            self.log_alpha = torch.nn.Parameter(torch.tensor(math.log(self.model.config.lexical_weight),
+                                                             device=self.device))
+            groups.append({"params": [self.log_alpha], "lr": config.w_lr, "weight_decay": 0.0})
+            pool = {s.id: s.text for e in examples for s in [e.positive, *e.same_passage, *e.bm25]}
+            self.corpus = self.model.count_corpus(pool.values())
+        self.optimizer = torch.optim.AdamW(groups)
+        from transformers import get_linear_schedule_with_warmup
+
+        warmup = min(config.warmup_steps, self.total_steps // 10)
+        self.scheduler = get_linear_schedule_with_warmup(self.optimizer, warmup, self.total_steps)
+        if resume:
+            self.step, self.seconds, self.losses = state["step"], state["seconds"], state["losses"]
+            if not (isinstance(self.step, int) and self.step >= 0  # total_steps may differ (--limit)
+                    and isinstance(self.seconds, (int, float)) and isinstance(self.losses, list)):
+                raise StoreError(f"{checkpoint / TRAINER_STATE}: an inconsistent training state; {restart}")
+            try:
+                self.optimizer.load_state_dict(state["optimizer"])
+                self.scheduler.load_state_dict(state["scheduler"])
+                torch.set_rng_state(state["torch_rng"])
+            except (ValueError, KeyError, TypeError, RuntimeError) as e:
+                raise StoreError(f"{checkpoint / TRAINER_STATE}: an inconsistent training state "
+                                 f"({type(e).__name__}); {restart}") from None
+
+    # --- one step --------------------------------------------------------------------------
+
+    def _encode_passages(self) -> None:
+        """f_P(v, passage) of every training passage, once (the passage encoder is frozen)."""
+        import torch
+        from tqdm import tqdm
+
+        texts = list(dict.fromkeys(passage_text(s.text, s.context) for e in self.examples
+                                   for s in [e.positive, *e.same_passage, *e.bm25]))
+        self.passage_row = {t: i for i, t in enumerate(texts)}
+        self.passages = torch.empty((len(texts), self.model.embeddings.shape[0]))
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        with torch.inference_mode():
+            for b in tqdm(range(0, len(texts), 32), desc="passages", unit="batch", disable=not self.progress,
+                          file=sys.stderr, dynamic_ncols=True):
+                idx = order[b: b + 32]
+                self.passages[idx] = self.model.passage_scores([texts[i] for i in idx]).cpu()
+
+    def _passage_term(self, sentences: list[Sentence], vocab_ids=None):
+        """lambda * f_P(v, passage of s) for the batch's sentences (all tokens, or ``vocab_ids``)."""
+        rows = self.passages[[self.passage_row[passage_text(s.text, s.context)] for s in sentences]]
+        if vocab_ids is not None:
+            rows = rows[:, vocab_ids.cpu()]
+        return self.log_lambda.exp() * rows.to(self.device)
+
+    def _scores(self, sentences: list[Sentence], vocab_ids):
+        """What the batch's sentences store for the question tokens, as dense differentiable scores
+        (:meth:`sparc_es.model.stored.Pipeline.training_scores`)."""
+        ids, seg, _, _ = self.model.tokenize_pairs([s.text for s in sentences], [s.context for s in sentences])
+        hidden, mask = self.model.hidden_states(ids, seg)
+        passage = full_passage = None
+        if self.passages is not None:
+            passage = self._passage_term(sentences, vocab_ids)
+            if self.config.top_k_aware:
+                full_passage = self._passage_term(sentences).detach()
+        lexical = None
+        if self.log_alpha is not None:
+            own, siblings = self._lexical_term(sentences, vocab_ids)
+            lexical = (self.log_alpha.exp(), own, self.model.config.stem_weight, siblings)
+        return self.model.pipeline.training_scores(hidden, mask, vocab_ids, passage, full_passage,
+                                                   self.config.top_k_aware, lexical)
+
+    def _lexical_term(self, sentences: list[Sentence], vocab_ids):
+        """BM25(v, s) over the training corpus for the batch's sentences and the question tokens:
+        (own tokens, stem siblings), the second all zeros without a stem weight (which stays fixed)."""
+        import torch
+
+        missing = [s for s in sentences if s.id not in self.lexical]
+        if missing:
+            self.lexical.update(zip((s.id for s in missing),
+                                    self.model.lexical_terms([s.text for s in missing], self.corpus)))
+        column = {int(v): j for j, v in enumerate(vocab_ids.tolist())}
+        own, siblings = torch.zeros((2, len(sentences), len(column)))
+        for i, s in enumerate(sentences):
+            term = self.lexical[s.id]
+            for out, weights in ((own, term.own), (siblings, term.siblings)):
+                for t, w in weights.items():
+                    if t in column:
+                        out[i, column[t]] = w
+        return own.to(self.device), siblings.to(self.device)
+
+    def train_step(self, questions: list[str], sentences: list[Sentence]) -> float:
+        """One optimiser step on B questions and their 3B sentences; returns the loss."""
+        import torch
+
+        loss = self.backward(questions, sentences)
+        torch.nn.utils.clip_grad_norm_([p for g in self.optimizer.param_groups for p in g["params"]], 1.0)
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return loss
+
+    def backward(self, questions: list[str], sentences: list[Sentence]) -> float:
+        """The batch loss, its gradients accumulated into the parameters' ``.grad`` (no step).
+
+        Sentences are scored in chunks of ``chunk_size`` through a gradient cache, which gives the
+        gradients of one big batch with the memory of one chunk."""
+        import torch
+
+        tok = self.model.tokenizer
+        bags = [query_bag(tok, q) for q in questions]
+        vocab = sorted({i for bag in bags for i in tok.convert_tokens_to_ids(list(bag))})
+        column = {v: j for j, v in enumerate(vocab)}
+        Q = torch.zeros((len(questions), len(vocab)), device=self.device)
+        for i, bag in enumerate(bags):
+            for t, count in bag.items():
+                Q[i, column[tok.convert_tokens_to_ids(t)]] += count
+        vocab_ids = torch.tensor(vocab, device=self.device)
+        labels = torch.arange(len(questions), device=self.device)
+        self.model.encoder.train()
+        if self.model.head is not None:
+            self.model.head.train()
+        chunk = self.config.chunk_size
+        if len(sentences) <= chunk:
+            loss = torch.nn.functional.cross_entropy(Q @ self._scores(sentences, vocab_ids).T, labels)
+            loss.backward()
+        else:
+            # Gradient cache: the loss over the whole batch, then chunk by chunk back-propagation.
+            states, parts = [], []
+            with torch.no_grad():
+                for start in range(0, len(sentences), chunk):
+                    states.append(_rng_state(self.device))
+                    parts.append(self._scores(sentences[start: start + chunk], vocab_ids))
+            F = torch.cat(parts).requires_grad_(True)
+            loss = torch.nn.functional.cross_entropy(Q @ F.T, labels)
+            loss.backward()
+            for n, start in enumerate(range(0, len(sentences), chunk)):
+                _set_rng_state(states[n], self.device)  # the same dropout as in the first pass
+                f = self._scores(sentences[start: start + chunk], vocab_ids)
+                f.backward(F.grad[start: start + chunk])
+        return float(loss.detach())
+
+    # --- the loop ----------------------------------------------------------------------------
+
+    def batches(self, step: int) -> tuple[list[int], random.Random]:
+        """Question indices of ``step`` (a seeded permutation per epoch) and its sampling RNG."""
+        epoch, position = divmod(step, self.steps_per_epoch)
+        order = list(range(len(self.examples)))
+        random.Random(self.config.seed * 1000 + epoch).shuffle(order)
+        b = self.config.batch_size
+        return order[position * b: (position + 1) * b], random.Random(self.config.seed * 1_000_003 + step)
+
+    def train(self) -> dict:
+        """Run to ``total_steps`` (resuming where a checkpoint left off); save and return a summary."""
+        from tqdm import tqdm
+
+        bar = tqdm(total=self.total_steps, initial=self.step, unit="step", desc="train",
+                   disable=not self.progress, file=sys.stderr, dynamic_ncols=True)
+        started = time.perf_counter() - self.seconds
+        while self.step < self.total_steps:
+            indices, rng = self.batches(self.step)
+            questions, sentences = sample_batch(self.examples, indices, rng, self.config.same_passage_negatives,
+                                                self.config.bm25_negatives)
+            self.losses.append(self.train_step(questions, sentences))
+            self.step += 1
+            self.seconds = time.perf_counter() - started
+            bar.update(1)
+            bar.set_postfix(loss=f"{sum(self.losses[-20:]) / len(self.losses[-20:]):.3f}",
+                            exp_w=f"{float(self.model.w.detach().exp()):.2f}")
+            if self.step % self.config.checkpoint_every == 0 and self.step < self.total_steps:
+                self.checkpoint()
+        bar.close()
+        return self.finish()
+
+    def _sync_lambda(self) -> None:
+        """Write the learned lambda and alpha into the model's config."""
+        if self.log_lambda is not None:
+            self.model.config = dataclasses.replace(self.model.config,
+                                                    passage_weight=float(self.log_lambda.detach().exp()))
+        if self.log_alpha is not None:
+            self.model.config = dataclasses.replace(self.model.config,
+                                                    lexical_weight=float(self.log_alpha.detach().exp()))
+
+    def checkpoint(self) -> None:
+        import torch
+
+        tmp = self.output / (CHECKPOINT + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        self._sync_lambda()
+        self.model.save(tmp)
+        torch.save({"config": dataclasses.asdict(self.config), "optimizer": self.optimizer.state_dict(),
+                    "scheduler": self.scheduler.state_dict(), "step": self.step, "seconds": self.seconds,
+                    "losses": self.losses, "torch_rng": torch.get_rng_state()}, tmp / TRAINER_STATE)
+        final = self.output / CHECKPOINT
+        shutil.rmtree(final, ignore_errors=True)
+        tmp.rename(final)  # a kill between the two lines leaves checkpoint.tmp complete: see resume_checkpoint
+
+    def finish(self) -> dict:
+        import torch
+
+        self.model.encoder.eval()
+        if self.model.head is not None:
+            self.model.head.eval()
+        self._sync_lambda()
+        self.model.save(self.output)
+        summary = {"config": dataclasses.asdict(self.config), "steps": self.step, "questions": len(self.examples),
+                   "seconds": round(self.seconds, 1),
+                   "questions_per_second": round(self.step * self.config.batch_size / max(self.seconds, 1e-9), 2),
+                   "final_loss": round(sum(self.losses[-20:]) / max(len(self.losses[-20:]), 1), 4),
+                   "exp_w": float(self.model.w.detach().exp()),
+                   "passage_weight": self.model.config.passage_weight,
+                   "lexical_weight": self.model.config.lexical_weight, "device": self.device,
+                   "torch_threads": torch.get_num_threads()}
+        (self.output / "training.json").write_text(json.dumps(summary, indent=2) + "\n")
+        shutil.rmtree(self.output / CHECKPOINT, ignore_errors=True)
+        return summary
+
+
+def resume_checkpoint(output: Path) -> None:
+    """Finish a checkpoint swap that a kill interrupted (only ``checkpoint.tmp`` left)."""
+    tmp, final = output / (CHECKPOINT + ".tmp"), output / CHECKPOINT
+    if (tmp / TRAINER_STATE).is_file() and not final.exists():
+        tmp.rename(final)
+
+
+def _rng_state(device: str):
+    import torch
+
+    return (torch.get_rng_state(), torch.cuda.get_rng_state() if device.startswith("cuda") else None)
+
+
+def _set_rng_state(state, device: str) -> None:
+    import torch
+
+    torch.set_rng_state(state[0])
+    if state[1] is not None:
+        torch.cuda.set_rng_state(state[1])
+
+
+def train(config: TrainConfig, output: str | Path, examples: Callable[[], list[Example]],
+          progress: bool = True) -> dict:
+    """Train on ``examples()`` (called once the output folder is locked: building them can take
+    minutes); resumes from ``output/checkpoint`` when present. The source corpus's examples are
+    mined by :func:`sparc_es.training.examples.squad_examples`."""
+    output = Path(output)
+    with exclusive(output, "sparc-es train"):
+        output.mkdir(parents=True, exist_ok=True)
+        resume_checkpoint(output)
+        return Trainer(config, output, examples(), progress=progress).train()

@@ -134,7 +134,7 @@ def bench_encoding(model, sentences, repeats: int, workdir: Path) -> dict:
 
     # where the time goes: the pipeline's own stage timer (sparc_es.model.stored.Stages) over an
     # encode of the sample, then quantising and serialising what it stored
-    from sparc_es.layout.manifest import DEFAULT_FACTOR, quantize, record_line, vector_record
+    from sparc_es.layout.records import DEFAULT_FACTOR, quantize, record_line, vector_record
     from sparc_es.model import Stages
 
     timer = Stages()
@@ -233,7 +233,9 @@ def encoded_folder(label: str, workdir: Path = ROOT / "bench" / "work") -> Path:
 def replicate(encoded: Path, out: Path, n: int) -> tuple[Path, int]:
     """An encoded folder of ``n`` sentences: the real ones, then perturbed copies (see the docstring)."""
     from sparc_es.corpus.sources import Sentence
-    from sparc_es.layout.manifest import SENTENCES as FILENAME, VECTORS, VECTORS_FILE, Manifest, copy_into, iter_vectors
+    from sparc_es.layout.manifest import Manifest, copy_into
+    from sparc_es.layout.names import SENTENCES as FILENAME, VECTORS, VECTORS_FILE
+    from sparc_es.layout.records import iter_vectors
     from sparc_es.layout.store import SentenceStore
 
     if (out / "meta.json").is_file():  # kept from an earlier run: reused while the model is the same
@@ -287,7 +289,7 @@ def bench_scale(encoded: Path, workdir: Path, questions: list[str], label: str) 
     from sparc_es.engines import open_engine
     from sparc_es.engines.bm25 import LuceneBM25, build_bm25_index
     from sparc_es.engines.lucene import build_index
-    from sparc_es.layout.manifest import iter_vectors
+    from sparc_es.layout.records import iter_vectors
 
     index = workdir / f"index-{label}"
     shutil.rmtree(index, ignore_errors=True)
@@ -487,7 +489,9 @@ def update_docs(table: str) -> list[Path]:
 def keep_top(encoded: Path, out: Path, k: int) -> Path:
     """An encoded folder whose sentences keep only their ``k`` largest impacts (ties: token order):
     the posting lists of a smaller K, for timing, without encoding again."""
-    from sparc_es.layout.manifest import VECTORS, VECTORS_FILE, Manifest, copy_into, iter_vectors
+    from sparc_es.layout.manifest import Manifest, copy_into
+    from sparc_es.layout.names import VECTORS, VECTORS_FILE
+    from sparc_es.layout.records import iter_vectors
 
     if (out / "meta.json").is_file() and Manifest.read(out).top_k == k:
         return out
@@ -556,7 +560,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from sparc_es import __version__
     from sparc_es.evaluation.evalsets import data_dir, squad_dev_sentences
-    from sparc_es.layout.manifest import DEFAULT_FACTOR
+    from sparc_es.layout.records import DEFAULT_FACTOR
     from sparc_es.model import SparcModel
 
     torch.set_num_threads(args.threads)

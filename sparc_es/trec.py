@@ -2,16 +2,16 @@
 of :mod:`sparc_es.evaluation.trec`."""
 
 from sparc_es.evaluation.trec import (
-                                      RunNotGrouped,
-                                      TrecRunWriter,
-                                      iter_run,
-                                      read_qrels,
-                                      read_run,
-                                      read_topics,
-                                      run_of,
-                                      run_tag,
-                                      write_qrels,
-                                      write_topics,
+    RunNotGrouped,
+    TrecRunWriter,
+    iter_run,
+    read_qrels,
+    read_run,
+    read_topics,
+    run_of,
+    run_tag,
+    write_qrels,
+    write_topics,
 )
 
 __all__ = ["RunNotGrouped", "TrecRunWriter", "iter_run", "read_qrels", "read_run", "read_topics", "run_of",

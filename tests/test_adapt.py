@@ -19,7 +19,8 @@ import torch
 from sparc_es.corpus.sources import Sentence, read_corpus
 from sparc_es.encode.run import encode_corpus
 from sparc_es.errors import SparcError
-from sparc_es.layout.manifest import Manifest, iter_vectors
+from sparc_es.layout.manifest import Manifest
+from sparc_es.layout.records import iter_vectors
 from sparc_es.model import SparcModel
 from sparc_es.model.checkpoint import known_base_path
 from sparc_es.training import adapt as adapt_module

@@ -9,7 +9,7 @@ import pytest
 from sparc_es.cli import main
 from sparc_es.corpus.sources import sentence_key
 from sparc_es.encode import run as encode_module
-from sparc_es.layout.manifest import DEFAULT_FACTOR
+from sparc_es.layout.records import DEFAULT_FACTOR
 
 
 @pytest.fixture()

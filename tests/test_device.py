@@ -33,7 +33,7 @@ def test_the_gpu_stores_what_the_cpu_stores():
 
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device here: the GPU path is untested on this machine")
-    from sparc_es.layout.manifest import quantize
+    from sparc_es.layout.records import quantize
     from sparc_es.model import SparcModel
 
     pairs = [(f"Sentence number {i} is about Lucene impacts and rank features.", "A paragraph.") for i in range(64)]

@@ -30,7 +30,8 @@ from sparc_es.engines.elastic import (
 from sparc_es.engines.hybrid import BM25_WEIGHT, DEPTH, HybridEngine, normalised_sum, reciprocal_rank
 from sparc_es.engines.lucene import LuceneEngine, build_index
 from sparc_es.errors import EngineError
-from sparc_es.layout.manifest import Manifest, iter_vectors
+from sparc_es.layout.manifest import Manifest
+from sparc_es.layout.records import iter_vectors
 from sparc_es.model.query import QueryEncoder
 
 from tolerance import assert_same_impacts, assert_same_records

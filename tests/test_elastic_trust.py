@@ -30,7 +30,7 @@ from sparc_es.engines.elastic import (
 )
 from sparc_es.engines.elastic.loopback import free_port
 from sparc_es.errors import EngineError, InputError, SparcError
-from sparc_es.layout.manifest import iter_vectors
+from sparc_es.layout.records import iter_vectors
 from sparc_es.model.query import QueryEncoder
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -24,7 +24,7 @@ from sparc_es.corpus.sources import (
 )
 from sparc_es.errors import InputError, SparcError
 from sparc_es.evaluation.trec import read_qrels, read_run, read_topics
-from sparc_es.layout.manifest import MAX_FACTOR, MAX_IMPACT_SUM, check_factor, quantize
+from sparc_es.layout.records import MAX_FACTOR, MAX_IMPACT_SUM, check_factor, quantize
 
 
 def _cli(capsys, *argv) -> tuple[int, str]:

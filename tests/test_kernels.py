@@ -93,7 +93,7 @@ def test_training_gradients_through_the_blocked_kernel_equal_the_reference(shipp
 
 
 def test_encoding_with_each_kernel_stores_the_same(shipped, monkeypatch):
-    from sparc_es.layout.manifest import quantize
+    from sparc_es.layout.records import quantize
 
     pairs = [(s, "A paragraph around it.") for s in SENTENCES]
     stored = {}

@@ -13,7 +13,8 @@ import pytest
 import snowballstemmer
 
 from sparc_es.encode.run import encode_corpus
-from sparc_es.layout.manifest import Manifest, iter_vectors
+from sparc_es.layout.manifest import Manifest
+from sparc_es.layout.records import iter_vectors
 from sparc_es.model import SparcModel
 from sparc_es.model.lexical import CorpusStatistics
 

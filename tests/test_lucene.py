@@ -8,7 +8,8 @@ import pytest
 
 from sparc_es.encode.run import encode_corpus
 from sparc_es.engines.lucene import LuceneEngine, build_index
-from sparc_es.layout.manifest import Manifest, iter_vectors
+from sparc_es.layout.manifest import Manifest
+from sparc_es.layout.records import iter_vectors
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,8 @@ import pytest
 
 from sparc_es.cli import main
 from sparc_es.corpus.sources import sentence_key
-from sparc_es.layout.manifest import Manifest, iter_vectors
+from sparc_es.layout.manifest import Manifest
+from sparc_es.layout.records import iter_vectors
 from sparc_es.model import SparcModel
 
 from shared_data import need_data

@@ -25,7 +25,8 @@ import pytest
 from sparc_es.cli import main
 from sparc_es.encode import run as encode_module
 from sparc_es.layout.locks import exclusive
-from sparc_es.layout.manifest import Manifest, iter_vectors
+from sparc_es.layout.manifest import Manifest
+from sparc_es.layout.records import iter_vectors
 
 from tolerance import assert_same_records
 
@@ -170,7 +171,8 @@ def test_an_update_reuses_the_passage_of_an_edited_sentence(tmp_path, tiny_model
     but its passage is not (``encoded.PassageCache``); a new passage is; the result is what a fresh
     encode gives; the updated cache holds the corpus's passages only; a record cut off is dropped."""
     from sparc_es.encode.run import encode_corpus
-    from sparc_es.layout.manifest import PASSAGES, PassageCache
+    from sparc_es.layout.names import PASSAGES
+    from sparc_es.layout.passages import PassageCache
     from sparc_es.model import SparcModel
 
     model = SparcModel.load(tiny_model_dir, passage_weight=1.0)

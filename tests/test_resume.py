@@ -17,7 +17,8 @@ import pytest
 from processes import kill_midway
 
 from sparc_es.cli import main
-from sparc_es.layout.manifest import Manifest, iter_vectors
+from sparc_es.layout.manifest import Manifest
+from sparc_es.layout.records import iter_vectors
 
 SENTENCES = ["Lucene stores integer impacts.", "Questions are bags of tokens.", "Elasticsearch keeps nine bits.",
              "The demo corpus is tiny.", "Sentences are encoded once.", "Scores are sums of stored weights."]

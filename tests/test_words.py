@@ -13,7 +13,8 @@ from sparc_es.encode.requantize import requantize
 from sparc_es.encode.run import encode_corpus
 from sparc_es.engines.exact import ExactEngine
 from sparc_es.engines.lucene import LuceneEngine, build_index
-from sparc_es.layout.manifest import Manifest, iter_vectors
+from sparc_es.layout.manifest import Manifest
+from sparc_es.layout.records import iter_vectors
 from sparc_es.model import SparcModel
 from sparc_es.model.lexical import WORD_PREFIX, Words
 from sparc_es.model.query import QueryEncoder

@@ -125,7 +125,8 @@ def main(labels: list[str]) -> int:
         results[lucene] = json.loads(path.read_text())
     same = {label: sum(a == b for a, b in zip(results["9"]["top10"][label], results["10"]["top10"][label]))
             for label in labels}
-    out = {"command": "python scripts/studies/bench_lucene10.py " + " ".join(labels), "when": time.strftime("%Y-%m-%d %H:%M"),
+    out = {"command": "python scripts/studies/bench_lucene10.py " + " ".join(labels),
+           "when": time.strftime("%Y-%m-%d %H:%M"),
            "pyserini_for_lucene10": PYSERINI, "questions": 500, "same_top10": same,
            **{f"lucene{n}": {k: v for k, v in r.items() if k != "top10"} for n, r in results.items()}}
     (bench.ROOT / "bench" / "lucene10.json").write_text(json.dumps(out, indent=2) + "\n")

@@ -22,7 +22,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/, for bench
 from sparc_es.evaluation.evalsets import data_dir  # noqa: E402
-from sparc_es.layout.manifest import VECTORS, VECTORS_FILE, Manifest, iter_vectors  # noqa: E402
+from sparc_es.layout.manifest import Manifest
+from sparc_es.layout.names import VECTORS, VECTORS_FILE
+from sparc_es.layout.records import iter_vectors  # noqa: E402
 
 import bench  # noqa: E402
 

@@ -42,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     from sparc_es.engines.exact import top_k_rows
     from sparc_es.evaluation.evalsets import EvalSet
     from sparc_es.evaluation.measures import evaluate
-    from sparc_es.layout.manifest import Manifest, iter_vectors
+    from sparc_es.layout.manifest import Manifest
+    from sparc_es.layout.records import iter_vectors
     from sparc_es.model import SparcModel, stored_weights
 
     manifest = Manifest.read(args.encoded)

@@ -23,7 +23,9 @@ import numpy as np
 from sparc_es.answers.show import Places, paragraph
 from sparc_es.engines.base import MAX_HITS
 from sparc_es.errors import SparcError
-from sparc_es.layout.manifest import LUCENE, Manifest, quantize
+from sparc_es.layout.manifest import Manifest
+from sparc_es.layout.names import LUCENE
+from sparc_es.layout.records import quantize
 
 # How many hits a rank may reach, and how deep the search looks for an id's rank.
 RANK_DEPTH = 1000

@@ -39,7 +39,8 @@ from typing import Annotated, Any, Literal, TypeVar
 from sparc_es import __version__
 from sparc_es.engines.base import Engine, Hit
 from sparc_es.errors import SparcError
-from sparc_es.layout.manifest import META, SENTENCES, Manifest
+from sparc_es.layout.manifest import Manifest
+from sparc_es.layout.names import META, SENTENCES
 from sparc_es.layout.store import SentenceStore
 
 try:

@@ -362,7 +362,8 @@ class Presenter:
     def __init__(self, engine, index: str | Path | None = None, tokenizer: str | Path | None = None) -> None:
         """``engine`` as ``open_engine`` opened it over ``index`` (None for Elasticsearch, whose
         ``tokenizer`` folder then gives the question tokenizer and corpus statistics)."""
-        from sparc_es.layout.manifest import META, SENTENCES, Manifest
+        from sparc_es.layout.manifest import Manifest
+        from sparc_es.layout.names import META, SENTENCES
         from sparc_es.layout.store import SentenceStore
         from sparc_es.model.lexical import CorpusStatistics
         from sparc_es.model.query import QueryEncoder

@@ -325,7 +325,7 @@ def _report_empty(manifest) -> None:
 # --- commands ------------------------------------------------------------------------------
 
 def _encode_parser(sub) -> None:
-    from sparc_es.layout.manifest import DEFAULT_FACTOR
+    from sparc_es.layout.records import DEFAULT_FACTOR
 
     p = sub.add_parser("encode", help="encode a corpus into top-K integer token weights",
                        description="Encode every sentence of a corpus (JSONL records {id, text, context?}, or "
@@ -786,7 +786,7 @@ def _document_of(args: argparse.Namespace):
         if args.engine == "es":  # hits carry their document
             doc_of = {h.id: h.doc for hits in results.values() for h in hits}
         else:
-            from sparc_es.layout.manifest import SENTENCES
+            from sparc_es.layout.names import SENTENCES
             from sparc_es.layout.store import SentenceStore
 
             store = SentenceStore(Path(args.index) / SENTENCES)
@@ -823,7 +823,9 @@ def _impact_comment(args: argparse.Namespace) -> str:
     """What query-dsl's ``#`` line says of SPARC-alone scores: ``_score`` is the integer impact sum,
     ``factor`` times the score ``search`` shows (the factor of ``--tokenizer``'s encoded folder or
     index, else encode's default)."""
-    from sparc_es.layout.manifest import DEFAULT_FACTOR, META, Manifest
+    from sparc_es.layout.manifest import Manifest
+    from sparc_es.layout.names import META
+    from sparc_es.layout.records import DEFAULT_FACTOR
 
     folder = Path(args.tokenizer) if args.tokenizer else None
     if folder is not None and (folder / META).is_file():

@@ -624,7 +624,7 @@ class RayBackend:
 
     def _passages(self, stream: _Stream, model, pieces, batch_size: int, version: int, cache) -> None:
         """Step (a) of the module docstring, then the pieces put in for step (b)."""
-        from sparc_es.layout.manifest import PassageCache
+        from sparc_es.layout.passages import PassageCache
         from sparc_es.model import passage_text
 
         def cached(text: str) -> bool:  # what PassageCache.get would find (here, or carried from --update's old folder)

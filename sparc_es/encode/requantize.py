@@ -9,20 +9,9 @@ import numpy as np
 
 from sparc_es.errors import StoreError
 from sparc_es.layout import ownership as folders
-from sparc_es.layout.manifest import (
-    TOKENIZER,
-    VECTORS,
-    VECTORS_FILE,
-    Manifest,
-    check_factor,
-    copy_into,
-    iter_vectors,
-    new_generation,
-    quantize,
-    reading,
-    record_line,
-    vector_record,
-)
+from sparc_es.layout.manifest import Manifest, copy_into, new_generation, reading
+from sparc_es.layout.names import TOKENIZER, VECTORS, VECTORS_FILE
+from sparc_es.layout.records import check_factor, iter_vectors, quantize, record_line, vector_record
 from sparc_es.model.lexical import add_words
 from sparc_es.model.stored import stored_weights
 

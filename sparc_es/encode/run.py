@@ -48,21 +48,12 @@ from sparc_es.corpus.sources import Files, ReadStats, Sentence, Source, as_sourc
 from sparc_es.errors import SparcError, StoreError
 from sparc_es.layout import ownership as folders
 from sparc_es.layout.locks import exclusive
-from sparc_es.layout.manifest import (
+from sparc_es.layout.manifest import Manifest, ModelInfo, new_generation
+from sparc_es.layout.names import LEXICAL_FILE, META, PASSAGES, PROGRESS, SENTENCES, TOKENIZER, VECTORS, VECTORS_FILE
+from sparc_es.layout.passages import PassageCache
+from sparc_es.layout.records import (
     DEFAULT_FACTOR,
-    LEXICAL_FILE,
-    META,
-    PASSAGES,
-    PROGRESS,
-    SENTENCES,
-    TOKENIZER,
-    VECTORS,
-    VECTORS_FILE,
-    Manifest,
-    ModelInfo,
-    PassageCache,
     check_factor,
-    new_generation,
     quantize,
     record_has_id,
     record_line,

@@ -24,7 +24,7 @@ from sparc_es.engines._java import TopK, folder_size, index_collection, parts, s
 from sparc_es.engines.base import Hit
 from sparc_es.engines.exact import ranked_batches
 from sparc_es.errors import StoreError
-from sparc_es.layout.manifest import BM25, LUCENE, SENTENCES
+from sparc_es.layout.names import BM25, LUCENE, SENTENCES
 from sparc_es.layout.store import SentenceStore
 
 LUCENE_FIELD = "contents"  # the field Anserini indexes a JsonCollection's text in

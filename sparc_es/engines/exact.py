@@ -16,7 +16,8 @@ import numpy as np
 
 from sparc_es.engines.base import Hit
 from sparc_es.errors import StoreError
-from sparc_es.layout.manifest import Manifest, iter_vectors, quantize
+from sparc_es.layout.manifest import Manifest
+from sparc_es.layout.records import iter_vectors, quantize
 from sparc_es.model.query import QueryEncoder
 
 

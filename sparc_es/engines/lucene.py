@@ -33,17 +33,9 @@ from sparc_es.engines.base import Hit, HybridMethod
 from sparc_es.errors import EngineError, StoreError, count_mismatch
 from sparc_es.layout import ownership as folders
 from sparc_es.layout.locks import exclusive
-from sparc_es.layout.manifest import (
-    BM25,
-    LUCENE,
-    SENTENCES,
-    VECTORS_FILE,
-    IndexInfo,
-    Manifest,
-    copy_into,
-    iter_vectors,
-    reading,
-)
+from sparc_es.layout.manifest import IndexInfo, Manifest, copy_into, reading
+from sparc_es.layout.names import BM25, LUCENE, SENTENCES, VECTORS_FILE
+from sparc_es.layout.records import iter_vectors
 from sparc_es.layout.store import SentenceStore, check_ids
 from sparc_es.model.query import QueryEncoder
 

@@ -52,7 +52,9 @@ from sparc_es.errors import SparcError
 from sparc_es.evaluation.evalsets import DOMAINS, EvalSet, build_eval_set
 from sparc_es.evaluation.measures import MEASURES, evaluate_file
 from sparc_es.evaluation.trec import TrecRunWriter, run_tag
-from sparc_es.layout.manifest import DEFAULT_FACTOR, Manifest
+from sparc_es.layout.manifest import Manifest
+from sparc_es.layout.names import META
+from sparc_es.layout.records import DEFAULT_FACTOR
 
 KINDS = ("bm25", "bm25-paper", "sparc", "sparc-exact", "sparc-int")
 ENGINE_OF = {"bm25": "bm25", "bm25-paper": "bm25-paper", "sparc": "lucene", "sparc-exact": "exact-float",
@@ -160,11 +162,11 @@ def _sparc_encoded(system: System, evalset: EvalSet, corpus: Path, folder: Path)
     idf = bool(o.get("idf"))
     key = f"{model.fingerprint}-k{model.config.top_k}{'-idf' if idf else ''}"
     encoded = folder / f"encoded-{key}"
-    if not (encoded / "meta.json").is_file():
+    if not (encoded / META).is_file():
         encode_corpus([corpus], encoded, model, factor=factor, keep_floats=True, idf=idf)
     if Manifest.read(encoded).factor != factor:
         quantised = folder / f"encoded-{key}-f{factor:g}"
-        if not (quantised / "meta.json").is_file():
+        if not (quantised / META).is_file():
             requantize(encoded, quantised, factor)
         encoded = quantised
     return encoded, Manifest.read(encoded)
@@ -209,7 +211,7 @@ def _engine(system: System, evalset: EvalSet, paths: dict[str, Path], folder: Pa
     from sparc_es.engines.lucene import build_index
 
     index = folder / f"index-{encoded.name.removeprefix('encoded-')}"
-    if not (index / "meta.json").is_file():
+    if not (index / META).is_file():
         build_index(encoded, index, overwrite=True, bm25=False)  # hybrids share the domain's BM25 index
     info = Manifest.read(index).index
     settings = {**settings, "factor": manifest.factor, "scoring": "Lucene impact index",

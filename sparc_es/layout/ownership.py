@@ -12,14 +12,15 @@ import shutil
 from pathlib import Path
 
 from sparc_es.errors import StoreError
+from sparc_es.layout.names import LUCENE, META, PROGRESS, SENTENCES, VECTORS
 
 MARKER = ".sparc-es"
 
 # What sparc-es folders written before the marker existed hold, one set per kind: a folder
 # holding all of one set is taken as made by sparc-es.
-_LEGACY = ({"meta.json", "vectors", "sentences.sqlite"},  # encoded folder
-           {"progress.json", "vectors"},  # unfinished encode
-           {"meta.json", "lucene", "sentences.sqlite"},  # Lucene index
+_LEGACY = ({META, VECTORS, SENTENCES},  # encoded folder
+           {PROGRESS, VECTORS},  # unfinished encode
+           {META, LUCENE, SENTENCES},  # Lucene index
            {"config.json", "sparc_config.json"},  # model folder
            {"adapt-checkpoint.pt"})  # unfinished adaptation
 

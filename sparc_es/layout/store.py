@@ -17,7 +17,8 @@ import orjson
 
 from sparc_es.corpus.sources import Sentence
 from sparc_es.errors import StoreError
-from sparc_es.layout.manifest import SENTENCES, VECTORS, VECTORS_FILE, id_digest
+from sparc_es.layout.names import SENTENCES, VECTORS, VECTORS_FILE
+from sparc_es.layout.records import id_digest
 
 
 def _key(context: str) -> str | None:

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sparc_es.layout.manifest import LEXICAL_FILE
+from sparc_es.layout.names import LEXICAL_FILE
 
 
 @dataclass

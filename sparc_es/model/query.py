@@ -17,7 +17,7 @@ from pathlib import Path
 
 from sparc_es.corpus.ids import SURROGATE
 from sparc_es.errors import SparcError
-from sparc_es.layout.manifest import TOKENIZER
+from sparc_es.layout.names import META, TOKENIZER
 
 
 def query_bag(tokenizer, question: str) -> dict[str, int]:
@@ -51,7 +51,7 @@ def stores_words(folder: str | Path) -> bool:
     from sparc_es.model.checkpoint import SPARC_CONFIG, resolve_model_path
 
     path = resolve_model_path(folder) if str(folder) == "default" else Path(folder)
-    for name, key in (("meta.json", ("model", "word_weight")), (SPARC_CONFIG, ("word_weight",))):
+    for name, key in ((META, ("model", "word_weight")), (SPARC_CONFIG, ("word_weight",))):
         if (path / name).is_file():
             value = json.loads((path / name).read_text(encoding="utf-8"))
             for k in key:

@@ -5,14 +5,14 @@ For a sentence s with passage P (its context, or itself without one), in this or
 1. **neural**: f(v, s) of :mod:`sparc_es.model.neural` (the paper's f: encoder, head, w) for every
    scorable vocabulary token v;
 2. **passage expansion**: + lambda x f_P(v, P), the passage encoded alone by the passage encoder
-   (``passage_weight``; :class:`~sparc_es.layout.manifest.PassageCache` keeps them for updates);
+   (``passage_weight``; :class:`~sparc_es.layout.passages.PassageCache` keeps them for updates);
 3. **top-K cut** of that sum (K = ``top_k``): the model chooses which tokens a sentence keeps;
 4. **IDF** (``encode --idf``): each kept weight x log(N / N_v) over the corpus being encoded;
 5. **lexical term** (:mod:`sparc_es.model.lexical`): + alpha x BM25 of the sentence's own tokens
    + beta x BM25 of its words' Porter stems for their siblings, with the corpus statistics
    (not IDF-weighted: BM25 weighs by IDF already); tokens outside the top K join the map;
 6. **whole words**: + gamma x BM25 of each whole technical word, stored as a ``w|word`` feature;
-7. **quantisation** (:func:`sparc_es.layout.manifest.quantize`): integer impacts ``round(weight x factor)``.
+7. **quantisation** (:func:`sparc_es.layout.records.quantize`): integer impacts ``round(weight x factor)``.
 
 :class:`Pipeline` runs steps 1-6 for ``encode`` (sparse maps) and gives ``train`` the same sum as
 dense, differentiable scores over the question tokens (:meth:`Pipeline.training_scores`);
@@ -266,7 +266,7 @@ class Pipeline:
         little; results come back in the order they went in. With passage expansion each distinct
         context of a window is encoded once (a sentence without context stands for its own passage).
         ``on_batch(n)`` is called as each batch of n sentences is done (progress bars); ``corpus``:
-        see :meth:`encode_batch`. ``passage_cache`` (a :class:`~sparc_es.layout.manifest.PassageCache`)
+        see :meth:`encode_batch`. ``passage_cache`` (a :class:`~sparc_es.layout.passages.PassageCache`)
         gives the passages it holds and keeps those computed here.
         """
         buffer: list[tuple[str, str]] = []

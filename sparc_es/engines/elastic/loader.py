@@ -35,7 +35,9 @@ from sparc_es.engines.elastic.documents import (
     same_weights,
 )
 from sparc_es.errors import EngineError, InputError, count_mismatch
-from sparc_es.layout.manifest import SENTENCES, Manifest, es_failures, id_digest, iter_vectors
+from sparc_es.layout.manifest import Manifest
+from sparc_es.layout.names import SENTENCES, es_failures
+from sparc_es.layout.records import id_digest, iter_vectors
 from sparc_es.layout.store import SentenceStore
 
 # said after an error a re-run can get past

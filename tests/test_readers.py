@@ -14,7 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from sparc_es import cli
-from sparc_es.corpus.readers import CODE, HEADING, ITEM, ROW, format_of, locate, read_blocks, rst_doctree
+from sparc_es.corpus.readers import format_of, read_blocks
+from sparc_es.corpus.readers.blocks import CODE, HEADING, ITEM, ROW, locate
+from sparc_es.corpus.readers.rst import rst_doctree
 from sparc_es.corpus.sources import ReadStats, corpus_files, read_corpus, sentence_key, split_document
 from sparc_es.errors import InputError, SparcError
 

@@ -38,20 +38,8 @@ from typing import Protocol
 import orjson
 
 from sparc_es.corpus.ids import ID_UNSAFE, SURROGATE, id_problem, shown
-from sparc_es.corpus.readers import (
-    CODE,
-    HEADING,
-    PARAGRAPH,
-    ROW,
-    SUFFIXES,
-    Block,
-    Report,
-    format_of,
-    lead_of,
-    line_starts,
-    locate,
-    read_blocks,
-)
+from sparc_es.corpus.readers import SUFFIXES, format_of, read_blocks
+from sparc_es.corpus.readers.blocks import CODE, HEADING, PARAGRAPH, ROW, Block, Report, lead_of, line_starts, locate
 from sparc_es.errors import InputError
 
 JSONL_SUFFIXES = (".jsonl", ".json")

@@ -1,0 +1,289 @@
+"""Markdown -> blocks, with markdown-it-py (CommonMark with GFM tables) and mdit-py-plugins.
+
+The Python-Markdown extensions MkDocs-Material sites use are read as they show: admonitions and
+collapsible blocks (their title is context, like a heading), content tabs (their label likewise),
+attribute lists, abbreviation definitions, snippet markers and ``[TOC]`` (markup, left out), icon
+shortcodes (images, left out), inline-highlight prefixes and MyST roles. A YAML front matter block is
+skipped; HTML blocks go to :mod:`sparc_es.corpus.readers.html`. Spans are exact lines (markdown-it's
+line maps).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import replace
+from functools import lru_cache
+
+from markdown_it import MarkdownIt
+from mdit_py_plugins.admon import admon_plugin
+from mdit_py_plugins.attrs import attrs_block_plugin
+
+from sparc_es.corpus.readers.blocks import (
+    CODE,
+    HEADING,
+    ITEM,
+    PARAGRAPH,
+    QUOTE,
+    Block,
+    Report,
+    chain,
+    lead_of,
+    line_starts,
+    role_text,
+    row_block,
+    squash,
+)
+from sparc_es.corpus.readers.html import html_blocks
+
+MARKDOWN_NESTING = 100  # markdown-it's limit (default 20: ten list levels); content deeper is cut and reported
+
+
+@lru_cache(maxsize=1)
+def _markdown():
+    """CommonMark with GFM tables and the Python-Markdown extensions MkDocs-Material sites use:
+    admonitions and collapsible blocks (``!!!``, ``???``, ``???+``: mdit-py-plugins), content tabs
+    (``=== "Label"``: :func:`_tabs`), block attribute lists (``{ .annotate }``: mdit-py-plugins)."""
+    md = MarkdownIt("commonmark", {"maxNesting": MARKDOWN_NESTING}).enable("table")
+    md.use(admon_plugin).use(attrs_block_plugin)
+    md.block.ruler.before("fence", "tabs", _tabs, {"alt": ["paragraph", "reference", "blockquote", "list"]})
+    return md
+
+
+# pymdownx.tabbed: === "Label" (===! starts a new set of tabs, ===+ selects one), its body indented.
+_TAB = re.compile(r'===[!+]{0,2}[ \t]+"([^"\n]*)"[ \t]*$')
+TAB_INDENT = 4
+
+
+def _tabs(state, start_line: int, end_line: int, silent: bool) -> bool:
+    """A markdown-it block rule for a content tab: ``tab_open`` (its label in ``meta``), the body's
+    blocks, ``tab_close``. Its body runs while lines are indented or blank, as pymdownx.tabbed reads it."""
+    if state.sCount[start_line] - state.blkIndent >= 4:  # an indented code block
+        return False
+    start = state.bMarks[start_line] + state.tShift[start_line]
+    found = _TAB.match(state.src[start:state.eMarks[start_line]])
+    if found is None:
+        return False
+    if silent:
+        return True
+    indent = state.blkIndent + TAB_INDENT
+    line, blank = start_line + 1, False
+    while line < end_line:
+        empty = state.bMarks[line] + state.tShift[line] >= state.eMarks[line]
+        if not empty and state.sCount[line] < indent:
+            break
+        if empty and blank:  # two blank lines close it, as they close an admonition
+            break
+        blank, line = empty, line + 1
+    old = state.parentType, state.lineMax, state.blkIndent
+    state.parentType, state.lineMax, state.blkIndent = "tab", line, indent
+    token = state.push("tab_open", "div", 1)
+    token.meta, token.map, token.block = {"label": found.group(1).strip()}, [start_line, line], True
+    state.md.block.tokenize(state, start_line + 1, line)
+    token = state.push("tab_close", "div", -1)
+    token.block = True
+    state.parentType, state.lineMax, state.blkIndent = old
+    state.line = line
+    return True
+
+
+# Python-Markdown's attribute list after a heading or a paragraph ({: #anchor .class key=value },
+# the colon optional), and the lines of other extensions that are markup, not text: abbreviation
+# definitions (*[HTML]: ...), snippet includes (--8<-- "file"), [TOC].
+_ATTR_LIST = re.compile(r'\s*\{:?(?:\s*(?:[#.][^\s{}]+|[\w-]+=(?:"[^"]*"|\'[^\']*\'|[^\s}]+)))+\s*:?\}\s*$')
+_INLINE_ATTR_LIST = re.compile(r'\{:(?:\s*(?:[#.][^\s{}]+|[\w-]+=(?:"[^"]*"|\'[^\']*\'|[^\s}]+)))+\s*\}')
+# MkDocs-Material's icon shortcodes (:octicons-heart-fill-16:, :material-github:): images, not words.
+_ICON = re.compile(r"(?<![\w:]):(?:octicons|fontawesome|material|simple)-[a-z0-9-]+:(?![\w:])")
+_MARKUP_LINE = re.compile(r'\*\[[^\]]+\]:.*|-{1,}8<-{1,}.*|;-{1,}8<-{1,}.*|\[TOC\]')
+
+
+def _strip_markup(text: str, source: str = "") -> str:
+    """A heading's or paragraph's ``text`` without a trailing attribute list; "" when every line of
+    its ``source`` is extension markup (abbreviation definitions, snippet markers, [TOC])."""
+    lines = [line.strip() for line in source.split("\n") if line.strip()]
+    if lines and all(_MARKUP_LINE.fullmatch(line) for line in lines):
+        return ""
+    return squash(_ICON.sub("", _INLINE_ATTR_LIST.sub("", _ATTR_LIST.sub("", text))))
+
+
+def _front_matter_lines(text: str, lines: list[int]) -> int:
+    """How many lines a YAML front matter block (``---`` ... ``---`` or ``...``) takes, or 0."""
+    if not text.startswith("---"):
+        return 0
+    for n in range(len(lines) - 1):
+        line = text[lines[n]:lines[n + 1]].rstrip()
+        if n == 0 and line != "---":
+            return 0
+        if n and line in ("---", "..."):
+            return n + 1
+    return 0
+
+
+_MYST_ROLE = re.compile(r"\{[a-zA-Z][\w:+-]*\}$")
+
+
+_INLINE_HILITE = re.compile(r"^#!\w[\w+-]*\s+")
+
+
+def _inline(token) -> str:
+    """The clean text of a markdown-it inline token: text, code spans, link text, image alts.
+
+    A run of images with no other text (a row of badges) gives nothing."""
+    parts, has_text = [], False
+    for child in token.children or ():
+        kind = child.type
+        content = child.content
+        if kind == "code_inline" and parts and _MYST_ROLE.search(parts[-1]):
+            # A MyST role, {ref}`Title <target>`: the role's name is markup, its title (or target) the text.
+            parts[-1] = _MYST_ROLE.sub("", parts[-1])
+            content = role_text("", content)
+        if kind == "code_inline":
+            content = _INLINE_HILITE.sub("", content)  # pymdownx.inlinehilite's `#!python x` shows x
+        if kind in ("text", "code_inline"):
+            parts.append(content)
+            has_text = has_text or bool(content.strip())
+        elif kind in ("softbreak", "hardbreak"):
+            parts.append(" ")
+        elif kind == "image":
+            parts.append(child.content)  # the alt text, already plain
+        elif kind == "html_inline":
+            # Tags and comments are markup; a line break or a block tag still separates words.
+            tag = child.content[1:].lstrip("/").split(None, 1)[0].rstrip("/>").lower() if child.content else ""
+            if tag in ("br", "p", "div", "li", "td", "th", "tr", "hr"):
+                parts.append(" ")
+        # link_open/close, em/strong open/close: markup only
+    return squash("".join(parts)) if has_text else ""
+
+
+def markdown_blocks(text: str, report: Report) -> Iterator[Block]:
+    """The blocks of a Markdown document, in order; ``report(line, what)`` hears of what was cut."""
+    lines = line_starts(text)
+    front = _front_matter_lines(text, lines)
+    # The front matter's lines are blanked, not cut: line numbers (and so spans) stay the file's.
+    body = "\n" * front + text[lines[front]:] if front else text
+    tokens = _markdown().parse(body)
+    deepest = max(tokens, key=lambda t: t.level, default=None)
+    if deepest is not None and deepest.level >= MARKDOWN_NESTING - 1:  # markdown-it stopped reading there
+        report(deepest.map[0] + 1 if deepest.map else None,
+               f"lists and quotes nested deeper than {MARKDOWN_NESTING} levels: what is inside left out")
+
+    def span(token) -> tuple[int, int]:
+        a, b = token.map
+        return lines[min(a, len(lines) - 1)], lines[min(b, len(lines) - 1)]
+
+    heads: list[tuple[int, str]] = []  # (level, title) of the open sections
+    leads: list[str] = []  # the lead-in of each open list, innermost last
+    containers: list[str] = []  # "item" / "quote", innermost last
+    boxes: list[list[tuple[int, str]]] = []  # the sections open when each admonition or tab opened
+    prev: Block | None = None  # the block just before, while nothing else came in between
+    i = 0
+    while i < len(tokens):
+        t = tokens[i]
+        kind = t.type
+        headings = tuple(h for _, h in heads)
+        if kind == "heading_open":
+            level = int(t.tag[1])
+            title = _strip_markup(_inline(tokens[i + 1]))
+            while heads and heads[-1][0] >= level:
+                heads.pop()
+            if title:
+                a, b = span(t)
+                yield Block(title, tuple(h for _, h in heads), kind=HEADING, start=a, end=b, level=level)
+                heads.append((level, title))
+            prev = None
+            i += 3
+            continue
+        if kind in ("bullet_list_open", "ordered_list_open"):
+            lead = ""
+            if prev is not None and tokens[i - 1].type == "paragraph_close":
+                lead = chain(prev.lead, prev.text) if prev.kind == ITEM else lead_of(prev.text)
+            leads.append(lead or (leads[-1] if leads and containers and containers[-1] == "item" else ""))
+            prev = None
+        elif kind in ("bullet_list_close", "ordered_list_close"):
+            leads.pop()
+            prev = None
+        elif kind == "list_item_open":
+            containers.append("item")
+        elif kind == "blockquote_open":
+            containers.append("quote")
+        elif kind in ("list_item_close", "blockquote_close"):
+            containers.pop()
+        elif kind in ("admonition_open", "tab_open"):  # the box's title or the tab's label: context
+            boxes.append(heads[:])
+            label = t.content if kind == "admonition_open" else t.meta["label"]
+            if label:
+                heads.append((7, squash(label)))  # below every heading level
+            prev = None
+            if kind == "admonition_open":
+                i += 4 if i + 1 < len(tokens) and tokens[i + 1].type == "admonition_title_open" else 1
+                continue
+        elif kind in ("admonition_close", "tab_close"):
+            heads[:] = boxes.pop()
+            prev = None
+        elif kind == "paragraph_open":
+            a, b = span(t)
+            content = _strip_markup(_inline(tokens[i + 1]), body[a:b])
+            if content:
+                where = containers[-1] if containers else ""
+                block_kind = ITEM if where == "item" else QUOTE if where == "quote" else PARAGRAPH
+                lead = leads[-1] if block_kind == ITEM and leads else ""
+                prev = Block(content, headings, lead, block_kind, a, b)
+                yield prev
+            i += 3
+            continue
+        elif kind == "table_open":
+            i = yield from _markdown_table(tokens, i, headings, span)
+            prev = None
+            continue
+        elif kind in ("fence", "code_block"):
+            if kind == "fence" and t.map and t.map[1] >= body.count("\n") and not _closes(t, body):
+                report(t.map[0] + 1, f"a code fence ({t.markup}) left open: the rest of the file "
+                                     f"({t.map[1] - t.map[0]:,} lines) is read as code")
+            if t.content.strip():
+                a, b = span(t)
+                yield Block(squash(t.content), headings, kind=CODE, start=a, end=b, code=t.content.strip("\n"))
+            prev = None
+        elif kind == "html_block":
+            a, b = span(t)
+            stack = list(heads)
+            for block in html_blocks(t.content, a, stack, report, t.map[0] if t.map else 0):
+                yield replace(block, end=min(block.end, b))
+            heads[:] = stack  # an HTML heading (<h1 align="center">) opens a section as # does
+            prev = None
+        elif kind == "hr":
+            prev = None
+        i += 1
+
+
+def _closes(fence, body: str) -> bool:
+    """Whether a fence token's last line is its closing fence (markdown-it runs an open one to the end)."""
+    lines = body.split("\n")[fence.map[0]:fence.map[1]]
+    last = next((line.strip() for line in reversed(lines) if line.strip()), "")
+    return len(lines) > 1 and last.startswith(fence.markup) and not last.strip(fence.markup[0]).strip()
+
+
+def _markdown_table(tokens, i: int, headings: tuple[str, ...], span):
+    """Yield a GFM table's body rows as blocks; return the index after ``table_close``."""
+    header: list[str] = []
+    cells: list[str] = []
+    in_head = False
+    row = None
+    while tokens[i].type != "table_close":
+        t = tokens[i]
+        if t.type == "thead_open":
+            in_head = True
+        elif t.type == "thead_close":
+            in_head = False
+        elif t.type == "tr_open":
+            cells, row = [], t
+        elif t.type in ("th_open", "td_open"):
+            cells.append(_inline(tokens[i + 1]))
+        elif t.type == "tr_close":
+            if in_head:
+                header = cells
+            else:
+                block = row_block(header, cells, headings, *span(row))
+                if block:
+                    yield block
+        i += 1
+    return i + 1

@@ -721,6 +721,6 @@ def test_a_request_may_ask_its_own_hybrid(server, index):
     assert [h["score"] for h in default] != [h["score"] for h in search_get(server, question, 5, collapse="false",
                                                                             hybrid="none")[1]["hits"]]
     status, body, _ = search_get(server, question, 5, hybrid="none", hybrid_weight=0.3)
-    assert status == 422 and "does not apply with hybrid=none" in body["error"]
+    assert status == 422 and "does not apply to hybrid=none" in body["error"]
     assert search_get(server, question, 5, hybrid="rrf")[0] == 422
     assert search_get(server, question, 5)[1]["hits"][0]["score"] == default[0]["score"]  # back to the server's

@@ -287,20 +287,20 @@ class Service:
 
     def _asked(self, hybrid: str | None, weight: float | None):
         """The engine with one request's hybrid options (422 where they cannot apply)."""
-        from sparc_es.engines.hybrid import BM25_WEIGHT
+        from sparc_es.engines.hybrid import BM25_WEIGHT, HybridChoice
 
         asked = getattr(self.engine, "asked", None)
         if asked is None:
             raise ApiError(422, "hybrid and hybrid_weight per request apply to the Lucene engine's sum or SPARC "
                                 f"alone; this server runs {self.kind} {self.engine_info['hybrid'] or ''}".rstrip())
-        if hybrid == "none" and weight is not None:
-            raise ApiError(422, "hybrid_weight is BM25's share of the sum: it does not apply with hybrid=none")
-        if hybrid == "none":
-            return asked(None)
         try:
-            return asked(weight if weight is not None else self.engine_info["hybrid_weight"] or BM25_WEIGHT)
+            choice = HybridChoice.of(self.kind, hybrid or "sum", weight)
+            if choice.method is None:
+                return asked(None)
+            return asked(choice.weight if choice.weighed else self.engine_info["hybrid_weight"] or BM25_WEIGHT)
         except SparcError as e:
-            raise ApiError(422, one_line(e)) from None
+            why = one_line(e).replace("--hybrid-weight", "hybrid_weight").replace("--hybrid ", "hybrid=")
+            raise ApiError(422, why) from None
 
     def presenter(self):
         """The CLI's :class:`~sparc_es.answers.show.Presenter` over this engine (made on the worker thread)."""

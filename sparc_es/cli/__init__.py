@@ -222,7 +222,7 @@ def _open_engine(args: argparse.Namespace):
     from sparc_es.engines import open_engine
 
     _check_engine_options(args)
-    hybrid = "default" if args.hybrid is None and args.engine != "bm25" else args.hybrid
+    hybrid = _hybrid(args)
     if args.engine == "es":
         return open_engine("es", args.index, connection=_connection(args), es_index=_es_index(args),
                            tokenizer=args.tokenizer, query_mode=args.query_mode or "rank_feature", hybrid=hybrid,
@@ -232,17 +232,20 @@ def _open_engine(args: argparse.Namespace):
 
 def _check_engine_options(args: argparse.Namespace) -> None:
     """``search``, ``serve`` and ``run``: Elasticsearch's options with --engine es only, the hybrid's
-    with the SPARC engines only, --hybrid-weight with a sum only (the default is one)."""
+    as :class:`~sparc_es.engines.hybrid.HybridChoice` rules, before anything is opened."""
+    from sparc_es.engines.hybrid import HybridChoice
+
     _no_bm25_weight(args)
     if args.engine != "es":
         _refuse(args, ES_CONNECTION + ES_QUERY, f"applies to --engine es only, not --engine {args.engine}")
     if args.engine == "bm25":
-        _refuse(args, HYBRID, "fuses SPARC with BM25: it applies to --engine lucene and es, not to the BM25 engine")
-    if args.engine == "bm25":
         _refuse(args, ("min_score",), "applies to the SPARC engines (the default's scores are fractions), not to BM25")
-    if args.hybrid in ("rrf", "none") and args.hybrid_weight is not None:
-        raise SparcError(f"--hybrid-weight is BM25's share of a hybrid sum: it does not apply to --hybrid "
-                         f"{args.hybrid}")
+    HybridChoice.of(args.engine, _hybrid(args), args.hybrid_weight)
+
+
+def _hybrid(args: argparse.Namespace) -> str | None:
+    """``--hybrid`` as given, or the default hybrid on the SPARC engines."""
+    return "default" if args.hybrid is None and args.engine != "bm25" else args.hybrid
 
 
 def _printable(text: str, one_line: bool = False) -> str:
@@ -861,7 +864,7 @@ def _dsl_blend(args: argparse.Namespace, name: str):
 
 def cmd_query_dsl(args: argparse.Namespace) -> int:
     from sparc_es.engines.elastic import bm25_body, query_body
-    from sparc_es.engines.hybrid import BM25_WEIGHT, DEFAULT_METHOD, DEPTH, RRF_K
+    from sparc_es.engines.hybrid import DEFAULT_METHOD, DEPTH, RRF_K, HybridChoice
     from sparc_es.model.query import QueryEncoder
 
     _no_bm25_weight(args)
@@ -871,11 +874,7 @@ def cmd_query_dsl(args: argparse.Namespace) -> int:
     if not args.question.strip():
         raise SparcError("empty question")
     method = args.hybrid or DEFAULT_METHOD.value
-    if method in ("rrf", "none") and args.hybrid_weight is not None:
-        raise SparcError(f"--hybrid-weight is BM25's share of a hybrid sum: it does not apply to --hybrid {method}")
-    weight = BM25_WEIGHT if args.hybrid_weight is None else args.hybrid_weight
-    if not 0.0 <= weight <= 1.0:
-        raise SparcError("the BM25 weight of a hybrid sum must be between 0 and 1")
+    weight = HybridChoice.of("es", method, args.hybrid_weight).weight
     name = args.es_index or os.environ.get("SPARC_ES_INDEX", "sparc")
     if method != "sum":
         _refuse(args, ES_CONNECTION, "reads the sum's maxima from the cluster: it applies to --hybrid sum only")

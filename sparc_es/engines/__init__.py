@@ -39,23 +39,11 @@ def open_engine(kind: EngineKind | str = EngineKind.LUCENE, index: str | Path | 
     (an index built by an older sparc-es), else SPARC alone, said through ``notice``. A
     ``hybrid_weight`` without a sum to weigh is an error, never ignored.
     """
-    from sparc_es.engines.hybrid import BM25_WEIGHT, DEFAULT_METHOD, HybridEngine, HybridMethod
+    from sparc_es.engines.hybrid import DEFAULT_METHOD, HybridChoice, HybridEngine, HybridMethod
 
     kind = choice(EngineKind, kind, "engine")
-    default = hybrid == "default"
-    method = None if hybrid in (None, "none", "default") else choice(HybridMethod, hybrid, "hybrid method")
-    if kind is EngineKind.BM25:
-        if hybrid not in (None, "default") or hybrid_weight is not None:
-            raise SparcError("--hybrid and --hybrid-weight fuse SPARC with BM25: they apply to --engine lucene "
-                             "and es, not to the BM25 engine")
-    elif method is HybridMethod.RRF and hybrid_weight is not None:
-        raise SparcError("--hybrid-weight is BM25's share of a hybrid sum: it does not apply to --hybrid rrf")
-    elif hybrid in (None, "none") and hybrid_weight is not None:
-        raise SparcError("--hybrid-weight is BM25's share of a hybrid sum: it needs --hybrid sum (or the default "
-                         "hybrid), not SPARC alone")
-    weight = BM25_WEIGHT if hybrid_weight is None else hybrid_weight
-    if not 0.0 <= weight <= 1.0:
-        raise SparcError(f"--hybrid-weight is BM25's share of the sum: between 0 and 1, not {weight:g}")
+    asked = HybridChoice.of(kind, hybrid, hybrid_weight)
+    method, weight, default = asked.method, asked.weight, asked.default
 
     def fallback(why: str, searchable: bool) -> HybridMethod | None:
         """What the default becomes on an index without BM25 terms: the two-search fusion where
@@ -65,7 +53,7 @@ def open_engine(kind: EngineKind | str = EngineKind.LUCENE, index: str | Path | 
                 notice(f"{why}: fusing two searches client-side ({HybridMethod.MINMAX.value}); rebuild the index "
                        "with this sparc-es for the one-request default")
             return HybridMethod.MINMAX
-        if hybrid_weight is not None:
+        if asked.weighed:
             raise SparcError(f"--hybrid-weight weighs the default hybrid, but {why} and it cannot be searched by BM25")
         if notice is not None:
             notice(f"{why} and it cannot be searched by BM25: searching with SPARC alone, not the default hybrid")

@@ -21,10 +21,10 @@ Ties are broken by sentence id so that a fused run is deterministic.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from sparc_es.engines.base import Hit, HybridMethod
+from sparc_es.engines.base import EngineKind, Hit, HybridMethod
 from sparc_es.engines.blend import BM25_SHARE
 from sparc_es.errors import SparcError, choice
 
@@ -39,6 +39,40 @@ CLIENT_SIDE = (HybridMethod.MINMAX, HybridMethod.RRF)
 
 # What `sparc-es search`, `serve` and `run` do unless told otherwise (--hybrid none: SPARC alone).
 DEFAULT_METHOD = HybridMethod.SUM
+
+
+@dataclass(frozen=True)
+class HybridChoice:
+    """What ``--hybrid`` and ``--hybrid-weight`` (or the API's ``hybrid``, ``hybrid_weight``, or a
+    ``table`` system's options) ask of an engine, checked by :meth:`of`: the one owner of their rules,
+    which the CLI, the server, ``table`` and :func:`~sparc_es.engines.open_engine` all call."""
+
+    method: HybridMethod | None  # None: SPARC alone, or the BM25 engine
+    weight: float  # BM25's share of a sum
+    default: bool = False  # the default asked for: ``sum`` where the index stores BM25 terms (open_engine)
+    weighed: bool = False  # a weight was given, so a fallback that cannot weigh it is an error
+
+    @classmethod
+    def of(cls, kind: EngineKind | str, hybrid: str | None, weight: float | None) -> HybridChoice:
+        """``hybrid``: ``sum``, ``minmax``, ``rrf``, ``none``, ``default`` or None (SPARC alone on
+        the SPARC engines, nothing on BM25); ``weight``: BM25's share, given only with a sum to weigh
+        (``sum``, ``minmax`` or the default). Anything else is a one-line error, never ignored."""
+        kind = choice(EngineKind, kind, "engine")
+        default = hybrid == "default"
+        method = None if hybrid in (None, "none", "default") else choice(HybridMethod, hybrid, "hybrid method")
+        if kind is EngineKind.BM25:
+            if hybrid not in (None, "default") or weight is not None:
+                given = "--hybrid" if hybrid not in (None, "default") else "--hybrid-weight"
+                raise SparcError(f"{given} fuses SPARC with BM25: it applies to --engine lucene and es, not to the "
+                                 "BM25 engine")
+            return cls(None, BM25_WEIGHT)
+        if weight is not None and (method is HybridMethod.RRF or hybrid in (None, "none")):
+            raise SparcError(f"--hybrid-weight is BM25's share of a hybrid sum: it does not apply to --hybrid "
+                             f"{hybrid or 'none'}" + (" (SPARC alone)" if method is None else ""))
+        share = BM25_WEIGHT if weight is None else weight
+        if not 0.0 <= share <= 1.0:
+            raise SparcError(f"--hybrid-weight is BM25's share of the sum: between 0 and 1, not {share:g}")
+        return cls(method, share, default, weight is not None)
 
 
 def normalised_sum(sparc: list[Hit], bm25: list[Hit], bm25_weight: float = BM25_WEIGHT) -> list[tuple[str, float]]:

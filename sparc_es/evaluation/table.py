@@ -130,10 +130,13 @@ class System:
                 raise SparcError(f"bad value in {item!r} of system {spec!r}{why}") from None
         from sparc_es.errors import choice
 
-        if "hybrid" in options:
-            from sparc_es.engines.hybrid import HybridMethod
+        if "hybrid" in options or "hybrid_weight" in options:
+            from sparc_es.engines.hybrid import HybridChoice
 
-            choice(HybridMethod, options["hybrid"], f"hybrid method in system {spec!r}")
+            try:
+                HybridChoice.of("lucene", options.get("hybrid"), options.get("hybrid_weight"))
+            except SparcError as e:
+                raise SparcError(f"system {spec!r}: {e}") from None
         if "max_over" in options or "head" in options:
             from sparc_es.model.config import Head, MaxOver
 

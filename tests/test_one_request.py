@@ -191,6 +191,45 @@ def test_an_index_without_bm25_terms_falls_back_with_a_notice(docs_index, tmp_pa
         engine.close()
 
 
+@pytest.mark.jvm
+def test_every_engine_declares_what_it_is_and_can_do(docs_index):
+    """The answers stage asks an engine what it is (describe) and what it can do (the abilities of
+    engines.base), never probes attribute names: each real engine answers as it behaves."""
+    from sparc_es.engines import open_engine
+    from sparc_es.engines.base import (
+        Description,
+        Engine,
+        Fusion,
+        HybridMethod,
+        Impacts,
+        Reweighable,
+        Tokenized,
+        sparc_side,
+    )
+
+    index = docs_index / "index"
+    expected = {  # (hybrid, weight) -> description, abilities
+        ("default", None): (Description("lucene", HybridMethod.SUM, 0.4), {Impacts, Tokenized, Reweighable}),
+        ("none", None): (Description("lucene"), {Impacts, Tokenized, Reweighable}),
+        ("minmax", 0.3): (Description("lucene", HybridMethod.MINMAX, 0.3), {Fusion}),
+        ("rrf", None): (Description("lucene", HybridMethod.RRF), {Fusion}),
+    }
+    for (hybrid, weight), (description, abilities) in expected.items():
+        engine = open_engine("lucene", index, hybrid=hybrid, hybrid_weight=weight)
+        try:
+            assert isinstance(engine, Engine) and engine.describe() == description
+            assert {a for a in (Impacts, Tokenized, Reweighable, Fusion) if isinstance(engine, a)} == abilities
+            assert isinstance(sparc_side(engine), Impacts)  # a fusion's SPARC side holds the impacts
+        finally:
+            engine.close()
+    bm25 = open_engine("bm25", index)
+    try:
+        assert bm25.describe() == Description("bm25")
+        assert not any(isinstance(bm25, a) for a in (Impacts, Tokenized, Reweighable, Fusion))
+    finally:
+        bm25.close()
+
+
 # --- Elasticsearch (es, jvm) -----------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -227,12 +266,15 @@ def test_the_default_ranks_and_scores_the_same_on_lucene_and_elasticsearch(docs_
 @pytest.mark.jvm
 def test_the_default_is_one_search_request_on_elasticsearch(docs_index, docs_es, es_url):
     from sparc_es.engines import open_engine
+    from sparc_es.engines.base import Description, Fusion, HybridMethod, Impacts, Reweighable, Tokenized
     from sparc_es.engines.elastic import Connection, ElasticEngine
 
     engine = open_engine("es", connection=Connection(es_url), es_index=docs_es, tokenizer=docs_index / "index",
                          hybrid="default")
     try:
         assert isinstance(engine, ElasticEngine) and engine.bm25_weight == 0.4
+        assert engine.describe() == Description("es", HybridMethod.SUM, 0.4)
+        assert isinstance(engine, Tokenized) and not isinstance(engine, (Impacts, Reweighable, Fusion))
         sent = []
         search, msearch = engine.client.search, engine.client.msearch
         engine.client.search = lambda **kw: sent.append(("search", kw)) or search(**kw)

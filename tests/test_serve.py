@@ -30,7 +30,7 @@ from sparc_es.answers.server import page
 from sparc_es.cli import main
 from sparc_es.encode.run import IDF_DEFAULT, encode_corpus
 from sparc_es.engines import open_engine
-from sparc_es.engines.base import Hit
+from sparc_es.engines.base import Description, Hit
 from sparc_es.engines.hybrid import BM25_WEIGHT, DEFAULT_METHOD
 from sparc_es.engines.lucene import build_index
 from sparc_es.errors import EngineError
@@ -451,6 +451,9 @@ class _Engine:
         with self.lock:
             self.running -= 1
         return [Hit(id=question, score=1.0, text=question)]
+
+    def describe(self) -> Description:
+        return Description("lucene")
 
     def close(self) -> None:
         pass

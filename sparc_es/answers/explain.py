@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from sparc_es.answers.show import Places, paragraph
-from sparc_es.engines.base import MAX_HITS
+from sparc_es.engines.base import MAX_HITS, Impacts, sparc_side
 from sparc_es.errors import SparcError
 from sparc_es.layout.manifest import Manifest
 from sparc_es.layout.names import LUCENE
@@ -46,8 +46,8 @@ class Explainer:
         if self.manifest.index is None or self.manifest.index.engine != LUCENE:
             raise SparcError(f"{self.index}: explain needs a sparc-es Lucene index (sparc-es index --index DIR)")
         self.engine = engine
-        self.sparc = getattr(engine, "sparc", engine)
-        if not hasattr(self.sparc, "stored"):
+        self.sparc = sparc_side(engine)
+        if not isinstance(self.sparc, Impacts):
             raise SparcError("explain reads the impacts of the Lucene impact index: search it with --engine lucene")
         self._model, self._device = model, device
         self._inputs = None
@@ -179,7 +179,7 @@ def _rank(word: str) -> bool:
 
 
 def _hybrid_name(engine) -> str | None:
-    method = getattr(engine, "method", None)
+    method = engine.describe().hybrid
     return method.value if method is not None else None
 
 

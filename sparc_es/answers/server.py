@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 from sparc_es import __version__
-from sparc_es.engines.base import Engine, Hit
+from sparc_es.engines.base import Engine, Hit, Reweighable
 from sparc_es.errors import SparcError
 from sparc_es.layout.manifest import Manifest
 from sparc_es.layout.names import META, SENTENCES
@@ -193,10 +193,9 @@ class Service:
         or before it starts)."""
         self.engine = engine
         self._presenter = self._explainer = None  # made on the worker thread when first needed
-        method = getattr(engine, "method", None)  # the hybrid, or None: SPARC alone, BM25
-        weighed = method is not None and method.value in ("sum", "minmax")
-        self.engine_info = {"engine": self.kind, "hybrid": method.value if method is not None else None,
-                            "hybrid_weight": engine.bm25_weight if weighed else None}
+        described = engine.describe()
+        self.engine_info = {"engine": self.kind, "hybrid": described.hybrid.value if described.hybrid else None,
+                            "hybrid_weight": described.hybrid_weight}
         self.stamp = _stamp(self.index)
         self.manifest = Manifest.read(self.index) if self.index is not None else None
         store = self.index / SENTENCES if self.index is not None else None
@@ -289,15 +288,15 @@ class Service:
         """The engine with one request's hybrid options (422 where they cannot apply)."""
         from sparc_es.engines.hybrid import BM25_WEIGHT, HybridChoice
 
-        asked = getattr(self.engine, "asked", None)
-        if asked is None:
+        if not isinstance(self.engine, Reweighable):
             raise ApiError(422, "hybrid and hybrid_weight per request apply to the Lucene engine's sum or SPARC "
                                 f"alone; this server runs {self.kind} {self.engine_info['hybrid'] or ''}".rstrip())
         try:
             choice = HybridChoice.of(self.kind, hybrid or "sum", weight)
             if choice.method is None:
-                return asked(None)
-            return asked(choice.weight if choice.weighed else self.engine_info["hybrid_weight"] or BM25_WEIGHT)
+                return self.engine.asked(None)
+            share = choice.weight if choice.weighed else self.engine_info["hybrid_weight"] or BM25_WEIGHT
+            return self.engine.asked(share)
         except SparcError as e:
             why = one_line(e).replace("--hybrid-weight", "hybrid_weight").replace("--hybrid ", "hybrid=")
             raise ApiError(422, why) from None

@@ -35,9 +35,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from sparc_es.corpus.readers import HEADING, format_of, read_blocks
+from sparc_es.corpus.readers import format_of, read_blocks
+from sparc_es.corpus.readers.blocks import HEADING
 from sparc_es.corpus.sources import CONTROL, Sentence, context_of
-from sparc_es.engines.base import Hit
+from sparc_es.engines.base import Hit, Impacts, Tokenized, sparc_side
 
 # Words too common to mark or to count as the question's meaning: the search page's list
 # (sparc_es/answers/web/index.html), which it marks by the same rule.
@@ -369,17 +370,18 @@ class Presenter:
         from sparc_es.model.query import QueryEncoder
 
         self.engine = engine
-        self.sparc = getattr(engine, "sparc", engine)  # a hybrid's SPARC engine: the impacts
+        self.sparc = sparc_side(engine)  # a hybrid's SPARC engine: the impacts
         folder = Path(index) if index is not None else (Path(tokenizer) if tokenizer is not None else None)
         manifest = Manifest.read(folder) if folder is not None and (folder / META).is_file() else None
         self.places = Places(manifest.corpus_roots(folder) if manifest is not None else ())
         store = folder / SENTENCES if folder is not None else None
         self.store = SentenceStore(store) if store is not None and store.is_file() else None
-        self.queries = getattr(self.sparc, "queries", None) or QueryEncoder.load(folder or "default")
+        tokenized = isinstance(self.sparc, Tokenized)
+        self.queries = self.sparc.queries if tokenized else QueryEncoder.load(folder or "default")
         self.statistics = CorpusStatistics.read(folder) if folder is not None else None
 
     def question(self, question: str) -> QuestionMatch:
-        postings = getattr(self.sparc, "postings", None)
+        postings = self.sparc.postings if isinstance(self.sparc, Impacts) else None
         return match_question(question, self.queries, self.statistics, postings)
 
     def hits(self, question: str, hits: list[Hit], match: QuestionMatch | None = None) -> list[Shown]:
@@ -388,7 +390,7 @@ class Presenter:
         if self.store is not None and hits:
             stored = self.store.get([h.id for h in hits], context=True)
         covers = None
-        if hasattr(self.sparc, "stored") and hits:
+        if isinstance(self.sparc, Impacts) and hits:
             tokens = list(match.tokens) if match is not None else list(self.queries.bag(question))
             held = self.sparc.stored([h.id for h in hits], tokens)
             covers = {h.id: [t for t in tokens if held.get(h.id, {}).get(t, 0) > 0] for h in hits}

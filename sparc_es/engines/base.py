@@ -1,11 +1,18 @@
-"""The engine contract: :class:`Hit`, the :class:`Engine` protocol and the engine kinds."""
+"""The engine contract: :class:`Hit`, the :class:`Engine` protocol, the engine kinds, and the optional
+abilities an engine declares by having them (:class:`Tokenized`, :class:`Impacts`, :class:`Reweighable`,
+:class:`Fusion`): what the answers stage may ask of an engine beyond searching.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, fields, replace
 from enum import Enum
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from sparc_es.model.query import QueryEncoder
 
 # Hits per question an engine is asked for: Elasticsearch's default max_result_window, and far past
 # what a person reads or a run is evaluated at (1,000); a Java priority queue of 2^31 entries is not.
@@ -50,8 +57,57 @@ class Engine(Protocol):
     def batch_search(self, topics: Topics, k: int = 1000, threads: int = 1) -> dict[str, list[Hit]]:
         """The top ``k`` for many (qid, question) pairs, keyed by qid (texts may be left out)."""
 
+    def describe(self) -> Description:
+        """What this engine is: its kind and the hybrid it runs (run tags, ``/health``, explanations)."""
+
     def close(self) -> None:
         """Release files, connections and stores."""
+
+
+# The optional abilities. An engine has one by having its members; the answers stage asks with
+# isinstance (these are runtime-checkable), never by probing for attribute names.
+
+
+@runtime_checkable
+class Tokenized(Protocol):
+    """An engine that reads a question as a bag of WordPieces (the SPARC engines): the tokenizer the
+    page and the CLI use to say which words of a question the index holds."""
+
+    queries: QueryEncoder
+
+
+@runtime_checkable
+class Impacts(Protocol):
+    """An engine whose index can be read back (the Lucene impact index): ``explain`` and the
+    question's match are computed from it."""
+
+    def postings(self, tokens: Iterable[str]) -> dict[str, int]:
+        """How many sentences hold each token."""
+
+    def stored(self, ids: list[str], tokens: Iterable[str]) -> dict[str, dict[str, int]]:
+        """The impacts the sentences ``ids`` store for ``tokens``."""
+
+
+@runtime_checkable
+class Reweighable(Protocol):
+    """An engine whose hybrid can change for one request (the Lucene sum): the server's per-request
+    ``hybrid`` and ``hybrid_weight``."""
+
+    def asked(self, bm25_share: float | None) -> AbstractContextManager:
+        """Within the context, search with BM25's share ``bm25_share`` of the sum (None: SPARC alone)."""
+
+
+@runtime_checkable
+class Fusion(Protocol):
+    """Two engines' lists fused client-side: the SPARC side holds the impacts."""
+
+    sparc: Engine
+    bm25: Engine
+
+
+def sparc_side(engine: Engine) -> Engine:
+    """The engine that holds the SPARC impacts: a fusion's SPARC side, else ``engine`` itself."""
+    return engine.sparc if isinstance(engine, Fusion) else engine
 
 
 class EngineKind(str, Enum):
@@ -66,6 +122,16 @@ class HybridMethod(str, Enum):
     SUM = "sum"  # one request: the engine sums SPARC and BM25 (blend.py)
     MINMAX = "minmax"  # two requests, min-max normalised and summed here
     RRF = "rrf"  # two requests, reciprocal-rank fusion here
+
+
+@dataclass(frozen=True)
+class Description:
+    """What an engine is (:meth:`Engine.describe`): its kind (``lucene``, ``es``, ``bm25``, ``exact``,
+    ...), the hybrid it runs, and BM25's share where that hybrid weighs one (a sum or ``minmax``)."""
+
+    engine: str
+    hybrid: HybridMethod | None = None
+    hybrid_weight: float | None = None
 
 
 def above(hits: list[Hit], min_score: float | None) -> list[Hit]:

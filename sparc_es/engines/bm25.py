@@ -21,7 +21,7 @@ import numpy as np
 
 from sparc_es.corpus.sources import Sentence
 from sparc_es.engines._java import TopK, folder_size, index_collection, parts, start_jvm
-from sparc_es.engines.base import Hit
+from sparc_es.engines.base import Description, EngineKind, Hit
 from sparc_es.engines.exact import ranked_batches
 from sparc_es.errors import StoreError
 from sparc_es.layout.names import BM25, LUCENE, SENTENCES
@@ -96,6 +96,9 @@ class LuceneBM25:
                 out[qid] = [Hit(id=sentence_id, score=float(score)) for _, score, sentence_id in hits]
         return out
 
+    def describe(self) -> Description:
+        return Description(EngineKind.BM25.value)
+
     def close(self) -> None:
         self.searcher.close()
         if self.store is not None:
@@ -144,6 +147,9 @@ class PaperBM25:
     def batch_search(self, topics: Iterable[tuple[str, str]], k: int = 1000, threads: int = 1) -> dict[str, list[Hit]]:
         return {qid: [Hit(id=self.ids[j], score=s) for j, s in ranked]
                 for qid, ranked in ranked_batches(list(topics), self.scores, k)}
+
+    def describe(self) -> Description:
+        return Description("paper-bm25")
 
     def close(self) -> None:
         pass  # everything is in memory

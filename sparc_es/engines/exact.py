@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sparc_es.engines.base import Hit
+from sparc_es.engines.base import Description, Hit
 from sparc_es.errors import StoreError
 from sparc_es.layout.manifest import Manifest
 from sparc_es.layout.records import iter_vectors, quantize
@@ -95,6 +95,9 @@ class ExactEngine:
         return {qid: [Hit(id=self.ids[j], score=s, impact=None if self.floats else int(round(s * self.factor)))
                       for j, s in ranked]
                 for qid, ranked in ranked_batches(list(topics), self.scores, k)}
+
+    def describe(self) -> Description:
+        return Description("exact")
 
     def close(self) -> None:
         pass  # everything is in memory

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from sparc_es.engines.base import EngineKind, Hit, HybridMethod
+from sparc_es.engines.base import Description, EngineKind, Hit, HybridMethod
 from sparc_es.engines.blend import BM25_SHARE
 from sparc_es.errors import SparcError, choice
 
@@ -143,12 +143,17 @@ class HybridEngine:
     def search(self, question: str, k: int = 10) -> list[Hit]:
         """Fused hits with their text, document and offsets (from the SPARC index's store where it
         has one, else as the engines returned them)."""
+        from sparc_es.engines.lucene import LuceneEngine
+
         hits = self.batch_search([("q", question)], k=k)["q"]
-        store = getattr(self.sparc, "store", None)
+        store = self.sparc.store if isinstance(self.sparc, LuceneEngine) else None
         found = store.get([h.id for h in hits]) if store is not None else {}
         return [h.located(found.get(h.id)) for h in hits]
 
+    def describe(self) -> Description:
+        weighed = self.method is HybridMethod.MINMAX
+        return Description(self.sparc.describe().engine, self.method, self.bm25_weight if weighed else None)
+
     def close(self) -> None:
         for engine in (self.sparc, self.bm25):
-            if hasattr(engine, "close"):
-                engine.close()
+            engine.close()

@@ -29,7 +29,7 @@ import orjson
 from sparc_es.engines import blend
 from sparc_es.engines._impacts import write_impact_index
 from sparc_es.engines._java import TopK, folder_size, index_documents, parts, start_jvm
-from sparc_es.engines.base import Hit, HybridMethod
+from sparc_es.engines.base import Description, EngineKind, Hit, HybridMethod
 from sparc_es.errors import EngineError, StoreError, count_mismatch
 from sparc_es.layout import ownership as folders
 from sparc_es.layout.locks import exclusive
@@ -210,6 +210,9 @@ class LuceneEngine:
         bag = self.queries.encode(question)
         return {sid: int(round(self.searcher.score(bag, d))) if bag else 0
                 for sid, d in self.searcher.docids(list(ids)).items()}
+
+    def describe(self) -> Description:
+        return Description(EngineKind.LUCENE.value, self.method, self.bm25_weight)
 
     def close(self) -> None:
         self.searcher.close()

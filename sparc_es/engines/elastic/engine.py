@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 
-from sparc_es.engines.base import Hit, HybridMethod
+from sparc_es.engines.base import Description, EngineKind, Hit, HybridMethod
 from sparc_es.engines.blend import BM25_SHARE, Blend
 from sparc_es.engines.elastic.connection import _cluster_errors, _redacted, check_server
 from sparc_es.engines.elastic.documents import BLEND_META, QueryMode, bm25_body, query_body, same_bm25, text_searchable
@@ -117,6 +117,9 @@ class ElasticEngine:
                             context=src.get("context")))
         return hits
 
+    def describe(self) -> Description:
+        return Description(EngineKind.ES.value, self.method, self.bm25_weight)
+
     def close(self) -> None:
         self.client.close()
 
@@ -134,6 +137,9 @@ class ElasticBM25(ElasticEngine):
 
     def body(self, question: str, k: int = 10) -> dict | None:
         return bm25_body(question, size=k) if question.strip() else None
+
+    def describe(self) -> Description:
+        return Description("es-bm25")
 
     def close(self) -> None:
         pass

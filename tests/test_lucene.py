@@ -179,9 +179,24 @@ def test_fusion_formulas_by_hand():
     bm25 = [Hit("c", 20.0), Hit("d", 10.0)]
     # min-max: sparc a 1, b 0.5, c 0; bm25 c 1, d 0
     assert normalised_sum(sparc, bm25, 0.25) == [("a", 0.75), ("b", 0.375), ("c", 0.25), ("d", 0.0)]
-    rrf = dict(reciprocal_rank([sparc, bm25]))
+    rrf = dict(reciprocal_rank(sparc, bm25))
     assert rrf["c"] == pytest.approx(1 / 63 + 1 / 61) and rrf["a"] == pytest.approx(1 / 61)
-    assert [i for i, _ in reciprocal_rank([sparc, bm25])] == ["c", "a", "b", "d"]
+    assert [i for i, _ in reciprocal_rank(sparc, bm25)] == ["c", "a", "b", "d"]
+
+
+def test_fusions_break_ties_by_input_order_not_by_id():
+    """The one tie rule: equal fused scores go to the sentence first in the encoded folder (each
+    side's order compared with its own side's), whatever the ids; an id is the last resort."""
+    from sparc_es.engines import Hit
+    from sparc_es.engines.hybrid import normalised_sum, reciprocal_rank
+
+    sparc = [Hit("z", 2.0, order=0), Hit("a", 2.0, order=5), Hit("m", 1.0, order=1)]
+    bm25 = [Hit("y", 3.0, order=9), Hit("b", 3.0, order=2)]
+    fused = normalised_sum(sparc, bm25, 0.5)  # z, a: 0.5; y, b: 0.5; m: 0
+    assert [i for i, _ in fused] == ["z", "a", "b", "y", "m"]  # SPARC places first, then BM25's
+    assert [i for i, _ in reciprocal_rank([Hit("q", 1.0, order=3), Hit("p", 1.0, order=4)],
+                                          [Hit("p", 1.0, order=4), Hit("q", 1.0, order=3)])] == ["q", "p"]
+    assert [i for i, _ in normalised_sum([Hit("b", 1.0), Hit("a", 1.0)], [], 0.0)] == ["a", "b"]  # no place: id
 
 
 @pytest.mark.parametrize("method", ["rrf", "minmax"])
@@ -208,7 +223,11 @@ def test_hybrid_fuses_the_two_real_lucene_runs(squad_index, method):
                     hi, lo = max(x.score for x in hits), min(x.score for x in hits)
                     part = weight * ((h.score - lo) / (hi - lo) if hi > lo else 1.0)
                 expected[h.id] = expected.get(h.id, 0.0) + part
-        best = sorted(expected.items(), key=lambda kv: (-kv[1], kv[0]))[:20]
+        places: dict[str, list[float]] = {}  # the tie rule: each side's input order, SPARC's first
+        for side, hits in enumerate((sparc[qid], bm25[qid])):
+            for h in hits:
+                places.setdefault(h.id, [float("inf")] * 2)[side] = h.order
+        best = sorted(expected.items(), key=lambda kv: (-kv[1], places[kv[0]], kv[0]))[:20]
         assert [h.id for h in fused[qid]] == [i for i, _ in best]
         assert [h.score for h in fused[qid]] == pytest.approx([s for _, s in best])
     hits = hybrid.search(questions[0], k=3)

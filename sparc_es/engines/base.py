@@ -1,6 +1,11 @@
 """The engine contract: :class:`Hit`, the :class:`Engine` protocol, the engine kinds, and the optional
 abilities an engine declares by having them (:class:`Tokenized`, :class:`Impacts`, :class:`Reweighable`,
 :class:`Fusion`): what the answers stage may ask of an engine beyond searching.
+
+**The one tie rule**, on every engine: hits are ranked by score, and sentences of equal score by
+their place in the encoded folder (input order, :attr:`Hit.order`): Lucene by docid (its index is
+always built in input order), the exact engines by column, Elasticsearch by the ``order`` each
+document stores (a sort after ``_score``), the client-side fusions by :func:`best_first`.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ class Hit:
     end: int | None = None
     code: str | None = None  # the code block the sentence leads into, as written
     context: str | None = None  # the passage, where the engine returns it (Elasticsearch; Lucene's is in the store)
+    order: int | None = None  # the sentence's place in the encoded folder: ties in score go to the lower
 
     def located(self, sentence) -> Hit:
         """This hit with the stored sentence's text, document, offsets and code (``None``: unchanged)."""
@@ -41,7 +47,17 @@ class Hit:
                        code=sentence.code)
 
     def to_json(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+        """The hit's fields that are set, less ``order`` (a ranking key, not something to show)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if f.name != "order" and getattr(self, f.name) is not None}
+
+
+def best_first(scored: dict[str, float], places: Mapping[str, tuple[float, ...]]) -> list[tuple[str, float]]:
+    """(id, score) best first by the one tie rule: score, then the sentence's place in the encoded
+    folder (``places``: a tuple, compared as tuples; an id without one goes after those with one),
+    then id."""
+    nowhere = (float("inf"),)
+    return sorted(scored.items(), key=lambda item: (-item[1], places.get(item[0], nowhere), item[0]))
 
 
 Topics = Iterable[tuple[str, str]]  # (qid, question)

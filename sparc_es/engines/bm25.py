@@ -93,7 +93,7 @@ class LuceneBM25:
         for part in parts(topics):
             queries = [self._generator.buildQuery(LUCENE_FIELD, self._analyzer, q) for _, q in part]
             for (qid, _), hits in zip(part, self.searcher.queries(queries, k, threads)):
-                out[qid] = [Hit(id=sentence_id, score=float(score)) for _, score, sentence_id in hits]
+                out[qid] = [Hit(id=sentence_id, score=float(score), order=docid) for docid, score, sentence_id in hits]
         return out
 
     def describe(self) -> Description:
@@ -145,7 +145,7 @@ class PaperBM25:
         return (queries @ self.weights.T).toarray()
 
     def batch_search(self, topics: Iterable[tuple[str, str]], k: int = 1000, threads: int = 1) -> dict[str, list[Hit]]:
-        return {qid: [Hit(id=self.ids[j], score=s) for j, s in ranked]
+        return {qid: [Hit(id=self.ids[j], score=s, order=j) for j, s in ranked]
                 for qid, ranked in ranked_batches(list(topics), self.scores, k)}
 
     def describe(self) -> Description:

@@ -92,8 +92,8 @@ class ExactEngine:
 
     def batch_search(self, topics: Iterable[tuple[str, str]], k: int = 1000, threads: int = 1) -> dict[str, list[Hit]]:
         """Score every sentence for every question, a chunk of questions at a time (bounded memory)."""
-        return {qid: [Hit(id=self.ids[j], score=s, impact=None if self.floats else int(round(s * self.factor)))
-                      for j, s in ranked]
+        return {qid: [Hit(id=self.ids[j], score=s, impact=None if self.floats else int(round(s * self.factor)),
+                          order=j) for j, s in ranked]
                 for qid, ranked in ranked_batches(list(topics), self.scores, k)}
 
     def describe(self) -> Description:

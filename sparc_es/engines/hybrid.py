@@ -15,7 +15,8 @@ per question by
   cannot be thresholded), a sentence missing from a list scoring 0 there;
 * ``rrf``: reciprocal-rank fusion (Cormack et al. 2009), ``sum over lists of 1 / (60 + rank)``.
 
-Ties are broken by sentence id so that a fused run is deterministic.
+Ties go by the one tie rule (:mod:`~sparc_es.engines.base`): input order, so that a fused run is
+deterministic and ranks ties as every engine does.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from sparc_es.engines.base import Description, EngineKind, Hit, HybridMethod
+from sparc_es.engines.base import Description, EngineKind, Hit, HybridMethod, best_first
 from sparc_es.engines.blend import BM25_SHARE
 from sparc_es.errors import SparcError, choice
 
@@ -85,16 +86,29 @@ def normalised_sum(sparc: list[Hit], bm25: list[Hit], bm25_weight: float = BM25_
         span = top - bottom
         for h in hits:
             fused[h.id] = fused.get(h.id, 0.0) + weight * ((h.score - bottom) / span if span > 0 else 1.0)
-    return sorted(fused.items(), key=lambda item: (-item[1], item[0]))
+    return best_first(fused, _places(sparc, bm25))
 
 
-def reciprocal_rank(runs: Iterable[list[Hit]], k: int = RRF_K) -> list[tuple[str, float]]:
-    """(id, fused score) best first: ``sum over runs of 1 / (k + rank)``, ranks from 1."""
+def reciprocal_rank(sparc: list[Hit], bm25: list[Hit], k: int = RRF_K) -> list[tuple[str, float]]:
+    """(id, fused score) best first: ``sum over the two lists of 1 / (k + rank)``, ranks from 1."""
+    runs = (sparc, bm25)
     fused: dict[str, float] = {}
     for hits in runs:
         for rank, h in enumerate(hits, start=1):
             fused[h.id] = fused.get(h.id, 0.0) + 1.0 / (k + rank)
-    return sorted(fused.items(), key=lambda item: (-item[1], item[0]))
+    return best_first(fused, _places(*runs))
+
+
+def _places(sparc: list[Hit], bm25: list[Hit]) -> dict[str, tuple[float, float]]:
+    """Each hit's place in the encoded folder as (SPARC side's order, BM25 side's order), unknown
+    as infinity: the two Lucene indexes number sentences apart (the impact index leaves out those
+    with no weight), so each order is compared only with its own side's."""
+    places: dict[str, list[float]] = {}
+    for side, hits in enumerate((sparc, bm25)):
+        for h in hits:
+            if h.order is not None:
+                places.setdefault(h.id, [float("inf"), float("inf")])[side] = h.order
+    return {i: (a, b) for i, (a, b) in places.items()}
 
 
 class HybridEngine:
@@ -125,11 +139,12 @@ class HybridEngine:
         """The top ``k`` of the two lists fused; a hit keeps the text, document and offsets its
         engine gave it (Elasticsearch's hits carry them, the Lucene engines' batch hits do not)."""
         if self.method is HybridMethod.RRF:
-            ranked = reciprocal_rank([sparc, bm25])[:k]
+            ranked = reciprocal_rank(sparc, bm25)[:k]
         else:
             ranked = normalised_sum(sparc, bm25, self.bm25_weight)[:k]
         if not any(h.text or h.doc is not None for h in sparc[:1] + bm25[:1]):
-            return [Hit(id=i, score=s) for i, s in ranked]
+            orders = {h.id: h.order for h in bm25 + sparc}  # the SPARC side's where both have one
+            return [Hit(id=i, score=s, order=orders.get(i)) for i, s in ranked]
         given = {h.id: h for hits in (bm25, sparc) for h in hits}
         return [replace(given[i], score=s, impact=None) for i, s in ranked]
 

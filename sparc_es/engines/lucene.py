@@ -181,15 +181,15 @@ class LuceneEngine:
     def _hits(self, scored: list[tuple[int, float, str]], with_text: bool = True) -> list[Hit]:
         if self.blend is not None:  # Lucene's float sum, in Lucene's order (ties: docid)
             found = self.store.get([sid for _, _, sid in scored]) if with_text else {}
-            return [Hit(id=sid, score=float(score)).located(found.get(sid)) for _, score, sid in scored]
+            return [Hit(id=sid, score=float(score), order=docid).located(found.get(sid))
+                    for docid, score, sid in scored]
         # Lucene sums in float and can land one ulp under the integer (67.99999 for 68), which
         # would put that hit after its ties: round back to the integer and re-sort by
         # (-score, docid), the order an exact sum gives.
         ranked = sorted((-int(round(score)), docid, sentence_id) for docid, score, sentence_id in scored)
-        pairs = [(sentence_id, -neg) for neg, _, sentence_id in ranked]
-        found = self.store.get([d for d, _ in pairs]) if with_text else {}
-        return [Hit(id=docid, score=impact / self.factor, impact=impact).located(found.get(docid))
-                for docid, impact in pairs]
+        found = self.store.get([sid for _, _, sid in ranked]) if with_text else {}
+        return [Hit(id=sid, score=-neg / self.factor, impact=-neg, order=docid).located(found.get(sid))
+                for neg, docid, sid in ranked]
 
     # --- what the index holds (``search`` and ``explain`` say how a question met it) ------------
 

@@ -78,6 +78,7 @@ BASE_MAPPING = {
         "start": {"type": "integer"},
         "end": {"type": "integer"},
         "hash": {"type": "keyword", "index": False},  # of text and context: an update skips unchanged sentences
+        "order": {"type": "integer", "index": False},  # the place in the encoded folder: ties in score go to the lower
         FIELD: {"type": "rank_features"},
     },
 }
@@ -130,6 +131,9 @@ def same_weights(stored: dict | None, identity: dict) -> bool:
 
 
 SOURCE = ["text", "doc", "start", "end", "code", "context"]  # what a hit brings back
+# The one tie rule (engines.base): score, then the place in the encoded folder, as Lucene ranks (an
+# index loaded before documents stored their place sorts them after, by no error: unmapped_type).
+SORT = ["_score", {"order": {"order": "asc", "unmapped_type": "integer"}}]
 
 
 def query_body(bag: dict[str, float], size: int = 10, mode: QueryMode | str = QueryMode.RANK_FEATURE) -> dict:
@@ -140,14 +144,15 @@ def query_body(bag: dict[str, float], size: int = 10, mode: QueryMode | str = Qu
     else:
         should = [{"rank_feature": {"field": f"{FIELD}.{name}", "linear": {}, "boost": count}}
                   for name, count in features.items()]
-    return {"size": size, "query": {"bool": {"should": should}}, "_source": list(SOURCE)}
+    return {"size": size, "query": {"bool": {"should": should}}, "sort": list(SORT), "_source": list(SOURCE)}
 
 
 def bm25_body(question: str, size: int = 10) -> dict:
     """Search request scoring the sentences' ``text`` by BM25 (the index's analyser and similarity:
     Lucene's English analysis and k1 = 0.9, b = 0.4 for a sparc-es index, :data:`TEXT`; an index
     created by an older sparc-es has Elasticsearch's defaults, see :func:`same_bm25`)."""
-    return {"size": size, "query": {"match": {"text": {"query": question}}}, "_source": list(SOURCE)}
+    return {"size": size, "query": {"match": {"text": {"query": question}}}, "sort": list(SORT),
+            "_source": list(SOURCE)}
 
 
 def same_bm25(index_mapping: dict) -> bool:

@@ -111,11 +111,25 @@ class ElasticEngine:
         hits = []
         for h in response["hits"]["hits"]:
             src = h.get("_source", {})
-            score = h["_score"] if self.method is HybridMethod.SUM else h["_score"] / self.factor
-            hits.append(Hit(id=h["_id"], score=score, text=src.get("text", ""), doc=src.get("doc"),
+            sort = h.get("sort") or []
+            order = sort[1] if len(sort) > 1 and isinstance(sort[1], int) and sort[1] < 2**31 else None
+            score, impact = h["_score"], None
+            if self.integers:  # impacts: integers, as Lucene's engine gives them
+                impact = int(round(score))
+                score = impact / self.factor
+            hits.append(Hit(id=h["_id"], score=score, impact=impact, text=src.get("text", ""), doc=src.get("doc"),
                             start=src.get("start"), end=src.get("end"), code=src.get("code"),
-                            context=src.get("context")))
+                            context=src.get("context"), order=order))
+        if self.integers:
+            # The cluster sums floats and can land one ulp under the integer, which would put a hit
+            # after its ties: the page re-sorted by (integer, place), as Lucene's engine does.
+            hits.sort(key=lambda h: (-h.impact, h.order if h.order is not None else 2**31))
         return hits
+
+    @property
+    def integers(self) -> bool:
+        """Whether scores are sums of integer impacts (SPARC alone), not the one-request sum's fractions."""
+        return self.method is not HybridMethod.SUM
 
     def describe(self) -> Description:
         return Description(EngineKind.ES.value, self.method, self.bm25_weight)
@@ -131,6 +145,7 @@ class ElasticBM25(ElasticEngine):
 
     factor = 1.0  # BM25 scores as the cluster gives them
     method = None
+    integers = False
 
     def __init__(self, client, index_name: str) -> None:  # the mapping was read by the SPARC engine
         self.client, self.index = client, index_name

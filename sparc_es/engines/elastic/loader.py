@@ -153,8 +153,9 @@ def _create_or_check_index(load: _Load, body: dict, recreate: bool) -> bool:
         client.indices.refresh(index=index)  # a count sees only refreshed documents
         resume = client.count(index=index)["count"] > 0
         properties = client.indices.get_mapping(index=index)[index]["mappings"].get("properties", {})
-        added = {name: BASE_MAPPING["properties"][name] for name in ("hash", "code") if name not in properties}
-        if added:  # made before content hashes, or the code a sentence leads into, were stored
+        added = {name: BASE_MAPPING["properties"][name] for name in ("hash", "code", "order")
+                 if name not in properties}
+        if added:  # made before content hashes, the code a sentence leads into, or its place were stored
             client.indices.put_mapping(index=index, properties=added)
         return resume
 
@@ -276,10 +277,10 @@ def _kept_statistics(load: _Load) -> blend.Statistics | None:
 def _batches(encoded: Path, size: int = 500) -> Iterator[list[dict]]:
     """The encoded folder's records with weights (what the index must hold), ``size`` at a time."""
     batch: list[dict] = []
-    for record in iter_vectors(encoded):
+    for order, record in enumerate(iter_vectors(encoded)):
         if not es_features(record["vector"]):
             continue  # nothing to retrieve it by: counted as an empty vector at encode time
-        batch.append(record)
+        batch.append({**record, "order": order})
         if len(batch) == size:
             yield batch
             batch = []
@@ -323,7 +324,7 @@ def _same_content(stored: str | None, new: str | None) -> bool:
     return bool(stored and new) and stored.rpartition("+")[0] == new.rpartition("+")[0] and "+" in stored
 
 
-PLACE = ("doc", "start", "end", "code")  # what an update of a moved sentence rewrites
+PLACE = ("doc", "start", "end", "code", "order")  # what an update of a moved sentence rewrites
 
 
 def _moved(action: dict) -> dict:
@@ -337,11 +338,11 @@ def _moved(action: dict) -> dict:
 def _action(record: dict, s, index_name: str) -> dict:
     """The index action of one record: its weights, with the text, context, document, offsets and
     code of its stored sentence ``s``."""
-    source = {"text": s.text, FIELD: es_features(record["vector"])}
+    source = {"text": s.text, FIELD: es_features(record["vector"]), "order": record["order"]}
     if record.get("hash"):
-        placed = hashlib.sha1(f"{s.doc}\0{s.start}\0{s.end}\0{s.code or ''}".encode()).hexdigest()[:12]
-        source["hash"] = f"{record['hash']}+{placed}"
-    for key in ("context", *PLACE):
+        where = f"{s.doc}\0{s.start}\0{s.end}\0{s.code or ''}\0{record['order']}"
+        source["hash"] = f"{record['hash']}+{hashlib.sha1(where.encode()).hexdigest()[:12]}"
+    for key in ("context", "doc", "start", "end", "code"):
         if getattr(s, key) not in (None, ""):
             source[key] = getattr(s, key)
     return {"_op_type": "index", "_index": index_name, "_id": record["id"], "_source": source}

@@ -85,7 +85,8 @@ def model():
 @pytest.fixture(scope="module")
 def reference(model, tmp_path_factory) -> Path:
     """The single-process encode of tests/data/docs at 1 thread."""
-    from sparc_es.encode.run import Local, encode_corpus
+    from sparc_es.encode.backend import Local
+    from sparc_es.encode.run import encode_corpus
 
     out = tmp_path_factory.mktemp("local") / "encoded"
     encode_corpus([str(DOCS)], out, model, batch_size=BATCH, idf=True, progress=False, backend=Local())
@@ -116,8 +117,9 @@ def _rows(folder: Path) -> list:
 @pytest.mark.slow
 def test_a_ray_encode_is_the_single_process_encode(model, reference, tmp_path):
     from sparc_es.corpus.sources import as_source
+    from sparc_es.encode.backend import first_pass as _first_pass
     from sparc_es.encode.ray import RayBackend
-    from sparc_es.encode.run import _first_pass, encode_corpus
+    from sparc_es.encode.run import encode_corpus
 
     # Blocks of 64 texts: the statistics are counted in four parts, on both actors, and merged.
     with RayBackend(actors=2, threads=1, count_block=64) as backend:

@@ -474,9 +474,10 @@ def test_a_killed_bulk_load_resumes_with_every_record_once(tmp_path, tiny_model,
 @pytest.mark.es
 @pytest.mark.jvm
 @pytest.mark.data
-def test_an_encoded_folder_with_extra_records_is_refused(squad_both, es_url, tmp_path):
+def test_an_encoded_folder_with_extra_records_is_refused(squad_both, es_url, tmp_path, monkeypatch):
     import shutil
 
+    monkeypatch.chdir(tmp_path)  # the failure report goes to the working directory, not the checkout
     root, _, client, _ = squad_both
     twice = tmp_path / "twice"
     shutil.copytree(root / "encoded", twice)

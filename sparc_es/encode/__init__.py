@@ -1,7 +1,9 @@
 """Stage 4a, encoding: a corpus -> an encoded folder (top-K integer impacts ready for any engine).
 
-* :mod:`.run`: :func:`encode_corpus`, sharded, resumable, incremental;
-* :mod:`.ray`: the same on a Ray cluster (``--backend ray``), byte for byte;
+* :mod:`.run`: :func:`encode_corpus`, one run object whose named steps read as the function:
+  sharded, resumable, incremental;
+* :mod:`.backend`: where the two passes run (the :class:`~.backend.Backend` protocol, :class:`~.backend.Local`);
+* :mod:`.ray`: the same passes on a Ray cluster (``encode --ray``), byte for byte;
 * :mod:`.requantize`: another factor and/or IDF from kept float weights, no re-encoding.
 """
 

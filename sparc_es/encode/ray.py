@@ -1,4 +1,4 @@
-"""Encoding on many machines with Ray Data: :class:`RayBackend`, a :class:`~sparc_es.encode.run.Backend`.
+"""Encoding on many machines with Ray Data: :class:`RayBackend`, a :class:`~sparc_es.encode.backend.Backend`.
 
 ``pip install 'sparc-es[ray]'``; ``sparc-es encode --ray [ADDRESS] ...``. Without an address a local
 Ray is started for the run (and stopped after it); ``auto`` joins the cluster this machine belongs
@@ -61,7 +61,7 @@ from itertools import islice
 import numpy as np
 
 from sparc_es import __version__
-from sparc_es.encode.run import _first_pass
+from sparc_es.encode.backend import encode_passages, first_pass, passage_cached
 from sparc_es.errors import ModelError, SparcError
 from sparc_es.model.lexical import CorpusStatistics
 
@@ -192,11 +192,8 @@ class _Worker:
 
     def _passages(self, payload) -> list[tuple[np.ndarray, np.ndarray]]:
         """A piece's new passages, encoded as Pipeline.encode does (sorted by length, batched)."""
-        from sparc_es.model import Stages
-
         texts, batch_size = payload
-        scores = self.model.pipeline._passages(texts, batch_size, None, Stages())
-        return [_sparse(row) for row in scores.cpu().numpy()]
+        return [_sparse(row) for row in encode_passages(self.model, texts, batch_size)]
 
     def _encode(self, payload) -> list:
         pairs, batch_size, version, rows = payload
@@ -558,7 +555,7 @@ class RayBackend:
         """(sentences, their statistics): blocks of texts counted on the actors, merged here. The
         corpus is read (and validated) here, so a bad line fails as it does locally."""
         if model is None:  # nothing to count but sentences: reading is all the work, and it is here
-            return _first_pass(source, None)
+            return first_pass(source, None)
         stream = self._stream_for(model)
         total, merged, in_flight = 0, None, 0
         texts = (s.text for s in source.read())
@@ -624,19 +621,14 @@ class RayBackend:
 
     def _passages(self, stream: _Stream, model, pieces, batch_size: int, version: int, cache) -> None:
         """Step (a) of the module docstring, then the pieces put in for step (b)."""
-        from sparc_es.layout.passages import PassageCache
         from sparc_es.model import passage_text
-
-        def cached(text: str) -> bool:  # what PassageCache.get would find (here, or carried from --update's old folder)
-            digest = PassageCache.key(text)
-            return digest in cache.where or (cache.previous is not None and digest in cache.previous.where)
 
         size = model.embeddings.shape[0]
         pending: set[str] = set()
         plans = []
         for pairs in pieces:
             texts = list(dict.fromkeys(passage_text(s, c) for s, c in pairs))
-            todo = [t for t in texts if t not in pending and not cached(t)]
+            todo = [t for t in texts if t not in pending and not passage_cached(cache, t)]
             pending.update(todo)
             plans.append((texts, todo))
             if todo:
@@ -652,7 +644,7 @@ class RayBackend:
                     if row is None:  # cannot happen: it was cached, or put by an earlier piece
                         raise SparcError(f"the passage cache lost a passage while it was written: {t[:60]!r}")
                     rows[t] = _sparse(row)
-            for t in sorted(todo, key=len):  # as Pipeline._passages puts them: by length, stable
+            for t in sorted(todo, key=len):  # as the single process puts them (encode_passages): by length, stable
                 cache.put(t, _dense(computed[t], size))
             if todo:
                 cache.flush()  # a kill keeps whole pieces' passages, so a resume batches them as before

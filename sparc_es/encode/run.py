@@ -23,6 +23,9 @@ the weights used; the rerun reads those sentences again and compares. If the cor
 (a file added, a document edited), the encode starts again from the beginning and says so,
 rather than mixing two versions of the corpus. An update interrupted between its two renames
 is completed (or rolled back) by the next run.
+
+:func:`encode_corpus` reads as its steps, each a method of one run object (``_EncodeRun``), in the
+order they run. The passes over the corpus are a :class:`~sparc_es.encode.backend.Backend`'s.
 """
 
 from __future__ import annotations
@@ -39,12 +42,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
-from typing import Protocol
 
 import orjson
 
 from sparc_es import __version__
 from sparc_es.corpus.sources import Files, ReadStats, Sentence, Source, as_source
+from sparc_es.encode.backend import Backend, Local
 from sparc_es.errors import SparcError, StoreError
 from sparc_es.layout import ownership as folders
 from sparc_es.layout.locks import exclusive
@@ -115,14 +118,6 @@ class EncodeStats:
         return stats
 
 
-def _settings(model: SparcModel, factor: float, corpus: list[str], keep_floats: bool, idf: bool,
-              statistics: CorpusStatistics | None) -> dict:
-    """What an interrupted encode must match to be resumed (the manifest's first fields, and a
-    fingerprint of the corpus statistics its weights were computed with)."""
-    return {"model": dataclasses.asdict(ModelInfo.of(model)), "top_k": model.config.top_k, "factor": factor,
-            "corpus": corpus, "floats": keep_floats, "idf": idf, "statistics": _fingerprint(statistics)}
-
-
 # Settings the user chose: a resume with others is refused. "corpus" (the paths as typed) and
 # "statistics" are not among them: whether the input is the same is proven from its content.
 _CHOSEN = ("model", "top_k", "factor", "floats", "idf")
@@ -149,36 +144,8 @@ def _notice(message: str) -> None:
 # every domain, most on documentation. The library call leaves it to the caller (idf=False).
 IDF_DEFAULT = True
 
-
-class Backend(Protocol):
-    """Where the two passes over a corpus run: this process (:class:`Local`, the default) or many
-    (``sparc_es.encode.ray.RayBackend``). Whatever runs them, the encoded folder is written here,
-    in input order, with the same records, progress and resume."""
-
-    #: Pieces of ``batch_size * 8`` sentences handed to :meth:`encode` at a time.
-    pieces_at_once: int
-
-    def count(self, source: Source, model: SparcModel | None) -> tuple[int, CorpusStatistics | None]:
-        """(sentences, the corpus statistics counted with ``model``'s tokenizer, or None without a model)."""
-
-    def encode(self, model: SparcModel, pieces: list[list[tuple[str, str]]], batch_size: int,
-               **options) -> Iterator[list[EncodedSentence]]:
-        """Each piece's (sentence, context) pairs encoded as ``model.encode(pairs, batch_size,
-        **options)`` would, yielded piece by piece in order."""
-
-
-class Local:
-    """The passes in this process: the default :class:`Backend`."""
-
-    pieces_at_once = 1
-
-    def count(self, source: Source, model: SparcModel | None) -> tuple[int, CorpusStatistics | None]:
-        return _first_pass(source, model)
-
-    def encode(self, model: SparcModel, pieces: list[list[tuple[str, str]]], batch_size: int,
-               **options) -> Iterator[list[EncodedSentence]]:
-        for pairs in pieces:
-            yield list(model.encode(pairs, batch_size=batch_size, **options))
+# said when an update cannot keep the old weights
+_AGAIN = "encode it again: the same command without --update, with --overwrite"
 
 
 def encode_corpus(corpus: Source | Iterable[str | Path], output: str | Path, model: SparcModel,
@@ -201,54 +168,415 @@ def encode_corpus(corpus: Source | Iterable[str | Path], output: str | Path, mod
 
     ``backend`` runs the corpus statistics and the encoding (default: this process, :class:`Local`).
     """
-    source = as_source(corpus)
-    backend = backend or Local()
-    factor = check_factor(factor)
-    if batch_size < 1 or shard_size < 1 or not shard_seconds > 0:
-        raise SparcError("batch size, shard size and shard seconds must be positive")
-    if update and overwrite:
-        raise SparcError("--update keeps the weights of unchanged sentences and --overwrite encodes everything "
-                         "again: pass one of them")
-    out = Path(output)
-    if isinstance(source, Files):  # an output inside a corpus folder would be read back as corpus
-        folders.check_apart(out, source.paths, "the output folder")
-    with exclusive(out, "sparc-es encode"):
+    run = _EncodeRun(source=as_source(corpus), backend=backend or Local(), factor=check_factor(factor), model=model,
+                     out=Path(output), batch_size=batch_size, shard_size=shard_size, shard_seconds=shard_seconds,
+                     progress=progress, keep_floats=keep_floats, idf=idf)
+    run.check_inputs(overwrite, update)
+    with exclusive(run.out, "sparc-es encode"), run.resumable_on_disk_errors():
+        run.finish_interrupted_update()
+        if update and (run.out / META).is_file():
+            return run.update()
+        run.first_pass(overwrite)
+        return run.encode()
+
+
+@dataclass(eq=False)
+class _EncodeRun:
+    """One run of :func:`encode_corpus`: what is encoded, where and how; then what each step finds
+    for the next. Its steps are the methods below, in the order they run."""
+
+    source: Source
+    backend: Backend
+    factor: float
+    model: SparcModel
+    out: Path  # the folder asked for
+    batch_size: int
+    shard_size: int
+    shard_seconds: float
+    progress: bool
+    keep_floats: bool
+    idf: bool
+
+    # What the weights are computed with, known before any record is written.
+    folder: Path = field(init=False)  # where the records go: ``out``, or an update's work folder beside it
+    total: int = field(init=False, default=0)  # for the progress bar
+    statistics: CorpusStatistics | None = field(init=False, default=None)  # of IDF and the lexical term
+    settings: dict = field(init=False, default_factory=dict)  # what a resume must match (progress.json)
+    kept: _Cache | None = field(init=False, default=None)  # an update's: the records of the folder it replaces
+    kept_passages: PassageCache | None = field(init=False, default=None)  # and that folder's passage cache
+    idf_weights: object = field(init=False, default=None)  # the factors, when ``idf``
+    lexical: CorpusStatistics | None = field(init=False, default=None)  # the statistics the lexical term reads
+    extra_meta: dict = field(init=False, default_factory=dict)  # what the manifest records of both
+    # Where the encode stands: what was committed (progress.json), and the corpus read from there on.
+    stats: EncodeStats = field(init=False, default_factory=EncodeStats)
+    done: int = field(init=False, default=0)  # sentences committed
+    done_bytes: int = field(init=False, default=0)  # of the vectors file, for them
+    cleaned: ReadStats = field(init=False, default_factory=ReadStats)  # control characters removed: every record
+    records: Iterator[Sentence] = field(init=False)  # the corpus, read up to the next sentence to encode
+    read: object = field(init=False, default_factory=hashlib.sha256)  # fingerprint of the committed sentences
+    passages: PassageCache | None = field(init=False, default=None)  # this folder's passage cache
+    store: SentenceStore = field(init=False)
+    bar: object = field(init=False)  # the progress bar (tqdm)
+
+    @property
+    def updating(self) -> bool:
+        """The records go to an update's own work folder, which replaces ``out`` when complete."""
+        return self.folder != self.out
+
+    # -- before the folder is locked
+
+    def check_inputs(self, overwrite: bool, update: bool) -> None:
+        """Refuse what cannot run, before the output folder is touched."""
+        if self.batch_size < 1 or self.shard_size < 1 or not self.shard_seconds > 0:
+            raise SparcError("batch size, shard size and shard seconds must be positive")
+        if update and overwrite:
+            raise SparcError("--update keeps the weights of unchanged sentences and --overwrite encodes everything "
+                             "again: pass one of them")
+        if isinstance(self.source, Files):  # an output inside a corpus folder would be read back as corpus
+            folders.check_apart(self.out, self.source.paths, "the output folder")
+
+    @contextlib.contextmanager
+    def resumable_on_disk_errors(self) -> Iterator[None]:
+        """Disk full, permissions: one line that says which folder, and that a rerun resumes."""
         try:
-            _finish_interrupted_update(out)
-            if update and (out / META).is_file():
-                # No validation pass: the old folder is replaced only once the new one is complete, so a
-                # bad line stops the update with the old folder intact. Its size stands in for the total.
-                return _update(source, out, model, factor, Manifest.read(out).sentences, batch_size, shard_size,
-                               shard_seconds, progress, keep_floats, idf, backend)
-            if overwrite:
-                folders.check_removable(out)  # refused before any work if sparc-es did not make the folder
-            # Validates every record before anything is written (a bad line fails in seconds, not after
-            # hours of encoding); also counts the corpus statistics of IDF weighting and the lexical term.
-            total, statistics = backend.count(source, model if model.config.lexical or idf else None)
-            if overwrite:
-                folders.remove(out)
-            settings = _settings(model, factor, source.describe(), keep_floats, idf, statistics)
-            return _encode(source, out, model, settings, total, batch_size, shard_size, shard_seconds,
-                           progress, keep_floats, idf, backend, corpus=statistics)
-        except OSError as e:  # disk full, permissions: say which folder, and that a rerun resumes
-            raise StoreError(f"{e.filename or out}: {e.strerror or e}; the work done so far is kept: fix this "
+            yield
+        except OSError as e:
+            raise StoreError(f"{e.filename or self.out}: {e.strerror or e}; the work done so far is kept: fix this "
                              "and run the same command again to resume") from None
 
+    # -- with the folder locked: what an earlier run left
 
-def _first_pass(source: Source, model: SparcModel | None) -> tuple[int, CorpusStatistics | None]:
-    """(sentences, their texts' statistics counted with ``model``'s tokenizer when it is given)."""
-    if model is None:
-        return sum(1 for _ in source.read()), None
-    total = 0
+    def finish_interrupted_update(self) -> None:
+        """Complete an update killed between its two renames, or put the old folder back."""
+        import shutil
 
-    def texts():
-        nonlocal total
-        for s in source.read():
-            total += 1
-            yield s.text
+        out = self.out
+        work, retired = self._update_folders()
+        if not retired.exists():
+            return
+        if out.exists():  # killed after the swap, before the old folder was removed
+            shutil.rmtree(retired)
+        elif (work / META).is_file():
+            work.rename(out)
+            shutil.rmtree(retired)
+            _notice(f"{out}: completed the update that was interrupted while it replaced the folder")
+        else:
+            retired.rename(out)
+            _notice(f"{out}: put back the folder an interrupted update had moved aside")
 
-    statistics = model.count_corpus(texts())  # counted first: the tuple would read total before the pass
-    return total, statistics
+    def _update_folders(self) -> tuple[Path, Path]:
+        """(where an update of ``out`` is built, where the folder it replaces goes while it is swapped)."""
+        return self.out.parent / f".{self.out.name}.update", self.out.parent / f".{self.out.name}.old"
+
+    # -- a fresh encode (or the resume of one)
+
+    def first_pass(self, overwrite: bool) -> None:
+        """Read every record before anything is written (a bad line fails in seconds, not after hours of
+        encoding), counting the corpus statistics of IDF weighting and the lexical term; with
+        ``overwrite``, then remove what sparc-es had written in the folder."""
+        if overwrite:
+            folders.check_removable(self.out)  # refused before any work if sparc-es did not make the folder
+        counted = self.model if self.model.config.lexical or self.idf else None
+        self.total, self.statistics = self.backend.count(self.source, counted)
+        if overwrite:
+            folders.remove(self.out)
+        self.folder = self.out
+        self.settings = self._settings()
+
+    # -- an update: the finished folder in ``out`` is the one to keep weights from
+
+    def update(self) -> Manifest:
+        """Encode what changed since the finished encode in ``out`` into a folder beside it, keeping the
+        weights of unchanged sentences, and swap it in when complete.
+
+        No validation pass: the old folder is replaced only once the new one is complete, so a bad
+        line stops the update with the old folder intact. Its size stands in for the total."""
+        import shutil
+
+        old = Manifest.read(self.out)
+        self._check_same_weights(old)
+        self.total = old.sentences
+        # The corpus statistics of the first encode are kept (the lexical term's and IDF's), so unchanged
+        # sentences keep their weights and only new and changed ones are encoded.
+        self.statistics = self._kept_statistics()
+        self.settings = self._settings()
+        self.folder, retired = self._update_folders()
+        self.kept = _Cache(self.out, verbatim=old.floats == self.keep_floats)
+        if self.model.config.passage_weight:
+            self.kept_passages = PassageCache(self.out / PASSAGES, write=False)
+        try:
+            manifest = self.encode()
+        finally:
+            self.kept.close()
+            if self.kept_passages is not None:
+                self.kept_passages.close()
+        shutil.rmtree(retired, ignore_errors=True)
+        self.out.rename(retired)  # a kill from here to the end is completed by the next run (finish_interrupted_update)
+        self.folder.rename(self.out)
+        shutil.rmtree(retired)
+        return manifest
+
+    def _check_same_weights(self, old: Manifest) -> None:
+        """Refuse to update a folder whose weights this run would not give (IDF, model, K, factor, floats)."""
+        if self.idf != old.idf:
+            raise StoreError(f"{self.out}: was encoded {'with' if old.idf else 'without'} IDF weighting; update it "
+                             f"the same way ({'--idf' if old.idf else '--no-idf'}) or {_AGAIN}")
+        same = (old.model.fingerprint == self.model.fingerprint and old.top_k == self.model.config.top_k
+                and old.factor == self.factor and (old.floats or not self.keep_floats))
+        if not same:
+            raise StoreError(f"{self.out}: was encoded with another model, K or factor (or without float weights); "
+                             f"{_AGAIN}")
+
+    def _kept_statistics(self) -> CorpusStatistics | None:
+        """The corpus statistics the folder being updated was encoded with (None when it needs none)."""
+        if not (self.model.config.lexical or self.idf):
+            return None
+        corpus = CorpusStatistics.read(self.out)
+        if corpus is None:
+            raise StoreError(f"{self.out}: has no {LEXICAL_FILE} (the corpus statistics of its lexical term or IDF); "
+                             f"{_AGAIN}")
+        return corpus
+
+    def _settings(self) -> dict:
+        """What an interrupted encode must match to be resumed (the manifest's first fields, and a
+        fingerprint of the corpus statistics its weights were computed with)."""
+        return {"model": dataclasses.asdict(ModelInfo.of(self.model)), "top_k": self.model.config.top_k,
+                "factor": self.factor, "corpus": self.source.describe(), "floats": self.keep_floats, "idf": self.idf,
+                "statistics": _fingerprint(self.statistics)}
+
+    # -- the encode, into ``folder``: both ways end here
+
+    def encode(self) -> Manifest:
+        """Encode into ``folder``, resuming an interrupted run of the same settings on the same input."""
+        self.resume()
+        self.weigh()
+        self.encode_shards()
+        return self.finish()
+
+    def resume(self) -> None:
+        """Pick up what an interrupted encode with the same settings committed, once the corpus is shown
+        to begin with the very sentences it read; otherwise start from the beginning."""
+        digest = self._prepare()
+        self._read_corpus()
+        if self.done and not self._same_start(digest):
+            why = (f"the corpus changed since the interrupted encode (its first {self.done} sentences are not the "
+                   "ones encoded then)" if digest else "the interrupted encode was made by an older sparc-es, which "
+                   "kept no fingerprint of what it read")
+            _notice(f"{self.folder}: {why}: starting again from the beginning")
+            self._restart()
+            self._read_corpus()
+        if self.model.config.passage_weight:
+            self.passages = PassageCache(self.folder / PASSAGES, previous=self.kept_passages)
+
+    def _prepare(self) -> str | None:
+        """Start fresh, or pick up an interrupted encode made with the same settings.
+
+        Returns the fingerprint of the sentences it committed (None when starting fresh). An
+        interrupted encode made with other chosen settings is refused, unless this is an update
+        (its own work folder: it is started again).
+        """
+        out = self.folder
+        if (out / META).exists():
+            raise StoreError(f"{out}: already holds a finished encode; pass --overwrite to replace it "
+                             "(or --update to encode only what changed)")
+        progress = out / PROGRESS
+        if progress.is_file():
+            try:
+                state = json.loads(progress.read_text())
+                done, before = int(state["sentences"]), state["settings"]
+            except (ValueError, KeyError, TypeError):
+                state, done, before = {}, 0, {}
+            chosen = all(before.get(k) == self.settings[k] for k in _CHOSEN)
+            if chosen and before.get("statistics") == self.settings["statistics"] and "stats" in state:
+                self.stats, self.done, self.done_bytes = (EncodeStats.from_state(state["stats"]), done,
+                                                          int(state["bytes"]))
+                return state.get("read")
+            if done and not chosen and not self.updating:
+                raise StoreError(f"{out}: holds an unfinished encode made with other settings "
+                                 "(model, K, factor, --keep-floats or IDF); pass --overwrite to start again")
+            if done:
+                why = ("an interrupted update with other settings" if not chosen else
+                       "the corpus changed since the interrupted encode (its statistics differ)")
+                _notice(f"{out}: {why}: starting again from the beginning")
+        elif out.exists() and any(p.name != folders.MARKER for p in out.iterdir()):
+            raise StoreError(f"{out}: folder is not empty; choose a new folder or pass --overwrite")
+        self._restart()
+        return None
+
+    def _restart(self) -> None:
+        """An empty encoded folder (whatever sparc-es had begun there removed), ready to resume."""
+        if (self.folder / PROGRESS).is_file():
+            folders.remove(self.folder)
+        folders.claim(self.folder, "encode")
+        (self.folder / VECTORS).mkdir(exist_ok=True)
+        self.stats, self.done, self.done_bytes = EncodeStats(), 0, 0
+        self._save_progress(0, hashlib.sha256().hexdigest())  # from here on, a rerun resumes
+
+    def _read_corpus(self) -> None:
+        """Start reading the corpus from its beginning."""
+        self.cleaned = ReadStats()  # control characters removed: counted over every record, skipped ones too
+        self.records = self.source.read(self.cleaned)
+        self.read = hashlib.sha256()  # the fingerprint of the sentences committed, in input order
+
+    def _same_start(self, digest: str | None) -> bool:
+        """Whether the corpus's first ``done`` sentences are the ones fingerprinted in ``digest`` (read past
+        them, into ``read``)."""
+        seen = 0
+        for s in islice(self.records, self.done):
+            self.read.update(_read_key(s))
+            seen += 1
+        return seen == self.done and digest is not None and self.read.hexdigest() == digest
+
+    def weigh(self) -> None:
+        """The IDF factors and the lexical term's statistics the weights are computed with, recorded in
+        the folder."""
+        if self.idf:
+            # the vocabulary may be longer than the tokenizer (padded vocabularies)
+            self.idf_weights, record = idf_from_statistics(self.statistics, self.model.embeddings.shape[0])
+            self.extra_meta["idf_weighting"] = record
+        if self.model.config.lexical or self.idf:
+            self.statistics.write(self.folder)  # kept by --update
+        if self.model.config.lexical:
+            c = self.model.config
+            self.extra_meta["lexical"] = {**self.statistics.summary(), "weight": c.lexical_weight,
+                                          "stem_weight": c.stem_weight, "word_weight": c.word_weight,
+                                          "k1": c.lexical_k1, "b": c.lexical_b}
+            self.lexical = self.statistics  # otherwise counted for IDF weighting only
+
+    def encode_shards(self) -> None:
+        """Encode the rest of the corpus in shards appended to the vectors file, each committed before
+        the next is begun."""
+        from tqdm import tqdm
+
+        self.store = SentenceStore(self.folder / SENTENCES, create=True)
+        # Updated per batch (not per 256-sentence window) with a smoothed rate, so the first ETA is not hours.
+        self.bar = tqdm(total=self.total, initial=self.done, unit="sent", desc="encode", disable=not self.progress,
+                        file=sys.stderr, dynamic_ncols=True, smoothing=0.1, mininterval=0.5)
+        started = time.perf_counter() - self.stats.seconds
+        with open(self.folder / VECTORS / VECTORS_FILE, "a+b") as vectors, (
+                contextlib.nullcontext() if self.passages is None else self.passages):
+            vectors.truncate(self.done_bytes)  # drop a shard that was cut off half-written
+            while shard := self._encode_shard(vectors):
+                self._commit(vectors, shard, started)
+        self.bar.total = self.bar.n  # an update's total was the old folder's size
+        self.bar.close()
+
+    def _encode_shard(self, vectors) -> list[Sentence]:
+        """Encode the next shard's sentences into ``vectors`` (none when the corpus is done)."""
+        piece = self.batch_size * 8  # what model.encode sorts by length at a time
+        shard: list[Sentence] = []
+        shard_started = time.perf_counter()
+        while len(shard) < self.shard_size and time.perf_counter() - shard_started < self.shard_seconds:
+            pieces = []
+            for _ in range(self.backend.pieces_at_once):
+                batch = list(islice(self.records, min(piece, self.shard_size - len(shard) - sum(map(len, pieces)))))
+                if not batch:
+                    break
+                pieces.append(batch)
+            if not pieces:
+                break
+            _write_pieces(vectors, pieces, self)
+            shard += [s for batch in pieces for s in batch]
+        return shard
+
+    def _commit(self, vectors, shard: list[Sentence], started: float) -> None:
+        """Make a written shard durable, then record it in ``progress.json``: a rerun resumes after it."""
+        vectors.flush()
+        os.fsync(vectors.fileno())
+        if self.passages is not None:  # no fsync: a lost passage is only encoded again
+            self.passages.flush()
+        self.store.add(shard)
+        for s in shard:
+            self.read.update(_read_key(s))
+        self.done += len(shard)
+        self.stats.seconds = time.perf_counter() - started
+        self._save_progress(vectors.tell(), self.read.hexdigest())
+
+    def _save_progress(self, size: int, read: str) -> None:
+        tmp = self.folder / (PROGRESS + ".tmp")  # replaced atomically: a kill never leaves half a file
+        tmp.write_text(json.dumps({"settings": self.settings, "sentences": self.done, "bytes": size,
+                                   "stats": self.stats.state(), "read": read}))
+        tmp.replace(self.folder / PROGRESS)
+
+    def piece_records(self, batch: list[Sentence], hashes: list[str], known: list[bool],
+                      encoded: Iterator[EncodedSentence]) -> bytes:
+        """The records of one piece, in order: an update's kept ones copied or rebuilt, the others from
+        ``encoded``; each counted in ``stats``."""
+        stats, lines = self.stats, []
+        for s, h, kept in zip(batch, hashes, known):
+            same = self.kept.line(h, s.id) if kept else None
+            if same is not None:  # unchanged text, context and id, same model, K and factor: the line stands
+                line, counts = same
+                lines.append(line)
+            else:
+                if kept:  # unchanged weights, but an older record or a new id: written again
+                    old = self.kept.get(h)
+                    vector, floats = old["vector"], old.get("weights") if self.keep_floats else None
+                    parts = old.get("lexical")
+                    counts = old["stats"][:3]
+                else:
+                    enc = next(encoded)
+                    vector = quantize(enc.tokens, enc.weights, self.factor)
+                    floats = dict(zip(enc.tokens, enc.weights.tolist())) if self.keep_floats else None
+                    parts = enc.lexical and {t: list(p) for t, p in enc.lexical.items()}
+                    counts = [enc.nonzero, enc.truncated_sentence, enc.truncated_context]
+                counts = [*counts, len(vector), sum(vector.values())]
+                lines.append(record_line(vector_record(s.id, s.text, vector, floats, parts), h, counts))
+            if kept:
+                stats.reused += 1
+                self.bar.update(1)
+                if self.passages is not None:  # for the next update
+                    self.passages.keep(passage_text(s.text, s.context))
+            nonzero, truncated_sentence, truncated_context, postings, impact_sum = counts
+            stats.sentences += 1
+            stats.postings += postings
+            stats.max_postings = max(stats.max_postings, postings)
+            stats.impact_sum += impact_sum
+            stats.nonzero[nonzero] = stats.nonzero.get(nonzero, 0) + 1
+            stats.empty_vectors += not postings
+            stats.truncated_contexts += truncated_context
+            if truncated_sentence:
+                stats.truncated_sentences += 1
+                if len(stats.truncated_ids) < 5:
+                    stats.truncated_ids.append(s.id)
+        return b"".join(lines)
+
+    def finish(self) -> Manifest:
+        """Check that the sentence store holds every sentence once, then write the tokenizer and the
+        manifest: the folder is finished."""
+        stored = len(self.store)
+        try:
+            # the ids of the folder an update replaces that this one has not
+            removed = self.store.missing(self.out / SENTENCES) if self.updating else 0
+        finally:
+            self.store.close()
+        if stored != self.stats.sentences:  # the store's ids are unique: a repeated id would show here
+            raise StoreError(f"{self.folder}: {self.stats.sentences} sentences were encoded but the sentence store "
+                             f"holds {stored} ids; encode again with --overwrite")
+        self.model.tokenizer.save_pretrained(self.folder / TOKENIZER)
+        cleaned = self.cleaned
+        manifest = Manifest.from_json({"sparc_es": __version__, **self.settings, **self.extra_meta,
+                                       **self.stats.to_json(), "removed": removed,
+                                       "control_characters_removed": cleaned.control_characters,
+                                       "control_character_kinds": cleaned.control_kinds or None,
+                                       "cleaned_ids": cleaned.examples, "cut_texts": cleaned.cut,
+                                       "cut_examples": cleaned.cut_examples, "generation": new_generation()})
+        manifest.write(self.folder)
+        (self.folder / PROGRESS).unlink(missing_ok=True)
+        return manifest
+
+
+def _write_pieces(f, pieces: list[list[Sentence]], run: _EncodeRun) -> None:
+    """Encode ``pieces`` (what an update kept is not encoded again) and append their records to ``f``.
+
+    A function, not a method of the run: the tests cut a shard off here, as a kill or a full disk would."""
+    hashes = [[content_hash(s) for s in batch] for batch in pieces]
+    known = [[run.kept is not None and h in run.kept for h in hs] for hs in hashes]
+    fresh = [[(s.text, s.context) for s, k in zip(batch, ks) if not k] for batch, ks in zip(pieces, known)]
+    encoded = run.backend.encode(run.model, fresh, run.batch_size, idf=run.idf_weights, on_batch=run.bar.update,
+                                 corpus=run.lexical, passage_cache=run.passages)
+    for batch, hs, ks in zip(pieces, hashes, known):
+        f.write(run.piece_records(batch, hs, ks, iter(next(encoded))))
 
 
 def content_hash(sentence: Sentence) -> str:
@@ -301,276 +629,3 @@ class _Cache:
     def close(self) -> None:
         self.file.close()
 
-
-_AGAIN = "encode it again: the same command without --update, with --overwrite"
-
-
-def _update(source: Source, out: Path, model: SparcModel, factor: float, total: int, batch_size: int,
-            shard_size: int, shard_seconds: float, progress: bool, keep_floats: bool, idf: bool,
-            backend: Backend) -> Manifest:
-    import shutil
-
-    old = Manifest.read(out)
-    if idf != old.idf:
-        raise StoreError(f"{out}: was encoded {'with' if old.idf else 'without'} IDF weighting; update it the same "
-                         f"way ({'--idf' if old.idf else '--no-idf'}) or {_AGAIN}")
-    same = (old.model.fingerprint == model.fingerprint and old.top_k == model.config.top_k
-            and old.factor == factor and (old.floats or not keep_floats))
-    if not same:
-        raise StoreError(f"{out}: was encoded with another model, K or factor (or without float weights); {_AGAIN}")
-    # The corpus statistics of the first encode are kept (the lexical term's and IDF's), so unchanged
-    # sentences keep their weights and only new and changed ones are encoded.
-    corpus = CorpusStatistics.read(out) if model.config.lexical or idf else None
-    if (model.config.lexical or idf) and corpus is None:
-        raise StoreError(f"{out}: has no {LEXICAL_FILE} (the corpus statistics of its lexical term or IDF); {_AGAIN}")
-    settings = _settings(model, factor, source.describe(), keep_floats, idf, corpus)
-    work, retired = _update_folders(out)
-    cache = _Cache(out, verbatim=old.floats == keep_floats)
-    passages = PassageCache(out / PASSAGES, write=False) if model.config.passage_weight else None
-    try:
-        manifest = _encode(source, work, model, settings, total, batch_size, shard_size, shard_seconds,
-                           progress, keep_floats, idf, backend, cache, corpus, passages, scratch=True,
-                           previous=out / SENTENCES)
-    finally:
-        cache.close()
-        if passages is not None:
-            passages.close()
-    shutil.rmtree(retired, ignore_errors=True)
-    out.rename(retired)  # a kill from here to the end is completed by the next run (_finish_interrupted_update)
-    work.rename(out)
-    shutil.rmtree(retired)
-    return manifest
-
-
-def _update_folders(out: Path) -> tuple[Path, Path]:
-    """(where an update of ``out`` is built, where the folder it replaces goes while it is swapped)."""
-    return out.parent / f".{out.name}.update", out.parent / f".{out.name}.old"
-
-
-def _finish_interrupted_update(out: Path) -> None:
-    """Complete an update killed between its two renames, or put the old folder back."""
-    import shutil
-
-    work, retired = _update_folders(out)
-    if not retired.exists():
-        return
-    if out.exists():  # killed after the swap, before the old folder was removed
-        shutil.rmtree(retired)
-    elif (work / META).is_file():
-        work.rename(out)
-        shutil.rmtree(retired)
-        _notice(f"{out}: completed the update that was interrupted while it replaced the folder")
-    else:
-        retired.rename(out)
-        _notice(f"{out}: put back the folder an interrupted update had moved aside")
-
-
-def _encode(source: Source, out: Path, model: SparcModel, settings: dict, total: int, batch_size: int,
-            shard_size: int, shard_seconds: float, progress: bool, keep_floats: bool, idf: bool,
-            backend: Backend, cache: _Cache | None = None, corpus: CorpusStatistics | None = None,
-            old_passages: PassageCache | None = None, scratch: bool = False,
-            previous: Path | None = None) -> Manifest:
-    """Encode into ``out``, resuming an interrupted run of the same settings on the same input.
-    ``scratch``: ``out`` is an update's own work folder, discarded when it cannot be resumed.
-    ``previous``: the sentence store of the folder an update replaces (its ids not in ``out`` are
-    counted as ``removed``)."""
-    from tqdm import tqdm
-
-    stats, done, done_bytes, digest = _prepare(out, settings, scratch)
-    cleaned = ReadStats()  # control characters removed: counted over every record, skipped ones too
-    records = source.read(cleaned)
-    read = hashlib.sha256()  # the fingerprint of the sentences committed, in input order
-    if done and not _same_start(records, done, read, digest):
-        why = (f"the corpus changed since the interrupted encode (its first {done} sentences are not the ones "
-               "encoded then)" if digest else "the interrupted encode was made by an older sparc-es, which kept no "
-               "fingerprint of what it read")
-        _notice(f"{out}: {why}: starting again from the beginning")
-        stats, done, done_bytes = _restart(out, settings)
-        cleaned = ReadStats()
-        records = source.read(cleaned)
-        read = hashlib.sha256()
-    passages = PassageCache(out / PASSAGES, previous=old_passages) if model.config.passage_weight else None
-    idf_weights, extra_meta = None, {}
-    if idf:
-        # the vocabulary may be longer than the tokenizer (padded vocabularies)
-        idf_weights, record = idf_from_statistics(corpus, model.embeddings.shape[0])
-        extra_meta["idf_weighting"] = record
-    if model.config.lexical or idf:
-        corpus.write(out)  # kept by --update
-    if model.config.lexical:
-        extra_meta["lexical"] = {**corpus.summary(), "weight": model.config.lexical_weight,
-                                 "stem_weight": model.config.stem_weight, "word_weight": model.config.word_weight,
-                                 "k1": model.config.lexical_k1, "b": model.config.lexical_b}
-    else:
-        corpus = None  # counted for IDF weighting only
-    store = SentenceStore(out / SENTENCES, create=True)
-    # Updated per batch (not per 256-sentence window) with a smoothed rate, so the first ETA is not hours.
-    bar = tqdm(total=total, initial=done, unit="sent", desc="encode", disable=not progress, file=sys.stderr,
-               dynamic_ncols=True, smoothing=0.1, mininterval=0.5)
-    started = time.perf_counter() - stats.seconds
-    piece = batch_size * 8  # what model.encode sorts by length at a time
-    with open(out / VECTORS / VECTORS_FILE, "a+b") as vectors, (
-            contextlib.nullcontext() if passages is None else passages):
-        vectors.truncate(done_bytes)  # drop a shard that was cut off half-written
-        while True:
-            shard: list[Sentence] = []
-            shard_started = time.perf_counter()
-            while len(shard) < shard_size and time.perf_counter() - shard_started < shard_seconds:
-                pieces = []
-                for _ in range(backend.pieces_at_once):
-                    batch = list(islice(records, min(piece, shard_size - len(shard) - sum(map(len, pieces)))))
-                    if not batch:
-                        break
-                    pieces.append(batch)
-                if not pieces:
-                    break
-                _write_pieces(vectors, pieces, model, backend, settings["factor"], batch_size, stats, bar,
-                              keep_floats, idf_weights, cache, corpus, passages)
-                shard += [s for batch in pieces for s in batch]
-            if not shard:
-                break
-            vectors.flush()
-            os.fsync(vectors.fileno())
-            if passages is not None:  # no fsync: a lost passage is only encoded again
-                passages.flush()
-            store.add(shard)
-            for s in shard:
-                read.update(_read_key(s))
-            done += len(shard)
-            stats.seconds = time.perf_counter() - started
-            _save_progress(out, settings, done, vectors.tell(), stats, read.hexdigest())
-    bar.total = bar.n  # an update's total was the old folder's size
-    bar.close()
-    stored = len(store)
-    try:
-        removed = store.missing(previous) if previous is not None else 0
-    finally:
-        store.close()
-    if stored != stats.sentences:  # the store's ids are unique: a repeated id would show here
-        raise StoreError(f"{out}: {stats.sentences} sentences were encoded but the sentence store holds {stored} "
-                         "ids; encode again with --overwrite")
-    model.tokenizer.save_pretrained(out / TOKENIZER)
-    manifest = Manifest.from_json({"sparc_es": __version__, **settings, **extra_meta, **stats.to_json(),
-                                   "removed": removed, "control_characters_removed": cleaned.control_characters,
-                                   "control_character_kinds": cleaned.control_kinds or None,
-                                   "cleaned_ids": cleaned.examples, "cut_texts": cleaned.cut,
-                                   "cut_examples": cleaned.cut_examples, "generation": new_generation()})
-    manifest.write(out)
-    (out / PROGRESS).unlink(missing_ok=True)
-    return manifest
-
-
-def _save_progress(out: Path, settings: dict, done: int, size: int, stats: EncodeStats, read: str) -> None:
-    tmp = out / (PROGRESS + ".tmp")  # replaced atomically: a kill never leaves half a file
-    tmp.write_text(json.dumps({"settings": settings, "sentences": done, "bytes": size, "stats": stats.state(),
-                               "read": read}))
-    tmp.replace(out / PROGRESS)
-
-
-def _prepare(out: Path, settings: dict, scratch: bool = False) -> tuple[EncodeStats, int, int, str | None]:
-    """Start fresh, or pick up an interrupted encode made with the same settings.
-
-    Returns (stats so far, sentences done, bytes of vectors written for them, the fingerprint of
-    those sentences). An interrupted encode made with other chosen settings is refused, unless
-    ``scratch`` (an update's own work folder: it is started again).
-    """
-    if (out / META).exists():
-        raise StoreError(f"{out}: already holds a finished encode; pass --overwrite to replace it "
-                         "(or --update to encode only what changed)")
-    progress = out / PROGRESS
-    if progress.is_file():
-        try:
-            state = json.loads(progress.read_text())
-            done, before = int(state["sentences"]), state["settings"]
-        except (ValueError, KeyError, TypeError):
-            state, done, before = {}, 0, {}
-        chosen = all(before.get(k) == settings[k] for k in _CHOSEN)
-        if chosen and before.get("statistics") == settings["statistics"] and "stats" in state:
-            return EncodeStats.from_state(state["stats"]), done, int(state["bytes"]), state.get("read")
-        if done and not chosen and not scratch:
-            raise StoreError(f"{out}: holds an unfinished encode made with other settings "
-                             "(model, K, factor, --keep-floats or IDF); pass --overwrite to start again")
-        if done:
-            why = ("an interrupted update with other settings" if not chosen else
-                   "the corpus changed since the interrupted encode (its statistics differ)")
-            _notice(f"{out}: {why}: starting again from the beginning")
-    elif out.exists() and any(p.name != folders.MARKER for p in out.iterdir()):
-        raise StoreError(f"{out}: folder is not empty; choose a new folder or pass --overwrite")
-    return (*_restart(out, settings), None)
-
-
-def _restart(out: Path, settings: dict) -> tuple[EncodeStats, int, int]:
-    """An empty encoded folder in ``out`` (whatever sparc-es had begun there removed), ready to resume."""
-    if (out / PROGRESS).is_file():
-        folders.remove(out)
-    folders.claim(out, "encode")
-    (out / VECTORS).mkdir(exist_ok=True)
-    stats = EncodeStats()
-    _save_progress(out, settings, 0, 0, stats, hashlib.sha256().hexdigest())  # from here on, a rerun resumes
-    return stats, 0, 0
-
-
-def _same_start(records: Iterable[Sentence], n: int, read, digest: str | None) -> bool:
-    """Whether the first ``n`` of ``records`` are the ones fingerprinted in ``digest`` (read into ``read``)."""
-    seen = 0
-    for s in islice(records, n):
-        read.update(_read_key(s))
-        seen += 1
-    return seen == n and digest is not None and read.hexdigest() == digest
-
-
-def _write_pieces(f, pieces: list[list[Sentence]], model: SparcModel, backend: Backend, factor: float,
-                  batch_size: int, stats: EncodeStats, bar, keep_floats: bool = False, idf_weights=None,
-                  cache: _Cache | None = None, corpus: CorpusStatistics | None = None,
-                  passages: PassageCache | None = None) -> None:
-    """Encode ``pieces`` (what an update kept is not encoded again) and append their records."""
-    hashes = [[content_hash(s) for s in batch] for batch in pieces]
-    known = [[cache is not None and h in cache for h in hs] for hs in hashes]
-    fresh = [[(s.text, s.context) for s, k in zip(batch, ks) if not k] for batch, ks in zip(pieces, known)]
-    encoded = backend.encode(model, fresh, batch_size, idf=idf_weights, on_batch=bar.update, corpus=corpus,
-                             passage_cache=passages)
-    for batch, hs, ks in zip(pieces, hashes, known):
-        _write_piece(f, batch, hs, ks, iter(next(encoded)), factor, stats, bar, keep_floats, cache, passages)
-
-
-def _write_piece(f, batch: list[Sentence], hashes: list[str], known: list[bool], encoded: Iterator[EncodedSentence],
-                 factor: float, stats: EncodeStats, bar, keep_floats: bool, cache: _Cache | None,
-                 passages: PassageCache | None) -> None:
-    lines = []
-    for s, h, kept in zip(batch, hashes, known):
-        same = cache.line(h, s.id) if kept else None
-        if same is not None:  # unchanged text, context and id, same model, K and factor: the line stands
-            line, counts = same
-            lines.append(line)
-        else:
-            if kept:  # unchanged weights, but an older record or a new id: written again
-                old = cache.get(h)
-                vector, floats = old["vector"], old.get("weights") if keep_floats else None
-                parts = old.get("lexical")
-                counts = old["stats"][:3]
-            else:
-                enc = next(encoded)
-                vector = quantize(enc.tokens, enc.weights, factor)
-                floats = dict(zip(enc.tokens, enc.weights.tolist())) if keep_floats else None
-                parts = enc.lexical and {t: list(p) for t, p in enc.lexical.items()}
-                counts = [enc.nonzero, enc.truncated_sentence, enc.truncated_context]
-            counts = [*counts, len(vector), sum(vector.values())]
-            lines.append(record_line(vector_record(s.id, s.text, vector, floats, parts), h, counts))
-        if kept:
-            stats.reused += 1
-            bar.update(1)
-            if passages is not None:  # for the next update
-                passages.keep(passage_text(s.text, s.context))
-        nonzero, truncated_sentence, truncated_context, postings, impact_sum = counts
-        stats.sentences += 1
-        stats.postings += postings
-        stats.max_postings = max(stats.max_postings, postings)
-        stats.impact_sum += impact_sum
-        stats.nonzero[nonzero] = stats.nonzero.get(nonzero, 0) + 1
-        stats.empty_vectors += not postings
-        stats.truncated_contexts += truncated_context
-        if truncated_sentence:
-            stats.truncated_sentences += 1
-            if len(stats.truncated_ids) < 5:
-                stats.truncated_ids.append(s.id)
-    f.write(b"".join(lines))

@@ -278,7 +278,7 @@ class Pipeline:
         if buffer:
             yield from self._encode_window(buffer, batch_size, top_k, idf, on_batch, corpus, passage_cache, timer)
 
-    def _passages(self, texts: list[str], batch_size: int, cache, timer) -> object:
+    def passages(self, texts: list[str], batch_size: int, cache, timer) -> object:
         """f_P of each distinct passage of a window: from ``cache`` where it holds them, else encoded
         (shortest first, ``batch_size`` at a time) and kept there."""
         torch = _torch()
@@ -309,7 +309,7 @@ class Pipeline:
         if self.model.config.passage_weight:
             texts = list(dict.fromkeys(passage_text(s, c) for s, c in pairs))
             row = {t: i for i, t in enumerate(texts)}
-            scores = self._passages(texts, batch_size, cache, timer)
+            scores = self.passages(texts, batch_size, cache, timer)
             rows_of = [row[passage_text(s, c)] for s, c in pairs]
         # Character length is a good enough proxy for token length to sort by.
         order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))

@@ -127,3 +127,18 @@ def test_the_stage_rule_catches_an_upward_import(tmp_path):
     module.write_text("from sparc_es.answers.show import answer\n")
     deps = _imports(module, {"sparc_es.answers.show", "sparc_es.answers"}, "sparc_es.engines.m")
     assert any(STAGES[_stage(d)] >= STAGES[_stage("sparc_es.engines.m")] for d in deps)
+
+
+def test_the_public_paths_the_readme_names_keep_working():
+    """The README's library calls import from where they always did, whatever moved beneath them."""
+    import importlib
+
+    for path in ("sparc_es.encode.encode_corpus", "sparc_es.engines.open_engine", "sparc_es.model.SparcModel",
+                 "sparc_es.cli.main", "sparc_es.engines.lucene.build_index", "sparc_es.trec.read_qrels",
+                 "sparc_es.trec.TrecRunWriter", "sparc_es.corpus.read_corpus"):
+        module, _, name = path.rpartition(".")
+        assert callable(getattr(importlib.import_module(module), name)), path
+    from sparc_es import trec
+    from sparc_es.evaluation import trec as owner
+
+    assert trec.read_run is owner.read_run  # a re-export, not a copy

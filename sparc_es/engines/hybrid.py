@@ -91,12 +91,11 @@ def normalised_sum(sparc: list[Hit], bm25: list[Hit], bm25_weight: float = BM25_
 
 def reciprocal_rank(sparc: list[Hit], bm25: list[Hit], k: int = RRF_K) -> list[tuple[str, float]]:
     """(id, fused score) best first: ``sum over the two lists of 1 / (k + rank)``, ranks from 1."""
-    runs = (sparc, bm25)
     fused: dict[str, float] = {}
-    for hits in runs:
+    for hits in (sparc, bm25):
         for rank, h in enumerate(hits, start=1):
             fused[h.id] = fused.get(h.id, 0.0) + 1.0 / (k + rank)
-    return best_first(fused, _places(*runs))
+    return best_first(fused, _places(sparc, bm25))
 
 
 def _places(sparc: list[Hit], bm25: list[Hit]) -> dict[str, tuple[float, float]]:
@@ -108,7 +107,7 @@ def _places(sparc: list[Hit], bm25: list[Hit]) -> dict[str, tuple[float, float]]
         for h in hits:
             if h.order is not None:
                 places.setdefault(h.id, [float("inf"), float("inf")])[side] = h.order
-    return {i: (a, b) for i, (a, b) in places.items()}
+    return {i: tuple(place) for i, place in places.items()}
 
 
 class HybridEngine:

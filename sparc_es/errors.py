@@ -48,3 +48,22 @@ def count_mismatch(where: str, found: int, expected: int, of_what: str) -> str:
                 "(duplicate or foreign records); rebuild it from a clean encode")
     return (f"{where} holds {found} documents, {expected - found} fewer than the {expected} {of_what}: "
             "some were lost; run the same command again")
+
+
+def one_line(e: BaseException, hint: str = "", most: int | None = None) -> str:
+    """What went wrong, on one line: the message of a sparc-es error; the file and reason of an OS
+    error (disk full, permission denied); the type and message of anything else, then ``hint``
+    (where to see more). Its lines are joined by single spaces, so nothing said is lost. With
+    ``most``, for a reader on another machine (an HTTP client): its first line only, since what
+    follows there is a stack (a Java exception's), which belongs in a log, and at most ``most``
+    characters."""
+    if isinstance(e, SparcError):
+        text = str(e)
+    elif isinstance(e, OSError):
+        text = f"{f'{e.filename}: ' if e.filename else ''}{e.strerror or e}"
+    else:  # not foreseen: still one line, and where to see more
+        text = f"{type(e).__name__}: {e}{hint}"
+    if most is None:
+        return " ".join(text.split())
+    first = " ".join(next((line for line in text.splitlines() if line.strip()), "").split())
+    return first if len(first) <= most else first[:most - 3] + "..."

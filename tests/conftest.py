@@ -125,6 +125,20 @@ def pytest_runtest_teardown(item, nextitem):
             pytest.fail(f"a quick-tier test {'; '.join(dict.fromkeys(found))}", pytrace=False)
 
 
+@pytest.fixture
+def cli(capsys):
+    """``cli(*argv)``: ``sparc-es ARGV`` run in this process (arguments may be paths or numbers) ->
+    (exit status, standard output, standard error), the output captured since the last call."""
+    from sparc_es.cli import main
+
+    def run(*argv) -> tuple[int, str, str]:
+        rc = main([str(a) for a in argv])
+        out, err = capsys.readouterr()
+        return rc, out, err
+
+    return run
+
+
 def _tiny_bert(seed: int):
     """(tokenizer, config) of a tiny random 2-layer BERT over the real all-MiniLM-L6-v2 vocabulary;
     no dropout, so training tests are deterministic."""

@@ -23,37 +23,31 @@ def corpus(tmp_path):
     return path
 
 
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    rc = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
 @pytest.mark.jvm
-def test_encode_index_search_run_explain(tmp_path, corpus, tiny_model_dir, capsys):
+def test_encode_index_search_run_explain(tmp_path, corpus, tiny_model_dir, cli):
     enc, idx = tmp_path / "enc", tmp_path / "idx"
-    rc, out, err = run_cli(capsys, "encode", "--corpus", corpus, "--output", enc, "--model", tiny_model_dir,
-                           "--top-k", 32, "--quiet")
+    rc, out, err = cli("encode", "--corpus", corpus, "--output", enc, "--model", tiny_model_dir,
+                       "--top-k", 32, "--quiet")
     assert rc == 0 and "encoded 6 sentences" in out, err
     meta = json.loads((enc / "meta.json").read_text())
     assert meta["sentences"] == 6 and meta["top_k"] == 32 and meta["factor"] == DEFAULT_FACTOR
     assert all(len(json.loads(line)["vector"]) <= 32 for line in open(enc / "vectors" / "vectors.jsonl"))
 
-    rc, out, err = run_cli(capsys, "index", "--input", enc, "--index", idx)
+    rc, out, err = cli("index", "--input", enc, "--index", idx)
     assert rc == 0 and "indexed 6 sentences" in out, err
 
-    rc, out, err = run_cli(capsys, "search", "--index", idx, "--json", "-k", 3, "integer impacts in lucene")
+    rc, out, err = cli("search", "--index", idx, "--json", "-k", 3, "integer impacts in lucene")
     hits = json.loads(out)
     assert rc == 0 and 0 < len(hits) <= 3
     assert hits == sorted(hits, key=lambda h: -h["score"]) and {"id", "score", "text"} <= set(hits[0])
 
-    rc, out, _ = run_cli(capsys, "search", "--index", idx, "Are questions bags of tokens?")
+    rc, out, _ = cli("search", "--index", idx, "Are questions bags of tokens?")
     assert rc == 0 and out.startswith("Q: Are questions") and "  1. " in out
 
     topics = tmp_path / "topics.tsv"
     topics.write_text("q1\tintegers in lucene\nq2\tbags of tokens\n")
-    rc, out, err = run_cli(capsys, "run", "--index", idx, "--topics", topics, "--output", tmp_path / "run.trec",
-                           "-k", 5, "--tag", "tiny")
+    rc, out, err = cli("run", "--index", idx, "--topics", topics, "--output", tmp_path / "run.trec",
+                       "-k", 5, "--tag", "tiny")
     assert rc == 0, err
     rows = [line.split() for line in (tmp_path / "run.trec").read_text().splitlines()]
     assert {r[0] for r in rows} == {"q1", "q2"} and all(len(r) == 6 and r[1] == "Q0" and r[5] == "tiny" for r in rows)
@@ -62,35 +56,35 @@ def test_encode_index_search_run_explain(tmp_path, corpus, tiny_model_dir, capsy
         assert [r for r, _ in ranks] == list(range(1, len(ranks) + 1))
         assert [s for _, s in ranks] == sorted((s for _, s in ranks), reverse=True)
 
-    rc, out, _ = run_cli(capsys, "explain", "--model", tiny_model_dir, "--json", "--top", 5, "Paris is big.")
+    rc, out, _ = cli("explain", "--model", tiny_model_dir, "--json", "--top", 5, "Paris is big.")
     pairs = json.loads(out)
     assert rc == 0 and len(pairs) == 5 and pairs[0]["weight"] >= pairs[-1]["weight"] > 0
 
     for method in ("rrf", "sum", "minmax"):
-        rc, out, err = run_cli(capsys, "search", "--index", idx, "--hybrid", method, "--json", "-k", 6,
-                               "integer impacts in lucene")
+        rc, out, err = cli("search", "--index", idx, "--hybrid", method, "--json", "-k", 6,
+                           "integer impacts in lucene")
         hits = json.loads(out)
         assert rc == 0 and hits and hits[0]["id"] == "s0", err  # the one sentence BM25 and SPARC agree on
-    rc, _, err = run_cli(capsys, "search", "--index", idx, "--hybrid", "sum", "--hybrid-weight", 2, "lucene")
+    rc, _, err = cli("search", "--index", idx, "--hybrid", "sum", "--hybrid-weight", 2, "lucene")
     assert rc == 1 and "between 0 and 1" in err
 
     # The BM25 baseline over the same sentences, from the index that `index` built beside the impacts.
-    rc, out, err = run_cli(capsys, "search", "--index", idx, "--engine", "bm25", "--json", "integer impacts in lucene")
+    rc, out, err = cli("search", "--index", idx, "--engine", "bm25", "--json", "integer impacts in lucene")
     hits = json.loads(out)
     assert rc == 0 and hits[0]["id"] == "s0" and hits[0]["text"] == "Lucene stores integer impacts.", err
-    rc, out, err = run_cli(capsys, "run", "--index", idx, "--engine", "bm25", "--topics", topics, "--output",
-                           tmp_path / "bm25.trec", "--tag", "bm25")
+    rc, out, err = cli("run", "--index", idx, "--engine", "bm25", "--topics", topics, "--output",
+                       tmp_path / "bm25.trec", "--tag", "bm25")
     rows = [line.split() for line in (tmp_path / "bm25.trec").read_text().splitlines()]
     assert rc == 0 and {r[0] for r in rows} == {"q1", "q2"} and all(r[5] == "bm25" for r in rows), err
-    rc, _, err = run_cli(capsys, "search", "--index", idx, "--engine", "bm25", "--hybrid", "rrf", "lucene")
+    rc, _, err = cli("search", "--index", idx, "--engine", "bm25", "--hybrid", "rrf", "lucene")
     assert rc == 1 and "--engine lucene" in err
 
 
-def test_top_k_bounds_the_neural_part_and_the_summary_says_what_is_stored(tmp_path, corpus, capsys):
+def test_top_k_bounds_the_neural_part_and_the_summary_says_what_is_stored(tmp_path, corpus, cli, capsys):
     """With the default model's lexical term a sentence stores K neural tokens plus its own tokens
     (and stem siblings) outside them: the manifest and the summary give the most stored."""
-    rc, out, err = run_cli(capsys, "encode", "--corpus", corpus, "--output", tmp_path / "enc", "--top-k", 8,
-                           "--keep-floats", "--quiet")
+    rc, out, err = cli("encode", "--corpus", corpus, "--output", tmp_path / "enc", "--top-k", 8,
+                       "--keep-floats", "--quiet")
     assert rc == 0, err
     records = [json.loads(line) for line in open(tmp_path / "enc" / "vectors" / "vectors.jsonl")]
     most = max(len(r["weights"]) for r in records)
@@ -104,23 +98,23 @@ def test_top_k_bounds_the_neural_part_and_the_summary_says_what_is_stored(tmp_pa
     assert "stores up to K plus" in " ".join(capsys.readouterr().out.split())
 
 
-def test_idf_and_adapt_from_the_cli(tmp_path, corpus, capsys):
-    rc, out, err = run_cli(capsys, "adapt", "--model", "splade-bert-tiny", "--corpus", corpus, "--output",
-                           tmp_path / "adapted", "--steps", 2, "--batch-size", 4, "--quiet")
+def test_idf_and_adapt_from_the_cli(tmp_path, corpus, cli):
+    rc, out, err = cli("adapt", "--model", "splade-bert-tiny", "--corpus", corpus, "--output",
+                       tmp_path / "adapted", "--steps", 2, "--batch-size", 4, "--quiet")
     assert rc == 0 and "adapted E on 6 sentences" in out, err
-    rc, out, err = run_cli(capsys, "adapt", "--model", "splade-bert-tiny", "--corpus", corpus, "--output",
-                           tmp_path / "adapted", "--steps", 2, "--quiet")
+    rc, out, err = cli("adapt", "--model", "splade-bert-tiny", "--corpus", corpus, "--output",
+                       tmp_path / "adapted", "--steps", 2, "--quiet")
     assert rc == 1 and "already holds a model" in err
-    rc, out, err = run_cli(capsys, "encode", "--corpus", corpus, "--output", tmp_path / "enc", "--model",
-                           tmp_path / "adapted", "--idf", "--quiet")
+    rc, out, err = cli("encode", "--corpus", corpus, "--output", tmp_path / "enc", "--model",
+                       tmp_path / "adapted", "--idf", "--quiet")
     assert rc == 0 and "IDF-weighted" in out, err
     meta = json.loads((tmp_path / "enc" / "meta.json").read_text())
     assert meta["idf"] and meta["idf_weighting"]["documents"] == 6 and meta["model"]["adaptation"]["steps"] == 2
 
 
-def test_encode_resumes_after_interruption(tmp_path, corpus, tiny_model_dir, capsys, monkeypatch):
+def test_encode_resumes_after_interruption(tmp_path, corpus, tiny_model_dir, cli, monkeypatch):
     args = ["encode", "--corpus", corpus, "--model", tiny_model_dir, "--shard-size", 2, "--quiet"]
-    assert run_cli(capsys, *args, "--output", tmp_path / "whole")[0] == 0
+    assert cli(*args, "--output", tmp_path / "whole")[0] == 0
 
     real, calls = encode_module._write_pieces, []
 
@@ -132,20 +126,20 @@ def test_encode_resumes_after_interruption(tmp_path, corpus, tiny_model_dir, cap
         return real(*a, **kw)
 
     monkeypatch.setattr(encode_module, "_write_pieces", dies_on_third_shard)
-    rc, _, err = run_cli(capsys, *args, "--output", tmp_path / "cut")
+    rc, _, err = cli(*args, "--output", tmp_path / "cut")
     assert rc == 130 and "interrupted" in err
     assert not (tmp_path / "cut" / "meta.json").exists()
 
     monkeypatch.setattr(encode_module, "_write_pieces", lambda *a, **kw: (calls.append(1), real(*a, **kw)))
     calls.clear()
-    rc, _, err = run_cli(capsys, *args, "--output", tmp_path / "cut")
+    rc, _, err = cli(*args, "--output", tmp_path / "cut")
     assert rc == 0, err
     assert len(calls) == 1  # only the unfinished third shard was encoded again
     vectors = "vectors/vectors.jsonl"
     assert (tmp_path / "cut" / vectors).read_text() == (tmp_path / "whole" / vectors).read_text()
     assert json.loads((tmp_path / "cut" / "meta.json").read_text())["sentences"] == 6
 
-    rc, _, err = run_cli(capsys, *args, "--output", tmp_path / "cut")
+    rc, _, err = cli(*args, "--output", tmp_path / "cut")
     assert rc == 1 and "--overwrite" in err
 
 
@@ -155,34 +149,34 @@ def test_encode_resumes_after_interruption(tmp_path, corpus, tiny_model_dir, cap
     (b'{"id": "a", "text": ""}\n', 'corpus.jsonl:1: empty sentence'),
     (b'{"id": "a", "text": "caf\xe9"}\n', "corpus.jsonl:1: not valid UTF-8"),
 ])
-def test_bad_input_is_one_line_and_non_zero(tmp_path, tiny_model_dir, capsys, content, expected):
+def test_bad_input_is_one_line_and_non_zero(tmp_path, tiny_model_dir, cli, content, expected):
     path = tmp_path / "corpus.jsonl"
     path.write_bytes(content)
-    rc, _, err = run_cli(capsys, "encode", "--corpus", path, "--output", tmp_path / "enc",
-                         "--model", tiny_model_dir, "--quiet")
+    rc, _, err = cli("encode", "--corpus", path, "--output", tmp_path / "enc",
+                     "--model", tiny_model_dir, "--quiet")
     assert rc == 1
     assert err.count("\n") == 1 and err.startswith("sparc-es: error: ") and expected in err
     assert "Traceback" not in err
 
 
-def test_long_sentences_are_truncated_counted_and_reported(tmp_path, tiny_model_dir, capsys):
+def test_long_sentences_are_truncated_counted_and_reported(tmp_path, tiny_model_dir, cli):
     path = tmp_path / "corpus.jsonl"
     path.write_text(json.dumps({"id": "long", "text": "many words here " * 20}) + "\n"
                     + json.dumps({"id": "short", "text": "Short."}) + "\n")
-    rc, out, err = run_cli(capsys, "encode", "--corpus", path, "--output", tmp_path / "enc",
-                           "--model", tiny_model_dir, "--max-length", 16, "--quiet")
+    rc, out, err = cli("encode", "--corpus", path, "--output", tmp_path / "enc",
+                       "--model", tiny_model_dir, "--max-length", 16, "--quiet")
     assert rc == 0 and "encoded 2 sentences" in out
     assert "warning: 1 sentences were longer than 16 tokens and were truncated (e.g. long)" in err
     assert json.loads((tmp_path / "enc" / "meta.json").read_text())["truncated_sentences"] == 1
 
 
-def test_missing_things_are_clear_errors(tmp_path, capsys):
-    rc, _, err = run_cli(capsys, "search", "--index", tmp_path / "nothing", "question")
+def test_missing_things_are_clear_errors(tmp_path, cli, capsys):
+    rc, _, err = cli("search", "--index", tmp_path / "nothing", "question")
     assert rc == 1 and "not a finished sparc-es encoded folder or index" in err
-    rc, _, err = run_cli(capsys, "explain", "--model", tmp_path / "nothing", "A sentence.")
+    rc, _, err = cli("explain", "--model", tmp_path / "nothing", "A sentence.")
     assert rc == 1 and "no such model folder" in err
-    rc, _, err = run_cli(capsys, "run", "--engine", "bm25", "--index", tmp_path / "nothing", "--topics",
-                         tmp_path / "t.tsv", "--output", tmp_path / "r.trec")
+    rc, _, err = cli("run", "--engine", "bm25", "--index", tmp_path / "nothing", "--topics",
+                     tmp_path / "t.tsv", "--output", tmp_path / "r.trec")
     assert rc == 1 and "topics file not found" in err
     with pytest.raises(SystemExit) as e:
         main(["encode", "--output", str(tmp_path)])
@@ -191,8 +185,8 @@ def test_missing_things_are_clear_errors(tmp_path, capsys):
 
 
 @pytest.mark.jvm
-def test_demo_answers_with_the_default_model(tmp_path, capsys):
-    rc, out, err = run_cli(capsys, "demo", "--workdir", tmp_path / "demo", "--quiet", "-k", 2)
+def test_demo_answers_with_the_default_model(tmp_path, cli):
+    rc, out, err = cli("demo", "--workdir", tmp_path / "demo", "--quiet", "-k", 2)
     assert rc == 0, err
     answers: dict[str, list[str]] = {}
     lines = out.splitlines()
@@ -216,21 +210,21 @@ def test_demo_answers_with_the_default_model(tmp_path, capsys):
     ("--top-k", "0", "top-K must be at least 1"),
     ("--max-length", "4", "at least 8 tokens"),
 ])
-def test_bad_numbers_are_refused_by_the_library(tmp_path, corpus, tiny_model_dir, capsys, flag, value, expected):
-    rc, _, err = run_cli(capsys, "encode", "--corpus", corpus, "--output", tmp_path / "enc", "--model",
-                         tiny_model_dir, flag, value, "--quiet")
+def test_bad_numbers_are_refused_by_the_library(tmp_path, corpus, tiny_model_dir, cli, flag, value, expected):
+    rc, _, err = cli("encode", "--corpus", corpus, "--output", tmp_path / "enc", "--model",
+                     tiny_model_dir, flag, value, "--quiet")
     assert rc == 1 and expected in err and err.count("\n") == 1, err
 
 
 @pytest.mark.jvm
-def test_search_defaults_to_the_hybrid_and_says_when_it_cannot(tmp_path, corpus, tiny_model_dir, capsys):
+def test_search_defaults_to_the_hybrid_and_says_when_it_cannot(tmp_path, corpus, tiny_model_dir, cli):
     enc = tmp_path / "enc"
-    assert run_cli(capsys, "encode", "--corpus", corpus, "--output", enc, "--model", tiny_model_dir, "--quiet")[0] == 0
-    assert run_cli(capsys, "index", "--input", enc, "--index", tmp_path / "idx")[0] == 0
+    assert cli("encode", "--corpus", corpus, "--output", enc, "--model", tiny_model_dir, "--quiet")[0] == 0
+    assert cli("index", "--input", enc, "--index", tmp_path / "idx")[0] == 0
     question = "integer impacts in lucene"
 
     def hits(*flags, index=tmp_path / "idx"):
-        rc, out, err = run_cli(capsys, "search", "--index", index, "--json", "-k", 6, *flags, question)
+        rc, out, err = cli("search", "--index", index, "--json", "-k", 6, *flags, question)
         assert rc == 0, err
         return [(h["id"], round(h["score"], 9)) for h in json.loads(out)], err
 
@@ -242,60 +236,60 @@ def test_search_defaults_to_the_hybrid_and_says_when_it_cannot(tmp_path, corpus,
     assert alone != default and all(s > 1 for _, s in alone)  # SPARC's own scores, not fused ones in [0, 1]
     assert all(0 <= s <= 1 for _, s in default)
 
-    assert run_cli(capsys, "index", "--input", enc, "--index", tmp_path / "nobm25", "--no-bm25")[0] == 0
+    assert cli("index", "--input", enc, "--index", tmp_path / "nobm25", "--no-bm25")[0] == 0
     got, err = hits(index=tmp_path / "nobm25")
     assert got == default and not err  # the default sums the BM25 terms of the impact index: no BM25 index needed
-    rc, _, err = run_cli(capsys, "search", "--index", tmp_path / "nobm25", "--hybrid", "minmax", question)
+    rc, _, err = cli("search", "--index", tmp_path / "nobm25", "--hybrid", "minmax", question)
     assert rc == 1 and "no BM25 index" in err  # the client-side fusion does need it: said, not silent
 
     for flags in (("--hybrid", "none", "--hybrid-weight", 0.5), ("--hybrid", "rrf", "--hybrid-weight", 0.5)):
-        rc, _, err = run_cli(capsys, "search", "--index", tmp_path / "idx", *flags, question)
+        rc, _, err = cli("search", "--index", tmp_path / "idx", *flags, question)
         assert rc == 1 and "--hybrid-weight" in err
 
 
-def test_encode_weighs_by_idf_by_default_and_an_update_keeps_its_statistics(tmp_path, tiny_model_dir, capsys):
+def test_encode_weighs_by_idf_by_default_and_an_update_keeps_its_statistics(tmp_path, tiny_model_dir, cli):
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "a.txt").write_text("Lucene stores integer impacts. Questions are bags of tokens.\n")
     (docs / "b.txt").write_text("Elasticsearch keeps nine significant bits.\n")
     enc, model = tmp_path / "enc", ("--model", tiny_model_dir, "--quiet")
-    assert run_cli(capsys, "encode", "--corpus", docs, "--output", enc, *model)[0] == 0
+    assert cli("encode", "--corpus", docs, "--output", enc, *model)[0] == 0
     meta = json.loads((enc / "meta.json").read_text())
     assert meta["idf"] is True and meta["idf_weighting"]["documents"] == 3
     before = {json.loads(line)["id"]: line for line in open(enc / "vectors" / "vectors.jsonl")}
 
     (docs / "c.txt").write_text("A new file about tokens.\n")
-    assert run_cli(capsys, "encode", "--corpus", docs, "--output", enc, "--update", *model)[0] == 0
+    assert cli("encode", "--corpus", docs, "--output", enc, "--update", *model)[0] == 0
     after = {json.loads(line)["id"]: line for line in open(enc / "vectors" / "vectors.jsonl")}
     assert after.keys() == before.keys() | {f"c.txt#{sentence_key('A new file about tokens.')}"}
     assert all(after[i] == line for i, line in before.items())  # the first encode's statistics, kept
     assert json.loads((enc / "meta.json").read_text())["idf_weighting"]["documents"] == 3
 
-    rc, _, err = run_cli(capsys, "encode", "--corpus", docs, "--output", enc, "--update", "--no-idf", *model)
+    rc, _, err = cli("encode", "--corpus", docs, "--output", enc, "--update", "--no-idf", *model)
     assert rc == 1 and "with IDF weighting" in err
-    assert run_cli(capsys, "encode", "--corpus", docs, "--output", tmp_path / "plain", "--no-idf", *model)[0] == 0
+    assert cli("encode", "--corpus", docs, "--output", tmp_path / "plain", "--no-idf", *model)[0] == 0
     assert json.loads((tmp_path / "plain" / "meta.json").read_text())["idf"] is False
 
 
-def test_requantize_says_only_what_it_changed(tmp_path, tiny_model_dir, capsys):
+def test_requantize_says_only_what_it_changed(tmp_path, tiny_model_dir, cli):
     """encode's warnings (truncated sentences and contexts, control characters) are said by encode;
     requantize, which reads the same sentences, says only what its factor changes: empty vectors."""
     path = tmp_path / "corpus.jsonl"
     path.write_text(json.dumps({"id": "long", "text": "many words here\u0007 " * 20, "context": "context " * 40}) + "\n"
                     + json.dumps({"id": "short", "text": "Short.", "context": "more context words " * 20}) + "\n")
-    rc, _, err = run_cli(capsys, "encode", "--corpus", path, "--output", tmp_path / "enc", "--model", tiny_model_dir,
-                         "--max-length", 16, "--keep-floats", "--no-idf", "--quiet")
+    rc, _, err = cli("encode", "--corpus", path, "--output", tmp_path / "enc", "--model", tiny_model_dir,
+                     "--max-length", 16, "--keep-floats", "--no-idf", "--quiet")
     assert rc == 0 and "were truncated" in err and "contexts were cut" in err and "control characters" in err, err
-    rc, out, err = run_cli(capsys, "requantize", "--input", tmp_path / "enc", "--output", tmp_path / "f10",
-                           "--factor", 10)
+    rc, out, err = cli("requantize", "--input", tmp_path / "enc", "--output", tmp_path / "f10",
+                       "--factor", 10)
     assert rc == 0 and "wrote 2 sentences" in out and err == "", err
-    rc, _, err = run_cli(capsys, "requantize", "--input", tmp_path / "enc", "--output", tmp_path / "f0",
-                         "--factor", 0.001)
+    rc, _, err = cli("requantize", "--input", tmp_path / "enc", "--output", tmp_path / "f0",
+                     "--factor", 0.001)
     assert rc == 0 and err == "sparc-es: warning: 2 sentences have no token weight above 0.5/factor and cannot be " \
                               "retrieved; raise --factor\n", err
 
 
-def test_an_update_says_how_many_sentences_it_removed(tmp_path, tiny_model_dir, capsys):
+def test_an_update_says_how_many_sentences_it_removed(tmp_path, tiny_model_dir, cli):
     """removed: the old folder's sentences whose ids the corpus no longer has (an edited sentence is
     encoded again, not removed; a sentence under a new id is new, and its old id removed)."""
     def write(rows):
@@ -306,14 +300,14 @@ def test_an_update_says_how_many_sentences_it_removed(tmp_path, tiny_model_dir, 
     texts = ["Lucene stores integer impacts.", "Questions are bags of tokens.", "The demo corpus is tiny.",
              "Sentences are encoded once.", "Scores are sums of stored weights.", "Elasticsearch keeps nine bits."]
     args = ["--output", tmp_path / "enc", "--model", tiny_model_dir, "--quiet"]
-    assert run_cli(capsys, "encode", "--corpus", write([(f"s{i}", t) for i, t in enumerate(texts)]), *args)[0] == 0
+    assert cli("encode", "--corpus", write([(f"s{i}", t) for i, t in enumerate(texts)]), *args)[0] == 0
     rows = [("s0", texts[0]), ("s1", texts[1] + " Edited."), ("s3", texts[3]), ("renamed", texts[4]),
             ("new", "A new sentence.")]  # s2 and s5 gone, s4 under a new id
-    rc, out, err = run_cli(capsys, "encode", "--corpus", write(rows), *args, "--update")
+    rc, out, err = cli("encode", "--corpus", write(rows), *args, "--update")
     assert rc == 0, err
     assert "encoded 5 sentences" in out and "3 unchanged kept, 2 encoded, 3 removed" in out, out
     assert json.loads((tmp_path / "enc" / "meta.json").read_text())["removed"] == 3
-    rc, out, _ = run_cli(capsys, "encode", "--corpus", write(rows), *args, "--update")
+    rc, out, _ = cli("encode", "--corpus", write(rows), *args, "--update")
     assert rc == 0 and "5 unchanged kept, 0 encoded, 0 removed" in out, out
 
 
@@ -366,23 +360,23 @@ INAPPLICABLE = [
 
 
 @pytest.mark.parametrize("argv, expected", INAPPLICABLE, ids=[" ".join(a) for a, _ in INAPPLICABLE])
-def test_an_option_that_does_not_apply_is_a_one_line_error(tmp_path, capsys, argv, expected):
+def test_an_option_that_does_not_apply_is_a_one_line_error(tmp_path, cli, argv, expected):
     (tmp_path / "topics.tsv").write_text("q1\tquestion\n")
     paths = {"IDX": tmp_path / "idx", "ENC": tmp_path / "enc", "DIR": tmp_path, "TOPICS": tmp_path / "topics.tsv",
              "RUN": tmp_path / "run.trec"}
-    rc, out, err = run_cli(capsys, *[paths.get(a, a) for a in argv])
+    rc, out, err = cli(*[paths.get(a, a) for a in argv])
     assert rc == 1 and err.startswith("sparc-es: error: ") and err.count("\n") == 1 and expected in err, err
     assert not (tmp_path / "run.trec").exists() and not (tmp_path / "idx").exists()
 
 
-def test_query_dsl_prints_what_search_on_elasticsearch_sends(capsys):
+def test_query_dsl_prints_what_search_on_elasticsearch_sends(cli):
     """The client-side fusions: an _msearch of the SPARC search and the BM25 match search, each to
     the fusion depth, with a # line (a Kibana console comment) saying how sparc-es fuses them; rrf
     also in the one-request retriever form, labelled as needing an Enterprise licence. (The
     default, one _search, is tests/test_one_request.py's: it needs an index's maxima.)"""
     from sparc_es.engines.hybrid import BM25_WEIGHT, DEPTH
 
-    rc, out, err = run_cli(capsys, "query-dsl", "--es-index", "notes", "--hybrid", "minmax", "Which Java version?")
+    rc, out, err = cli("query-dsl", "--es-index", "notes", "--hybrid", "minmax", "Which Java version?")
     lines = out.splitlines()
     assert rc == 0 and lines[0].startswith(f"# sparc-es fuses the two lists client-side: {BM25_WEIGHT:g} x BM25' + "
                                            f"{1 - BM25_WEIGHT:g} x SPARC'")
@@ -390,35 +384,35 @@ def test_query_dsl_prints_what_search_on_elasticsearch_sends(capsys):
     sparc, bm25 = json.loads(lines[3]), json.loads(lines[5])
     assert sparc["size"] == bm25["size"] == DEPTH and "rank_feature" in sparc["query"]["bool"]["should"][0]
     assert bm25["query"] == {"match": {"text": {"query": "Which Java version?"}}}
-    rc, out, _ = run_cli(capsys, "query-dsl", "--hybrid", "rrf", "-k", 2000, "Which Java version?")
+    rc, out, _ = cli("query-dsl", "--hybrid", "rrf", "-k", 2000, "Which Java version?")
     assert rc == 0 and "reciprocal-rank fusion" in out and json.loads(out.splitlines()[5])["size"] == 2000
     enterprise = out.split("Enterprise licence", 1)[1].split("\n", 2)
     assert enterprise[1] == "GET /sparc/_search"
     retriever = json.loads(enterprise[2])["retriever"]["rrf"]
     assert [r["standard"]["query"] for r in retriever["retrievers"]] == [sparc["query"], bm25["query"]]
-    rc, out, _ = run_cli(capsys, "query-dsl", "--hybrid", "none", "--es-index", "notes", "Which Java version?")
+    rc, out, _ = cli("query-dsl", "--hybrid", "none", "--es-index", "notes", "Which Java version?")
     comment, head, body = out.split("\n", 2)  # the # line: the factor between _score and search's score
     assert rc == 0 and comment.startswith("# the SPARC search's _score is the integer impact sum, 5 x")
     assert head == "GET /notes/_search" and json.loads(body)["size"] == 10
-    rc, _, err = run_cli(capsys, "query-dsl", "  ")
+    rc, _, err = cli("query-dsl", "  ")
     assert rc == 1 and "empty question" in err
 
 
 @pytest.mark.jvm
 def test_run_tags_say_engine_and_hybrid_and_runs_are_written_a_batch_at_a_time(tmp_path, corpus, tiny_model_dir,
-                                                                               capsys, monkeypatch):
-    from sparc_es import cli
+                                                                               cli, monkeypatch):
+    from sparc_es.cli import run as run_verb
     from sparc_es.engines.hybrid import BM25_WEIGHT
 
     enc, idx = tmp_path / "enc", tmp_path / "idx"
-    assert run_cli(capsys, "encode", "--corpus", corpus, "--output", enc, "--model", tiny_model_dir, "--quiet")[0] == 0
-    assert run_cli(capsys, "index", "--input", enc, "--index", idx)[0] == 0
+    assert cli("encode", "--corpus", corpus, "--output", enc, "--model", tiny_model_dir, "--quiet")[0] == 0
+    assert cli("index", "--input", enc, "--index", idx)[0] == 0
     topics = tmp_path / "topics.tsv"
     topics.write_text("".join(f"q{i}\t{q}\n" for i, q in enumerate(["integers in lucene", "bags of tokens",
                                                                      "nine bits", "stored weights", "the demo"])))
 
     def run(*flags, name="run.trec"):
-        rc, _, err = run_cli(capsys, "run", "--index", idx, "--topics", topics, "--output", tmp_path / name, *flags)
+        rc, _, err = cli("run", "--index", idx, "--topics", topics, "--output", tmp_path / name, *flags)
         assert rc == 0, err
         rows = [line.split() for line in (tmp_path / name).read_text().splitlines()]
         return {r[5] for r in rows}, [r[:5] for r in rows]
@@ -430,12 +424,12 @@ def test_run_tags_say_engine_and_hybrid_and_runs_are_written_a_batch_at_a_time(t
             (("--engine", "bm25"), "sparc-es-bm25"), (("--tag", "mine"), "mine"):
         assert run(*flags)[0] == {tag}, flags
     whole = run(name="whole.trec")[1]
-    monkeypatch.setattr(cli, "RUN_BATCH", 2)  # three batches: the same run file
+    monkeypatch.setattr(run_verb, "RUN_BATCH", 2)  # three batches: the same run file
     assert run(name="batched.trec")[1] == whole
     assert not list(tmp_path.glob("*.partial"))
 
 
-def test_removed_control_characters_are_named_as_found(tmp_path, tiny_model_dir, capsys):
+def test_removed_control_characters_are_named_as_found(tmp_path, tiny_model_dir, cli):
     """The warning names the characters that were removed (a C1 control is not "NUL, ESC, ..."),
     from JSONL records and documents alike; tab and line ends are text, not controls."""
     docs = tmp_path / "docs"
@@ -443,8 +437,8 @@ def test_removed_control_characters_are_named_as_found(tmp_path, tiny_model_dir,
     (docs / "a.jsonl").write_text(json.dumps({"id": "x", "text": "Price\x80 list\x1b[0m and\ttab.",
                                               "context": "Escaped\x1b context."}) + "\n")
     (docs / "b.txt").write_text("A plain\x9b document.\r\nWith two lines.\n")
-    rc, _, err = run_cli(capsys, "encode", "--corpus", docs, "--output", tmp_path / "enc", "--model", tiny_model_dir,
-                         "--quiet")
+    rc, _, err = cli("encode", "--corpus", docs, "--output", tmp_path / "enc", "--model", tiny_model_dir,
+                     "--quiet")
     assert rc == 0, err
     assert ("warning: removed 4 control characters from the corpus text: U+001B (ESC) x 2, U+0080 (C1 control), "
             "U+009B (C1 control); e.g. in x, b.txt\n") in err, err
@@ -475,18 +469,18 @@ def test_help_names_what_a_user_can_read_and_adapt_says_how_long_it_takes(capsys
     assert re.search(r"one step took [\d.]+ s on one thread .* the default 500 steps take about \d+", texts["adapt"])
 
 
-def test_run_of_an_empty_topics_file_is_refused(tmp_path, capsys):
+def test_run_of_an_empty_topics_file_is_refused(tmp_path, cli):
     """Issue 36, item 12: it exited 0 with an empty run, which scores 0 without a word."""
     topics = tmp_path / "topics.tsv"
     topics.write_text("\n")
-    rc, _, err = run_cli(capsys, "run", "--index", tmp_path / "idx", "--topics", topics,
-                         "--output", tmp_path / "r.trec")
+    rc, _, err = cli("run", "--index", tmp_path / "idx", "--topics", topics,
+                     "--output", tmp_path / "r.trec")
     assert rc == 1 and "no topics in it" in err and err.count("\n") == 1, err
     assert not (tmp_path / "r.trec").exists()
 
 
 def test_an_index_finds_its_documents_from_any_working_directory_and_when_moved(tmp_path, tiny_model_dir,
-                                                                                  monkeypatch, capsys):
+                                                                                  monkeypatch, cli):
     """The corpus is recorded absolutely and relative to the folder: a relative --corpus typed in one
     folder is found from another, and from a copy of both moved elsewhere; a corpus that is gone is said."""
     import shutil
@@ -498,8 +492,8 @@ def test_an_index_finds_its_documents_from_any_working_directory_and_when_moved(
     (project / "docs").mkdir(parents=True)
     (project / "docs" / "guide.md").write_text("# Guide\n\nThe port is 8081 by default.\n")
     monkeypatch.chdir(project)
-    assert run_cli(capsys, "encode", "--corpus", "../project/docs", "--output", "enc", "--model", tiny_model_dir,
-                   "--quiet")[0] == 0
+    assert cli("encode", "--corpus", "../project/docs", "--output", "enc", "--model", tiny_model_dir,
+               "--quiet")[0] == 0
     monkeypatch.chdir(tmp_path)
     manifest = Manifest.read(project / "enc")
     assert manifest.corpus == (str(project / "docs"),) and manifest.corpus_relative == ("../docs",)

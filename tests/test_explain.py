@@ -64,12 +64,6 @@ def line_of(text: str, needle: str) -> int:
     return next(n for n, line in enumerate(text.splitlines(), start=1) if needle in line)
 
 
-def run_cli(capsys, *argv) -> tuple[int, str, str]:
-    rc = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
 @pytest.fixture(scope="module")
 def docs(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("docs")
@@ -149,8 +143,8 @@ def test_bold_only_on_a_terminal(monkeypatch):
 # --- search -----------------------------------------------------------------------------------
 
 @pytest.mark.jvm
-def test_search_shows_rank_score_line_headings_id_and_marked_words(index, capsys):
-    rc, out, err = run_cli(capsys, "search", "--index", index, "-k", 3, JAVA)
+def test_search_shows_rank_score_line_headings_id_and_marked_words(index, cli):
+    rc, out, err = cli("search", "--index", index, "-k", 3, JAVA)
     assert rc == 0, err
     lines = out.splitlines()
     assert lines[0] == f"Q: {JAVA}" and lines[1].startswith("  question tokens in the index: ")
@@ -164,18 +158,18 @@ def test_search_shows_rank_score_line_headings_id_and_marked_words(index, capsys
 
 
 @pytest.mark.jvm
-def test_search_marks_in_bold_on_a_terminal(index, capsys, monkeypatch):
+def test_search_marks_in_bold_on_a_terminal(index, cli, monkeypatch):
     import sparc_es.answers.show
 
     monkeypatch.setattr(sparc_es.answers.show, "use_color", lambda stream=None: True)
-    rc, out, _ = run_cli(capsys, "search", "--index", index, "-k", 1, JAVA)
+    rc, out, _ = cli("search", "--index", index, "-k", 1, JAVA)
     assert rc == 0 and "\033[1mPyserini\033[22m \033[1mneeds\033[22m \033[1mJava\033[22m 21" in out
     assert "«" not in out
 
 
 @pytest.mark.jvm
-def test_search_json_has_id_line_headings_context_marks_and_covers(index, capsys):
-    rc, out, err = run_cli(capsys, "search", "--index", index, "--json", "-k", 3, JAVA)
+def test_search_json_has_id_line_headings_context_marks_and_covers(index, cli):
+    rc, out, err = cli("search", "--index", index, "--json", "-k", 3, JAVA)
     hits = json.loads(out)
     assert rc == 0 and err == "", err
     top = hits[0]
@@ -191,7 +185,7 @@ def test_search_json_has_id_line_headings_context_marks_and_covers(index, capsys
         "p", "##yse", "##rini"}
     assert [h["rank"] for h in hits] == [1, 2, 3]
 
-    rc, out, _ = run_cli(capsys, "search", "--index", index, "--json", "-k", 2, JAVA, NONSENSE)
+    rc, out, _ = cli("search", "--index", index, "--json", "-k", 2, JAVA, NONSENSE)
     answers = json.loads(out)
     assert rc == 0 and [a["question"] for a in answers] == [JAVA, NONSENSE]
     assert answers[0]["hits"][0] == top | {"score": answers[0]["hits"][0]["score"]}
@@ -200,13 +194,13 @@ def test_search_json_has_id_line_headings_context_marks_and_covers(index, capsys
 
 
 @pytest.mark.jvm
-def test_search_documents_ranks_documents_by_their_best_sentence(index, capsys):
+def test_search_documents_ranks_documents_by_their_best_sentence(index, cli):
     from sparc_es.engines import open_engine
     from sparc_es.engines.base import best_per_document
     from sparc_es.engines.hybrid import DEFAULT_METHOD
 
     question = "Where does the server answer questions from?"
-    rc, out, err = run_cli(capsys, "search", "--index", index, "--json", "--documents", "-k", 3, question)
+    rc, out, err = cli("search", "--index", index, "--json", "--documents", "-k", 3, question)
     hits = json.loads(out)
     assert rc == 0, err
     engine = open_engine("lucene", index, hybrid=DEFAULT_METHOD)
@@ -217,28 +211,28 @@ def test_search_documents_ranks_documents_by_their_best_sentence(index, capsys):
     want = best_per_document(sentences, {h.id: h.doc for h in sentences}, 3)
     assert [h["doc"] for h in hits] == [h.id for h in want] and len({h["doc"] for h in hits}) == len(hits) == 3
     assert hits[0]["doc"] == "guide.rst" and [h["score"] for h in hits] == [h.score for h in want]
-    rc, out, _ = run_cli(capsys, "search", "--index", index, "--documents", "-k", 2, question)
+    rc, out, _ = cli("search", "--index", index, "--documents", "-k", 2, question)
     assert rc == 0 and "guide.rst:" in out.splitlines()[2] and out.count("  1. ") == 1
-    rc, _, err = run_cli(capsys, "search", "--index", index, "--depth", 5, question)
+    rc, _, err = cli("search", "--index", index, "--depth", 5, question)
     assert rc == 1 and "--depth" in err and "--documents" in err
 
 
 @pytest.mark.jvm
-def test_a_nonsense_question_is_said_and_a_real_one_is_not(index, capsys):
-    rc, out, _ = run_cli(capsys, "search", "--index", index, "-k", 3, NONSENSE, "How long should the bread bake?")
+def test_a_nonsense_question_is_said_and_a_real_one_is_not(index, cli):
+    rc, out, _ = cli("search", "--index", index, "-k", 3, NONSENSE, "How long should the bread bake?")
     nonsense, bread = out.split("Q: ")[1:]
     assert rc == 0
     assert "! no word of the question is in the index: the hits below match only word pieces" in nonsense
     assert "zzzzqqq, xyzzy not found" in nonsense
     assert "no word of the question" not in bread and "«bread»" in bread
-    rc, out, err = run_cli(capsys, "search", "--index", index, "--json", NONSENSE)
+    rc, out, err = cli("search", "--index", index, "--json", NONSENSE)
     assert rc == 0 and "warning: no word of the question is in the index" in err and isinstance(json.loads(out), list)
 
 
 # --- explain ----------------------------------------------------------------------------------
 
 @pytest.mark.jvm
-def test_explain_parts_sum_to_the_stored_impacts_and_to_the_engines_score(index, capsys):
+def test_explain_parts_sum_to_the_stored_impacts_and_to_the_engines_score(index, cli):
     from sparc_es.engines import open_engine
 
     engine = open_engine("lucene", index)  # SPARC alone: the engine whose score explain sums
@@ -246,8 +240,8 @@ def test_explain_parts_sum_to_the_stored_impacts_and_to_the_engines_score(index,
         hits = engine.search(JAVA, 4)
     finally:
         engine.close()
-    rc, out, err = run_cli(capsys, "explain", "--index", index, "--hybrid", "none", "--no-collapse", "--json", JAVA,
-                           1, 2, hits[3].id)
+    rc, out, err = cli("explain", "--index", index, "--hybrid", "none", "--no-collapse", "--json", JAVA,
+                       1, 2, hits[3].id)
     result = json.loads(out)
     assert rc == 0, err
     assert result["factor"] == 5 and result["tokens"]["java"] == 1 and result["hybrid"] is None
@@ -264,16 +258,16 @@ def test_explain_parts_sum_to_the_stored_impacts_and_to_the_engines_score(index,
     java = next(t for t in result["hits"][0]["tokens"] if t["token"] == "java")
     assert java["top_k"] and java["neural"] > 0 and java["idf"] > 1 and java["lexical"] > 0  # a word of its own
 
-    rc, out, _ = run_cli(capsys, "explain", "--index", index, "--hybrid", "none", JAVA, hits[0].id)
+    rc, out, _ = cli("explain", "--index", index, "--hybrid", "none", JAVA, hits[0].id)
     assert rc == 0 and f"sum of count x impact {hits[0].impact} = Lucene's score {hits[0].impact}" in out
     assert "all " in out and "impacts checked match the index" in out and "setup.md:7 · Setup > Requirements" in out
 
 
 @pytest.mark.jvm
-def test_explain_ranks_are_searchs_and_its_errors_are_one_line(index, tiny_model_dir, capsys):
-    rc, out, _ = run_cli(capsys, "search", "--index", index, "--json", "-k", 2, JAVA)
+def test_explain_ranks_are_searchs_and_its_errors_are_one_line(index, tiny_model_dir, cli):
+    rc, out, _ = cli("search", "--index", index, "--json", "-k", 2, JAVA)
     searched = json.loads(out)
-    rc, out, err = run_cli(capsys, "explain", "--index", index, "--json", JAVA, 2)
+    rc, out, err = cli("explain", "--index", index, "--json", JAVA, 2)
     explained = json.loads(out)["hits"][0]
     assert rc == 0 and explained["id"] == searched[1]["id"] and explained["search_score"] == searched[1]["score"]
     for argv, says in [((JAVA, "nowhere.md#3"), "no sentence with this id"),
@@ -283,7 +277,7 @@ def test_explain_ranks_are_searchs_and_its_errors_are_one_line(index, tiny_model
                        ((JAVA,), "name at least one hit"),
                        ((JAVA, 1, "--model", tiny_model_dir), "explain re-encodes hits with the index's own model"),
                        ((JAVA, 1, "--top-k", 10), "--top-k does not apply with --index")]:
-        rc, _, err = run_cli(capsys, "explain", "--index", index, *argv)
+        rc, _, err = cli("explain", "--index", index, *argv)
         assert rc == 1 and says in err and err.count("\n") == 1, err
 
 
@@ -315,21 +309,21 @@ def test_explain_parts_are_what_encode_stores(tmp_path):
 
 # --- query-dsl --------------------------------------------------------------------------------
 
-def test_query_dsl_says_the_factor_of_its_score(tmp_path, tiny_model_dir, capsys):
+def test_query_dsl_says_the_factor_of_its_score(tmp_path, tiny_model_dir, cli, capsys):
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text(json.dumps({"id": "a", "text": "Lucene stores integer impacts."}) + "\n")
-    assert run_cli(capsys, "encode", "--corpus", corpus, "--output", tmp_path / "enc", "--model", tiny_model_dir,
-                   "--factor", 3, "--quiet")[0] == 0
-    rc, out, _ = run_cli(capsys, "query-dsl", "--hybrid", "none", "--tokenizer", tmp_path / "enc", "lucene impacts")
+    assert cli("encode", "--corpus", corpus, "--output", tmp_path / "enc", "--model", tiny_model_dir,
+               "--factor", 3, "--quiet")[0] == 0
+    rc, out, _ = cli("query-dsl", "--hybrid", "none", "--tokenizer", tmp_path / "enc", "lucene impacts")
     comment = out.splitlines()[0]
     assert rc == 0 and comment.startswith("# ") and "integer impact sum, 3 x the score sparc-es search shows" in comment
-    rc, out, _ = run_cli(capsys, "query-dsl", "--hybrid", "none", "lucene impacts")
+    rc, out, _ = cli("query-dsl", "--hybrid", "none", "lucene impacts")
     assert rc == 0 and "integer impact sum, 5 x" in out.splitlines()[0] and out.splitlines()[1].startswith("GET /")
-    rc, out, _ = run_cli(capsys, "query-dsl", "--hybrid", "minmax", "--tokenizer", tmp_path / "enc", "lucene impacts")
+    rc, out, _ = cli("query-dsl", "--hybrid", "minmax", "--tokenizer", tmp_path / "enc", "lucene impacts")
     comment = out.splitlines()[0]
     assert rc == 0 and comment.startswith("# sparc-es fuses") and "integer impact sum, 3 x" in comment
     # the default's clause weights need the maxima of an index (a cluster's mapping, or a Lucene index)
-    rc, _, err = run_cli(capsys, "query-dsl", "--tokenizer", tmp_path / "enc", "lucene impacts")
+    rc, _, err = cli("query-dsl", "--tokenizer", tmp_path / "enc", "lucene impacts")
     assert rc == 1 and "largest stored value" in err and err.count("\n") == 1
     with pytest.raises(SystemExit):
         main(["query-dsl", "--help"])
@@ -386,7 +380,7 @@ def test_a_hit_shows_the_code_its_sentence_leads_into():
 
 
 @pytest.mark.jvm
-def test_search_shows_the_command_of_a_how_to(tmp_path, capsys):
+def test_search_shows_the_command_of_a_how_to(tmp_path, cli):
     from sparc_es.encode.run import IDF_DEFAULT, encode_corpus
     from sparc_es.engines.lucene import build_index
     from sparc_es.model import SparcModel
@@ -397,24 +391,24 @@ def test_search_shows_the_command_of_a_how_to(tmp_path, capsys):
         "```console\n$ uv lock --upgrade-package requests\n```\n")
     encode_corpus([tmp_path / "docs"], tmp_path / "enc", SparcModel.load("default"), progress=False, idf=IDF_DEFAULT)
     build_index(tmp_path / "enc", tmp_path / "index")
-    rc, out, _ = run_cli(capsys, "search", "--index", tmp_path / "index", "-k", 1,
-                         "How do I upgrade a single package in the lockfile?")
+    rc, out, _ = cli("search", "--index", tmp_path / "index", "-k", 1,
+                     "How do I upgrade a single package in the lockfile?")
     assert rc == 0 and "\u2502 $ uv lock --upgrade-package requests" in out, out
-    rc, out, _ = run_cli(capsys, "search", "--index", tmp_path / "index", "-k", 1, "--json", "upgrade one package")
+    rc, out, _ = cli("search", "--index", tmp_path / "index", "-k", 1, "--json", "upgrade one package")
     assert json.loads(out)[0]["code"] == "$ uv lock --upgrade-package requests"
 
 
 @pytest.mark.jvm
-def test_sentences_of_one_paragraph_are_one_hit_unless_told(index, capsys):
+def test_sentences_of_one_paragraph_are_one_hit_unless_told(index, cli):
     """Elasticsearch's collapse: the best sentence of a paragraph, its neighbours named under it."""
-    rc, out, _ = run_cli(capsys, "search", "--index", index, "--json", "--no-collapse", "-k", 10, JAVA)
+    rc, out, _ = cli("search", "--index", index, "--json", "--no-collapse", "-k", 10, JAVA)
     every = json.loads(out)
-    rc, out, _ = run_cli(capsys, "search", "--index", index, "--json", "-k", 3, JAVA)
+    rc, out, _ = cli("search", "--index", index, "--json", "-k", 3, JAVA)
     hits = json.loads(out)
     assert rc == 0 and [h["rank"] for h in hits] == [1, 2, 3] and hits[0]["id"] == every[0]["id"]
     paragraphs = [(h["doc"], h["context"]) for h in hits]
     assert len(set(paragraphs)) == 3  # three paragraphs, each once
     same = [h["id"] for h in every[1:] if (h["doc"], h["context"]) == paragraphs[0]]
     assert same and [c["id"] for c in hits[0]["collapsed"]] == same
-    rc, out, _ = run_cli(capsys, "search", "--index", index, "-k", 3, JAVA)
+    rc, out, _ = cli("search", "--index", index, "-k", 3, JAVA)
     assert f"also in this paragraph: [{same[0]}]" in out

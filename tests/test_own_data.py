@@ -8,19 +8,12 @@ import json
 
 import pytest
 
-from sparc_es.cli import main
 from sparc_es.corpus.sources import sentence_key
 from sparc_es.layout.manifest import Manifest
 from sparc_es.layout.records import iter_vectors
 from sparc_es.model import SparcModel
 
 from shared_data import need_data
-
-
-def run_cli(capsys, *argv) -> tuple[int, str, str]:
-    rc = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 @pytest.fixture()
@@ -62,18 +55,18 @@ def beir(tmp_path):
 
 @pytest.mark.data
 @pytest.mark.jvm
-def test_an_mrqa_file_becomes_a_table_domain(tmp_path, small_mrqa, tiny_model_dir, capsys):
+def test_an_mrqa_file_becomes_a_table_domain(tmp_path, small_mrqa, tiny_model_dir, cli):
     mrqa, candidates = small_mrqa
-    rc, out, err = run_cli(capsys, "evalset", "--mrqa", mrqa, "--candidates", candidates, "--output", tmp_path / "set")
+    rc, out, err = cli("evalset", "--mrqa", mrqa, "--candidates", candidates, "--output", tmp_path / "set")
     assert rc == 0 and out.startswith("mine: ") and "sentence judgements" in out, err
     written = [json.loads(line) for line in (tmp_path / "set" / "corpus.jsonl").read_text().splitlines()]
     assert written and all(s["id"].startswith("mine-") for s in written)
-    rc, out, err = run_cli(capsys, "evalset", "--mrqa", mrqa, "--output", tmp_path / "split", "--name", "mine-split")
+    rc, out, err = cli("evalset", "--mrqa", mrqa, "--output", tmp_path / "split", "--name", "mine-split")
     assert rc == 0 and "mine-split: " in out, err  # the project's splitter instead of MultiReQA's boundaries
 
     systems = f"bm25,sparc-exact:model={tiny_model_dir},sparc:model={tiny_model_dir},hybrid=sum"
-    rc, out, err = run_cli(capsys, "table", "--domains", tmp_path / "set", "--systems", systems, "--workdir",
-                           tmp_path / "runs", "--json", tmp_path / "t.json", "--markdown", tmp_path / "t.md")
+    rc, out, err = cli("table", "--domains", tmp_path / "set", "--systems", systems, "--workdir",
+                       tmp_path / "runs", "--json", tmp_path / "t.json", "--markdown", tmp_path / "t.md")
     assert rc == 0, err
     rows = json.loads((tmp_path / "t.json").read_text())
     assert [r["system"] for r in rows] == ["bm25", f"sparc-exact:model={tiny_model_dir}",
@@ -83,8 +76,8 @@ def test_an_mrqa_file_becomes_a_table_domain(tmp_path, small_mrqa, tiny_model_di
 
 
 @pytest.mark.jvm
-def test_a_beir_folder_end_to_end_with_documents(tmp_path, beir, tiny_model_dir, capsys):
-    rc, out, err = run_cli(capsys, "evalset", "--beir", beir, "--output", tmp_path / "set")
+def test_a_beir_folder_end_to_end_with_documents(tmp_path, beir, tiny_model_dir, cli):
+    rc, out, err = cli("evalset", "--beir", beir, "--output", tmp_path / "set")
     assert rc == 0 and "beir-mini: " in out and "3 queries" in out and "document judgements" in out, err
     corpus = [json.loads(line) for line in (tmp_path / "set" / "corpus.jsonl").read_text().splitlines()]
     assert {s["doc"] for s in corpus} == {"d1", "d2", "d3", "d4"}
@@ -93,9 +86,9 @@ def test_a_beir_folder_end_to_end_with_documents(tmp_path, beir, tiny_model_dir,
     assert next(s for s in corpus if s["doc"] == "d1")["context"].startswith("Lucene. Lucene is a search")
 
     # the BM25 row, the model and a hybrid, scored per document
-    rc, _, err = run_cli(capsys, "table", "--domains", tmp_path / "set", "--systems",
-                         f"bm25,sparc:model={tiny_model_dir},sparc:model={tiny_model_dir},hybrid=rrf", "--workdir",
-                         tmp_path / "runs", "--json", tmp_path / "t.json", "--markdown", tmp_path / "t.md")
+    rc, _, err = cli("table", "--domains", tmp_path / "set", "--systems",
+                     f"bm25,sparc:model={tiny_model_dir},sparc:model={tiny_model_dir},hybrid=rrf", "--workdir",
+                     tmp_path / "runs", "--json", tmp_path / "t.json", "--markdown", tmp_path / "t.md")
     assert rc == 0, err
     rows = json.loads((tmp_path / "t.json").read_text())
     assert len(rows) == 3 and all(r["level"] == "document" for r in rows)
@@ -105,31 +98,31 @@ def test_a_beir_folder_end_to_end_with_documents(tmp_path, beir, tiny_model_dir,
 
     # the same from run + eval, on an index of the BEIR corpus read directly
     enc, idx = tmp_path / "enc", tmp_path / "idx"
-    assert run_cli(capsys, "encode", "--corpus", beir / "corpus.jsonl", "--output", enc, "--model", tiny_model_dir,
-                   "--quiet")[0] == 0
-    rc, out, err = run_cli(capsys, "index", "--input", enc, "--index", idx)
+    assert cli("encode", "--corpus", beir / "corpus.jsonl", "--output", enc, "--model", tiny_model_dir,
+               "--quiet")[0] == 0
+    rc, out, err = cli("index", "--input", enc, "--index", idx)
     assert rc == 0 and "a separate BM25 index of their texts" in out and "BM25 index" in err, err
-    rc, _, err = run_cli(capsys, "run", "--index", idx, "--engine", "bm25", "--documents", "--topics",
-                         tmp_path / "set" / "topics.tsv", "--output", tmp_path / "docs.trec", "-k", 3)
+    rc, _, err = cli("run", "--index", idx, "--engine", "bm25", "--documents", "--topics",
+                     tmp_path / "set" / "topics.tsv", "--output", tmp_path / "docs.trec", "-k", 3)
     assert rc == 0, err
     rows = [line.split() for line in (tmp_path / "docs.trec").read_text().splitlines()]
     assert {r[2] for r in rows} <= {"d1", "d2", "d3", "d4"}
     for qid in ("q1", "q2", "q3"):
         docs = [r[2] for r in rows if r[0] == qid]
         assert len(docs) == len(set(docs)) <= 3
-    rc, out, _ = run_cli(capsys, "eval", "--run", tmp_path / "docs.trec", "--qrels", tmp_path / "set" / "qrels.txt",
-                         "--json")
+    rc, out, _ = cli("eval", "--run", tmp_path / "docs.trec", "--qrels", tmp_path / "set" / "qrels.txt",
+                     "--json")
     assert rc == 0 and json.loads(out)["R@1"] == 1.0
 
 
-def test_idf_and_factor_without_re_encoding(tmp_path, beir, capsys):
+def test_idf_and_factor_without_re_encoding(tmp_path, beir, cli):
     model = ["--model", "splade-bert-tiny", "--quiet"]
     corpus = beir / "corpus.jsonl"
-    assert run_cli(capsys, "encode", "--corpus", corpus, "--output", tmp_path / "floats", "--keep-floats", "--no-idf",
-                   *model)[0] == 0
-    assert run_cli(capsys, "encode", "--corpus", corpus, "--output", tmp_path / "direct", "--idf", *model)[0] == 0
-    rc, out, err = run_cli(capsys, "requantize", "--input", tmp_path / "floats", "--output", tmp_path / "derived",
-                           "--idf")
+    assert cli("encode", "--corpus", corpus, "--output", tmp_path / "floats", "--keep-floats", "--no-idf",
+               *model)[0] == 0
+    assert cli("encode", "--corpus", corpus, "--output", tmp_path / "direct", "--idf", *model)[0] == 0
+    rc, out, err = cli("requantize", "--input", tmp_path / "floats", "--output", tmp_path / "derived",
+                       "--idf")
     assert rc == 0 and "IDF-weighted" in out, err
     direct = {r["id"]: r["vector"] for r in iter_vectors(tmp_path / "direct")}
     derived = {r["id"]: r["vector"] for r in iter_vectors(tmp_path / "derived")}
@@ -145,30 +138,30 @@ def test_idf_and_factor_without_re_encoding(tmp_path, beir, capsys):
     assert postings > 100 and differ <= max(2, 0.01 * postings), (differ, postings)
     assert Manifest.read(tmp_path / "derived").idf_weighting["documents"] == \
         Manifest.read(tmp_path / "direct").idf_weighting["documents"]
-    rc, _, err = run_cli(capsys, "requantize", "--input", tmp_path / "derived", "--output", tmp_path / "twice", "--idf")
+    rc, _, err = cli("requantize", "--input", tmp_path / "derived", "--output", tmp_path / "twice", "--idf")
     assert rc == 1 and "IDF-weighted already" in err
-    rc, _, err = run_cli(capsys, "requantize", "--input", tmp_path / "direct", "--output", tmp_path / "x",
-                         "--factor", 5)
+    rc, _, err = cli("requantize", "--input", tmp_path / "direct", "--output", tmp_path / "x",
+                     "--factor", 5)
     assert rc == 1 and "--keep-floats" in err
-    rc, _, err = run_cli(capsys, "requantize", "--input", tmp_path / "floats", "--output", tmp_path / "f20",
-                         "--factor", 20)
+    rc, _, err = cli("requantize", "--input", tmp_path / "floats", "--output", tmp_path / "f20",
+                     "--factor", 20)
     assert rc == 0 and Manifest.read(tmp_path / "f20").factor == 20, err
 
 
 @pytest.mark.slow
 @pytest.mark.data
-def test_requantize_idf_stores_what_encode_idf_stores_with_the_lexical_term(tmp_path, squad_sample, capsys):
+def test_requantize_idf_stores_what_encode_idf_stores_with_the_lexical_term(tmp_path, squad_sample, cli):
     """The default model has a lexical term, which IDF leaves alone: re-weighting kept floats gives
     exactly the impacts that encoding with IDF stores, for every sentence."""
     sentences, _ = squad_sample
     corpus = tmp_path / "c.jsonl"
     corpus.write_text("".join(json.dumps(s.to_json()) + "\n" for s in sentences))
     assert SparcModel.load("default").config.lexical_weight > 0
-    assert run_cli(capsys, "encode", "--corpus", corpus, "--output", tmp_path / "floats", "--keep-floats",
-                   "--no-idf", "--quiet")[0] == 0
-    assert run_cli(capsys, "encode", "--corpus", corpus, "--output", tmp_path / "direct", "--idf", "--quiet")[0] == 0
-    rc, _, err = run_cli(capsys, "requantize", "--input", tmp_path / "floats", "--output", tmp_path / "derived",
-                         "--idf")
+    assert cli("encode", "--corpus", corpus, "--output", tmp_path / "floats", "--keep-floats",
+               "--no-idf", "--quiet")[0] == 0
+    assert cli("encode", "--corpus", corpus, "--output", tmp_path / "direct", "--idf", "--quiet")[0] == 0
+    rc, _, err = cli("requantize", "--input", tmp_path / "floats", "--output", tmp_path / "derived",
+                     "--idf")
     assert rc == 0, err
     kept = list(iter_vectors(tmp_path / "floats"))
     assert sum("lexical" in r for r in kept) == len(kept)  # every sentence has lexical tokens
@@ -181,18 +174,18 @@ def test_requantize_idf_stores_what_encode_idf_stores_with_the_lexical_term(tmp_
 
 
 @pytest.mark.jvm
-def test_table_streams_runs_a_batch_at_a_time_into_its_workdir(tmp_path, beir, tiny_model_dir, capsys):
+def test_table_streams_runs_a_batch_at_a_time_into_its_workdir(tmp_path, beir, tiny_model_dir, cli):
     """table searches a batch of questions at a time and scores the run files: one question per
     batch gives the table and the runs of one batch for all; table.json and table.md go into the
     workdir; each run's tag names the engine and the hybrid."""
-    assert run_cli(capsys, "evalset", "--beir", beir, "--output", tmp_path / "set")[0] == 0
+    assert cli("evalset", "--beir", beir, "--output", tmp_path / "set")[0] == 0
     systems = f"bm25,sparc:model={tiny_model_dir},sparc:model={tiny_model_dir},hybrid=sum,hybrid_weight=0.5," \
               f"sparc:model={tiny_model_dir},hybrid=rrf"
     tables = {}
     for batch in (1, 1000):
         work = tmp_path / f"work{batch}"
-        rc, out, err = run_cli(capsys, "table", "--domains", tmp_path / "set", "--systems", systems, "--workdir", work,
-                               "--batch", batch)
+        rc, out, err = cli("table", "--domains", tmp_path / "set", "--systems", systems, "--workdir", work,
+                           "--batch", batch)
         assert rc == 0 and f"wrote {work / 'table.json'} and {work / 'table.md'}" in out, err
         assert (work / "table.md").read_text().startswith("| domain | system |")
         rows = json.loads((work / "table.json").read_text())

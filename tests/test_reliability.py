@@ -34,12 +34,6 @@ SENTENCES = ["Lucene stores integer impacts.", "Questions are bags of tokens.", 
              "The demo corpus is tiny.", "Sentences are encoded once.", "Scores are sums of stored weights."]
 
 
-def run_cli(capsys, *argv) -> tuple[int, str, str]:
-    rc = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
 def write_corpus(path: Path, n: int = 6, text=lambda i: SENTENCES[i % len(SENTENCES)] + f" Number {i}.") -> Path:
     path.write_text("".join(json.dumps({"id": f"s{i}", "text": text(i), "context": "A paragraph."}) + "\n"
                             for i in range(n)))
@@ -64,7 +58,7 @@ def sparc_es(*args, **kw) -> subprocess.Popen:
 
 # --- exclusive output folders --------------------------------------------------------------
 
-def test_a_second_writer_is_refused_at_once(tmp_path, tiny_model_dir, capsys):
+def test_a_second_writer_is_refused_at_once(tmp_path, tiny_model_dir, cli):
     corpus = write_corpus(tmp_path / "c.jsonl")
     out = tmp_path / "enc"
     holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from sparc_es.layout.locks import exclusive\n"
@@ -72,16 +66,16 @@ def test_a_second_writer_is_refused_at_once(tmp_path, tiny_model_dir, capsys):
                               stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
-        rc, _, err = run_cli(capsys, "encode", "--corpus", corpus, "--output", out, "--model", tiny_model_dir,
-                             "--quiet")
+        rc, _, err = cli("encode", "--corpus", corpus, "--output", out, "--model", tiny_model_dir,
+                         "--quiet")
         assert one_line_error(rc, err) and "another sparc-es encode is writing this folder" in err
-        rc, _, err = run_cli(capsys, "index", "--input", out, "--index", out)
+        rc, _, err = cli("index", "--input", out, "--index", out)
         assert rc == 1  # (no encoded folder there either way)
     finally:
         holder.kill()
         holder.wait()
     # the lock went with the killed holder: the same command now works
-    rc, _, err = run_cli(capsys, "encode", "--corpus", corpus, "--output", out, "--model", tiny_model_dir, "--quiet")
+    rc, _, err = cli("encode", "--corpus", corpus, "--output", out, "--model", tiny_model_dir, "--quiet")
     assert rc == 0, err
 
 
@@ -97,7 +91,7 @@ def test_lock_is_exclusive_within_one_process_too(tmp_path):
 
 
 @pytest.mark.parametrize("change", ["repeated", "swapped"])
-def test_index_checks_ids_not_only_counts(tmp_path, tiny_model, capsys, change):
+def test_index_checks_ids_not_only_counts(tmp_path, tiny_model, cli, change):
     from sparc_es.encode.run import encode_corpus
 
     enc = tmp_path / "enc"
@@ -109,7 +103,7 @@ def test_index_checks_ids_not_only_counts(tmp_path, tiny_model, capsys, change):
     else:  # one sentence stored twice and another missing: the counts still agree
         lines[-1] = lines[0]
     vectors.write_text("".join(lines))
-    rc, _, err = run_cli(capsys, "index", "--input", enc, "--index", tmp_path / "idx", "--quiet")
+    rc, _, err = cli("index", "--input", enc, "--index", tmp_path / "idx", "--quiet")
     assert one_line_error(rc, err) and "do not hold the same sentence ids" in err
     assert f"vectors ({len(lines)} records)" in err and "(6 ids)" in err
     assert not (tmp_path / "idx").exists() and not list(tmp_path.glob(".idx.building*"))
@@ -117,25 +111,25 @@ def test_index_checks_ids_not_only_counts(tmp_path, tiny_model, capsys, change):
 
 # --- resuming from any point ---------------------------------------------------------------
 
-def test_encode_killed_before_its_first_shard_resumes(tmp_path, tiny_model_dir, capsys, monkeypatch):
+def test_encode_killed_before_its_first_shard_resumes(tmp_path, tiny_model_dir, cli, monkeypatch):
     corpus = write_corpus(tmp_path / "c.jsonl")
     args = ["encode", "--corpus", corpus, "--model", tiny_model_dir, "--quiet"]
-    assert run_cli(capsys, *args, "--output", tmp_path / "whole")[0] == 0
+    assert cli(*args, "--output", tmp_path / "whole")[0] == 0
 
     def killed(*a, **kw):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(encode_module, "_write_pieces", killed)
-    rc, _, err = run_cli(capsys, *args, "--output", tmp_path / "cut")
+    rc, _, err = cli(*args, "--output", tmp_path / "cut")
     assert rc == 130 and "resume" in err
     monkeypatch.undo()
-    rc, _, err = run_cli(capsys, *args, "--output", tmp_path / "cut")
+    rc, _, err = cli(*args, "--output", tmp_path / "cut")
     assert rc == 0, err
     cut, whole = tmp_path / "cut/vectors/vectors.jsonl", tmp_path / "whole/vectors/vectors.jsonl"
     assert cut.read_bytes() == whole.read_bytes()
 
 
-def test_update_copies_kept_records_and_reads_older_folders(tmp_path, tiny_model_dir, capsys):
+def test_update_copies_kept_records_and_reads_older_folders(tmp_path, tiny_model_dir, cli):
     """An update keeps unchanged records byte for byte, re-encodes the edited ones, and gives what a
     fresh encode gives, also from a folder written by an earlier version (spaced JSON, three stats).
     Without IDF: with it, an update weighs by the first encode's statistics (test_cli)."""
@@ -143,17 +137,17 @@ def test_update_copies_kept_records_and_reads_older_folders(tmp_path, tiny_model
     write_corpus(tmp_path / "old.jsonl", n=8)
     edited = write_corpus(tmp_path / "new.jsonl", n=9, text=lambda i: (SENTENCES[i % len(SENTENCES)] + f" Number {i}."
                                                                        + (" Edited." if i == 3 else "")))
-    assert run_cli(capsys, "encode", "--corpus", edited, "--output", tmp_path / "fresh", *args)[0] == 0
+    assert cli("encode", "--corpus", edited, "--output", tmp_path / "fresh", *args)[0] == 0
     fresh = (tmp_path / "fresh/vectors/vectors.jsonl").read_bytes()
     for name, older in (("current", False), ("older", True)):
         enc = tmp_path / name
-        assert run_cli(capsys, "encode", "--corpus", tmp_path / "old.jsonl", "--output", enc, *args)[0] == 0
+        assert cli("encode", "--corpus", tmp_path / "old.jsonl", "--output", enc, *args)[0] == 0
         vectors = enc / "vectors/vectors.jsonl"
         if older:
             vectors.write_text("".join(json.dumps({**r, "stats": r["stats"][:3]}, ensure_ascii=False) + "\n"
                                        for r in iter_vectors(enc)))
         before = vectors.read_bytes().splitlines()
-        assert run_cli(capsys, "encode", "--corpus", edited, "--output", enc, "--update", *args)[0] == 0
+        assert cli("encode", "--corpus", edited, "--output", enc, "--update", *args)[0] == 0
         after = vectors.read_bytes()
         # s3 and s8 were encoded in a batch of two, the fresh encode's in one batch of nine: the
         # same records but for float noise (an impact at a .5 boundary, a near-tie at the cut)
@@ -208,37 +202,37 @@ def test_an_update_reuses_the_passage_of_an_edited_sentence(tmp_path, tiny_model
     assert data.startswith((enc / PASSAGES).read_bytes()) and len(data) > (enc / PASSAGES).stat().st_size + 5
 
 
-def test_an_update_stopped_by_a_bad_line_keeps_the_old_folder(tmp_path, tiny_model_dir, capsys):
+def test_an_update_stopped_by_a_bad_line_keeps_the_old_folder(tmp_path, tiny_model_dir, cli):
     """An update reads the corpus once (no validation pass): a bad line stops it with a one-line
     error naming the line, the old folder stands as it was, and the fixed corpus then updates it."""
     args = ["--model", tiny_model_dir, "--quiet", "--batch-size", 2, "--shard-size", 2, "--no-idf"]
     enc = tmp_path / "enc"
     corpus = write_corpus(tmp_path / "c.jsonl", n=8)
-    assert run_cli(capsys, "encode", "--corpus", corpus, "--output", enc, *args)[0] == 0
+    assert cli("encode", "--corpus", corpus, "--output", enc, *args)[0] == 0
     before = {p.name: p.read_bytes() for p in enc.rglob("*") if p.is_file()}
     lines = write_corpus(tmp_path / "new.jsonl", n=9).read_text().splitlines()
     (tmp_path / "new.jsonl").write_text("\n".join(lines[:6] + ['{"id": "bad", "text": 3}'] + lines[6:]) + "\n")
-    rc, _, err = run_cli(capsys, "encode", "--corpus", tmp_path / "new.jsonl", "--output", enc, "--update", *args)
+    rc, _, err = cli("encode", "--corpus", tmp_path / "new.jsonl", "--output", enc, "--update", *args)
     assert one_line_error(rc, err) and ":7" in err
     assert {p.name: p.read_bytes() for p in enc.rglob("*") if p.is_file()} == before
     (tmp_path / "new.jsonl").write_text("\n".join(lines) + "\n")
-    assert run_cli(capsys, "encode", "--corpus", tmp_path / "new.jsonl", "--output", enc, "--update", *args)[0] == 0
-    assert run_cli(capsys, "encode", "--corpus", tmp_path / "new.jsonl", "--output", tmp_path / "fresh", *args)[0] == 0
+    assert cli("encode", "--corpus", tmp_path / "new.jsonl", "--output", enc, "--update", *args)[0] == 0
+    assert cli("encode", "--corpus", tmp_path / "new.jsonl", "--output", tmp_path / "fresh", *args)[0] == 0
     assert (enc / "vectors/vectors.jsonl").read_bytes() == (tmp_path / "fresh/vectors/vectors.jsonl").read_bytes()
     assert Manifest.read(enc).reused == 8 and not list(tmp_path.glob(".enc.*"))
 
 
-def test_a_failed_encode_leaves_nothing_in_the_way(tmp_path, tiny_model_dir, capsys):
+def test_a_failed_encode_leaves_nothing_in_the_way(tmp_path, tiny_model_dir, cli):
     corpus = tmp_path / "c.jsonl"
     corpus.write_text('{"id": "a", "text": "fine"}\n{"id": "b", "text": oops}\n')
     out = tmp_path / "enc"
-    rc, _, err = run_cli(capsys, "encode", "--corpus", corpus, "--output", out, "--model", tiny_model_dir, "--quiet")
+    rc, _, err = cli("encode", "--corpus", corpus, "--output", out, "--model", tiny_model_dir, "--quiet")
     assert one_line_error(rc, err) and not out.exists()
-    rc, _, err = run_cli(capsys, "encode", "--corpus", tmp_path / "missing.jsonl", "--output", out, "--model",
-                         tiny_model_dir, "--quiet")
+    rc, _, err = cli("encode", "--corpus", tmp_path / "missing.jsonl", "--output", out, "--model",
+                     tiny_model_dir, "--quiet")
     assert one_line_error(rc, err) and not out.exists()
     write_corpus(corpus)
-    rc, _, err = run_cli(capsys, "encode", "--corpus", corpus, "--output", out, "--model", tiny_model_dir, "--quiet")
+    rc, _, err = cli("encode", "--corpus", corpus, "--output", out, "--model", tiny_model_dir, "--quiet")
     assert rc == 0, err
 
 
@@ -293,21 +287,21 @@ def test_bom_and_crlf_are_read(tmp_path, tiny_model_dir, capsys):
     assert list(read_topics(topics)) == [("q1", "first line"), ("q2", "second")]
 
 
-def test_duplicate_ids_name_both_lines(tmp_path, tiny_model_dir, capsys):
+def test_duplicate_ids_name_both_lines(tmp_path, tiny_model_dir, cli):
     corpus = tmp_path / "c.jsonl"
     corpus.write_text('{"id": "a", "text": "One."}\n{"id": "b", "text": "Two."}\n{"id": "a", "text": "Three."}\n')
-    rc, _, err = run_cli(capsys, "encode", "--corpus", corpus, "--output", tmp_path / "enc", "--model",
-                         tiny_model_dir, "--quiet")
+    rc, _, err = cli("encode", "--corpus", corpus, "--output", tmp_path / "enc", "--model",
+                     tiny_model_dir, "--quiet")
     assert one_line_error(rc, err) and "c.jsonl:3: duplicate sentence id 'a' (first seen at" in err
     assert "c.jsonl:1)" in err
 
 
-def test_control_characters_are_removed_counted_and_never_printed(tmp_path, tiny_model_dir, capsys):
+def test_control_characters_are_removed_counted_and_never_printed(tmp_path, tiny_model_dir, cli):
     corpus = tmp_path / "c.jsonl"
     corpus.write_text(json.dumps({"id": "x", "text": "Bell\x07 and escape \x1b[31mred\x1b[0m and nul\x00 here."}) + "\n"
                       + json.dumps({"id": "y", "text": "A clean sentence about red."}) + "\n")
-    rc, _, err = run_cli(capsys, "encode", "--corpus", corpus, "--output", tmp_path / "enc", "--model",
-                         tiny_model_dir, "--quiet")
+    rc, _, err = cli("encode", "--corpus", corpus, "--output", tmp_path / "enc", "--model",
+                     tiny_model_dir, "--quiet")
     assert rc == 0 and "removed 4 control characters" in err and "e.g. in x" in err  # BEL, 2 x ESC, NUL
     assert Manifest.read(tmp_path / "enc").control_characters_removed == 4
     stored = {r["id"]: r["contents"] for r in iter_vectors(tmp_path / "enc")}
@@ -321,7 +315,7 @@ def test_control_characters_are_removed_counted_and_never_printed(tmp_path, tiny
     assert "an \ufffd[2J old \ufffd text" in out and not any(c in out for c in "\x00\x07\x1b")
 
 
-def test_broken_model_folders_are_one_line_errors(tmp_path, tiny_model_dir, capsys):
+def test_broken_model_folders_are_one_line_errors(tmp_path, tiny_model_dir, cli):
     import shutil
 
     def broken(name: str, damage) -> Path:
@@ -346,29 +340,29 @@ def test_broken_model_folders_are_one_line_errors(tmp_path, tiny_model_dir, caps
     for name, damage, expected in [("truncated", truncate, "cannot load the checkpoint"),
                                    ("mistyped", mistype, "field 'top_k' is 'many'; it must be int"),
                                    ("no-tokenizer", no_tokenizer, "tokenizer")]:
-        rc, _, err = run_cli(capsys, "explain", "--model", broken(name, damage), "A sentence.")
+        rc, _, err = cli("explain", "--model", broken(name, damage), "A sentence.")
         assert one_line_error(rc, err) and expected in err, err
 
 
 @pytest.mark.jvm
-def test_long_questions_do_not_warn(tmp_path, tiny_model, capsys):
+def test_long_questions_do_not_warn(tmp_path, tiny_model, cli):
     from sparc_es.encode.run import encode_corpus
     from sparc_es.engines.lucene import build_index
 
     encode_corpus([write_corpus(tmp_path / "c.jsonl")], tmp_path / "enc", tiny_model, progress=False)
     build_index(tmp_path / "enc", tmp_path / "idx")
-    rc, out, err = run_cli(capsys, "search", "--index", tmp_path / "idx", "--json", "stored weights " * 5000)
+    rc, out, err = cli("search", "--index", tmp_path / "idx", "--json", "stored weights " * 5000)
     assert rc == 0 and json.loads(out) and err == ""
 
 
 @pytest.mark.jvm
-def test_search_json_is_one_document(tmp_path, tiny_model, capsys):
+def test_search_json_is_one_document(tmp_path, tiny_model, cli):
     from sparc_es.encode.run import encode_corpus
     from sparc_es.engines.lucene import build_index
 
     encode_corpus([write_corpus(tmp_path / "c.jsonl")], tmp_path / "enc", tiny_model, progress=False)
     build_index(tmp_path / "enc", tmp_path / "idx")
-    rc, out, _ = run_cli(capsys, "search", "--index", tmp_path / "idx", "--json", "-k", 2, "tokens", "weights")
+    rc, out, _ = cli("search", "--index", tmp_path / "idx", "--json", "-k", 2, "tokens", "weights")
     answers = json.loads(out)
     assert rc == 0 and [a["question"] for a in answers] == ["tokens", "weights"]
     assert all(len(a["hits"]) <= 2 for a in answers)
@@ -376,7 +370,7 @@ def test_search_json_is_one_document(tmp_path, tiny_model, capsys):
 
 # --- environment faults --------------------------------------------------------------------
 
-def test_disk_full_while_encoding_names_the_folder_and_resumes(tmp_path, tiny_model_dir, capsys, monkeypatch):
+def test_disk_full_while_encoding_names_the_folder_and_resumes(tmp_path, tiny_model_dir, cli, monkeypatch):
     corpus = write_corpus(tmp_path / "c.jsonl")
     args = ["encode", "--corpus", corpus, "--model", tiny_model_dir, "--shard-size", 2, "--quiet"]
     real, calls = encode_module._write_pieces, []
@@ -388,41 +382,41 @@ def test_disk_full_while_encoding_names_the_folder_and_resumes(tmp_path, tiny_mo
         return real(*a, **kw)
 
     monkeypatch.setattr(encode_module, "_write_pieces", full)
-    rc, _, err = run_cli(capsys, *args, "--output", tmp_path / "enc")
+    rc, _, err = cli(*args, "--output", tmp_path / "enc")
     assert one_line_error(rc, err) and f"{tmp_path / 'enc'}: No space left on device" in err and "resume" in err
     monkeypatch.undo()
-    rc, _, err = run_cli(capsys, *args, "--output", tmp_path / "enc")
+    rc, _, err = cli(*args, "--output", tmp_path / "enc")
     assert rc == 0 and Manifest.read(tmp_path / "enc").sentences == 6, err
 
 
 @pytest.mark.jvm
-def test_disk_full_while_indexing_keeps_the_old_index(tmp_path, tiny_model, capsys, monkeypatch):
+def test_disk_full_while_indexing_keeps_the_old_index(tmp_path, tiny_model, cli, monkeypatch):
     from sparc_es.encode.run import encode_corpus
     from sparc_es.engines import lucene
 
     encode_corpus([write_corpus(tmp_path / "c.jsonl")], tmp_path / "enc", tiny_model, progress=False)
-    assert run_cli(capsys, "index", "--input", tmp_path / "enc", "--index", tmp_path / "idx")[0] == 0
+    assert cli("index", "--input", tmp_path / "enc", "--index", tmp_path / "idx")[0] == 0
     before = sorted(p.name for p in (tmp_path / "idx").iterdir())
 
     def full(encoded, index):
         raise OSError(errno.ENOSPC, "No space left on device", str(index / "sentences.sqlite"))
 
     monkeypatch.setattr(lucene, "copy_into", full)
-    rc, _, err = run_cli(capsys, "index", "--input", tmp_path / "enc", "--index", tmp_path / "idx", "--overwrite",
-                         "--quiet")
+    rc, _, err = cli("index", "--input", tmp_path / "enc", "--index", tmp_path / "idx", "--overwrite",
+                     "--quiet")
     assert one_line_error(rc, err) and "No space left on device" in err and "nothing was changed" in err
     assert sorted(p.name for p in (tmp_path / "idx").iterdir()) == before
     assert not list(tmp_path.glob(".idx.building*"))
 
 
-def test_unexpected_errors_are_one_line_unless_debugging(tmp_path, capsys, monkeypatch):
-    from sparc_es import cli
+def test_unexpected_errors_are_one_line_unless_debugging(tmp_path, cli, monkeypatch):
+    from sparc_es.cli import eval as eval_verb
 
     def boom(args):
         raise RuntimeError("something\nunforeseen")
 
-    monkeypatch.setattr(cli, "cmd_eval", boom)
-    rc, _, err = run_cli(capsys, "eval", "--run", "r", "--qrels", "q")
+    monkeypatch.setattr(eval_verb, "command", boom)
+    rc, _, err = cli("eval", "--run", "r", "--qrels", "q")
     assert one_line_error(rc, err) and "RuntimeError: something unforeseen (rerun with --debug" in err
     with pytest.raises(RuntimeError):
         main(["--debug", "eval", "--run", "r", "--qrels", "q"])
@@ -431,16 +425,77 @@ def test_unexpected_errors_are_one_line_unless_debugging(tmp_path, capsys, monke
         main(["eval", "--run", "r", "--qrels", "q"])
 
 
-def test_es_urls_and_index_names_are_checked(tmp_path, capsys):
-    rc, _, err = run_cli(capsys, "search", "--engine", "es", "--es-url", "localhost:9200", "--es-index", "x", "q")
+def test_the_one_line_of_an_error_says_what_and_where_and_no_more():
+    from sparc_es.errors import InputError, SparcError, one_line
+
+    assert one_line(InputError("a.jsonl", "empty sentence", 3)) == "a.jsonl:3: empty sentence"
+    assert one_line(OSError(errno.ENOSPC, "No space left on device", "/d/x")) == "/d/x: No space left on device"
+    assert one_line(RuntimeError("some\n  thing"), hint=" (see more)") == "RuntimeError: some thing (see more)"
+    # for another machine's reader: the first line (a stack follows it), and a bounded one
+    stack = RuntimeError("it failed\n\tat org.apache.lucene.search.IndexSearcher.search")
+    assert one_line(stack, most=300) == "RuntimeError: it failed"
+    assert one_line(SparcError("x" * 400), most=300) == "x" * 297 + "..."
+
+
+class _Words:
+    """An engine whose hits are a question's words (id WORD#i, document WORD, scores 10, 9, ...);
+    its ``fail_at``-th batch fails."""
+
+    def __init__(self, fail_at: int | None = None) -> None:
+        self.batches, self.fail_at = [], fail_at
+
+    def batch_search(self, topics, k=1000, threads=1):
+        from sparc_es.engines.base import Hit
+
+        topics = list(topics)
+        self.batches.append([qid for qid, _ in topics])
+        if len(self.batches) == self.fail_at:
+            raise RuntimeError("the engine died")
+        return {qid: [Hit(id=f"{w}#{i}", score=10.0 - i, doc=w) for i, w in enumerate(text.split())][:k]
+                for qid, text in topics}
+
+
+def test_a_run_is_searched_a_batch_at_a_time_and_appears_only_when_complete(tmp_path):
+    from sparc_es.evaluation.runs import RunFile, hit_documents, write_runs
+    from sparc_es.evaluation.trec import TrecRunWriter
+
+    topics = [(f"q{i}", "alpha beta alpha gamma") for i in range(5)]
+    engine, done = _Words(), []
+    [written] = write_runs([RunFile(engine, tmp_path / "run.trec", "t")], iter(topics), 3, batch=2,
+                           progress=done.append)
+    assert engine.batches == [["q0", "q1"], ["q2", "q3"], ["q4"]] and done == [2, 4, 5] and written.queries == 5
+    with TrecRunWriter(tmp_path / "whole.trec", tag="t") as whole:  # the same bytes as one writer of it all
+        for qid, hits in _Words().batch_search(topics, k=3).items():
+            whole.write(qid, hits)
+    assert (tmp_path / "run.trec").read_bytes() == (tmp_path / "whole.trec").read_bytes()
+
+    # documents: each one's best sentence among the top depth, k of them (three exist: all short of 4)
+    [written] = write_runs([RunFile(_Words(), tmp_path / "docs.trec")], topics, 4, batch=2, depth=4,
+                           documents=hit_documents)
+    rows = [line.split() for line in (tmp_path / "docs.trec").read_text().splitlines()]
+    assert [r[2] for r in rows[:3]] == ["alpha", "beta", "gamma"] and written.short == 5
+    write_runs([RunFile(_Words(), tmp_path / "above.trec")], topics, 3, batch=2, min_score=9.5)
+    assert len((tmp_path / "above.trec").read_text().splitlines()) == 5  # one hit each scores 9.5 or more
+
+    # an engine that fails: the file already there is left as it was, and no partial file stays
+    before = (tmp_path / "run.trec").read_bytes()
+    with pytest.raises(RuntimeError, match="the engine died"):
+        write_runs([RunFile(_Words(), tmp_path / "other.trec"), RunFile(_Words(fail_at=2), tmp_path / "run.trec")],
+                   topics, 3, batch=2)
+    assert (tmp_path / "run.trec").read_bytes() == before and not (tmp_path / "other.trec").exists()
+    assert not list(tmp_path.glob("*.partial"))
+
+
+def test_es_urls_and_index_names_are_checked(tmp_path, cli):
+    rc, _, err = cli("search", "--engine", "es", "--es-url", "localhost:9200", "--es-index", "x", "q")
     assert one_line_error(rc, err) and "needs its scheme" in err
     (tmp_path / "enc").mkdir()
-    rc, _, err = run_cli(capsys, "index", "--engine", "es", "--es-url", "http://127.0.0.1:9", "--es-index",
-                         "Bad Name", "--input", tmp_path / "enc")
+    rc, _, err = cli("index", "--engine", "es", "--es-url", "http://127.0.0.1:9", "--es-index",
+                     "Bad Name", "--input", tmp_path / "enc")
     assert one_line_error(rc, err) and "invalid Elasticsearch index name 'Bad Name'" in err
 
 
-def test_a_slow_cluster_times_out_in_one_line(tmp_path, capsys):
+def test_a_slow_cluster_times_out_in_one_line(tmp_path, cli):
     """A server that accepts connections and never answers: the search gives up after --es-timeout."""
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
@@ -461,8 +516,8 @@ def test_a_slow_cluster_times_out_in_one_line(tmp_path, capsys):
     try:
         url = f"http://127.0.0.1:{server.getsockname()[1]}"
         started = time.time()
-        rc, _, err = run_cli(capsys, "search", "--engine", "es", "--es-url", url, "--es-index", "x",
-                             "--es-timeout", 0.5, "--es-retries", 0, "question")
+        rc, _, err = cli("search", "--engine", "es", "--es-url", url, "--es-index", "x",
+                         "--es-timeout", 0.5, "--es-retries", 0, "question")
         assert one_line_error(rc, err) and "Elasticsearch" in err and time.time() - started < 30
     finally:
         stop.set()

@@ -30,12 +30,6 @@ def write_jsonl(path: Path, ids: range, prefix: str = "s") -> Path:
     return path
 
 
-def run_cli(capsys, *argv) -> tuple[int, str, str]:
-    rc = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
 def one_line_error(rc: int, err: str) -> bool:
     return rc == 1 and err.startswith("sparc-es: error: ") and err.count("\n") == 1
 
@@ -136,20 +130,20 @@ def test_an_edited_source_document_restarts_an_encode_from_elasticsearch(tmp_pat
 
 # --- an update: killed, rerun, or asked for with --overwrite ----------------------------------
 
-def test_update_and_overwrite_together_are_refused(tmp_path, tiny_model_dir, capsys):
+def test_update_and_overwrite_together_are_refused(tmp_path, tiny_model_dir, cli):
     corpus = write_jsonl(tmp_path / "c.jsonl", range(6))
     out = tmp_path / "enc"
-    rc, _, err = run_cli(capsys, "encode", "--corpus", corpus, "--output", out, "--model", tiny_model_dir,
-                         "--quiet", "--update", "--overwrite")
+    rc, _, err = cli("encode", "--corpus", corpus, "--output", out, "--model", tiny_model_dir,
+                     "--quiet", "--update", "--overwrite")
     assert one_line_error(rc, err) and "pass one of them" in err and not out.exists()
 
 
-def test_an_update_killed_between_its_renames_is_completed_by_the_rerun(tmp_path, tiny_model_dir, capsys,
+def test_an_update_killed_between_its_renames_is_completed_by_the_rerun(tmp_path, tiny_model_dir, cli, capsys,
                                                                        monkeypatch):
     corpus = write_jsonl(tmp_path / "c.jsonl", range(20))
     out = tmp_path / "enc"
     common = ["encode", "--corpus", corpus, "--output", out, "--model", tiny_model_dir, "--quiet"]
-    assert run_cli(capsys, *common)[0] == 0
+    assert cli(*common)[0] == 0
     write_jsonl(corpus, range(2, 22))  # two sentences gone, two new
     rename = Path.rename
 
@@ -164,7 +158,7 @@ def test_an_update_killed_between_its_renames_is_completed_by_the_rerun(tmp_path
     monkeypatch.undo()
     assert not out.exists() and (tmp_path / ".enc.old").exists()
     capsys.readouterr()
-    rc, out_text, err = run_cli(capsys, *common, "--update")
+    rc, out_text, err = cli(*common, "--update")
     assert rc == 0, err
     assert "completed the update that was interrupted" in err
     manifest = Manifest.read(out)
@@ -172,11 +166,11 @@ def test_an_update_killed_between_its_renames_is_completed_by_the_rerun(tmp_path
     assert not (tmp_path / ".enc.old").exists() and not (tmp_path / ".enc.update").exists()
     # and the next update still works, keeping the first encode's statistics
     write_jsonl(corpus, range(2, 23))
-    rc, _, err = run_cli(capsys, *common, "--update")
+    rc, _, err = cli(*common, "--update")
     assert rc == 0, err and Manifest.read(out).reused == 20
 
 
-def test_an_interrupted_update_resumes_with_the_path_written_another_way(tmp_path, tiny_model_dir, capsys,
+def test_an_interrupted_update_resumes_with_the_path_written_another_way(tmp_path, tiny_model_dir, cli, capsys,
                                                                          monkeypatch):
     """``./data/x`` for ``data/x`` after a killed update used to be refused, and the advised
     --overwrite was ignored with --update."""
@@ -185,7 +179,7 @@ def test_an_interrupted_update_resumes_with_the_path_written_another_way(tmp_pat
     corpus = write_jsonl(tmp_path / "c.jsonl", range(300))
     out = tmp_path / "enc"
     model = ["--model", tiny_model_dir, "--quiet", "--shard-size", 50, "--batch-size", 16]
-    assert run_cli(capsys, "encode", "--corpus", corpus, "--output", out, *model)[0] == 0
+    assert cli("encode", "--corpus", corpus, "--output", out, *model)[0] == 0
     write_jsonl(corpus, range(300), prefix="t")  # new ids: every sentence is written again
     shards = 0
     real = encode_module._write_pieces
@@ -203,7 +197,7 @@ def test_an_interrupted_update_resumes_with_the_path_written_another_way(tmp_pat
     assert json.loads((tmp_path / ".enc.update" / "progress.json").read_text())["sentences"] > 0
     monkeypatch.chdir(tmp_path)
     capsys.readouterr()
-    rc, _, err = run_cli(capsys, "encode", "--corpus", "./c.jsonl", "--output", "./enc", *model, "--update")
+    rc, _, err = cli("encode", "--corpus", "./c.jsonl", "--output", "./enc", *model, "--update")
     assert rc == 0, err
     assert "starting again" not in err
     assert list(records(out)) == [f"t{i}" for i in range(300)]
@@ -217,38 +211,38 @@ def users_folder(path: Path) -> Path:
     return path
 
 
-def test_encode_overwrite_refuses_a_folder_sparc_es_did_not_make(tmp_path, tiny_model_dir, capsys):
+def test_encode_overwrite_refuses_a_folder_sparc_es_did_not_make(tmp_path, tiny_model_dir, cli):
     corpus = write_jsonl(tmp_path / "c.jsonl", range(6))
     mine = users_folder(tmp_path / "mine")
-    rc, _, err = run_cli(capsys, "encode", "--corpus", corpus, "--output", mine, "--model", tiny_model_dir,
-                         "--quiet", "--overwrite")
+    rc, _, err = cli("encode", "--corpus", corpus, "--output", mine, "--model", tiny_model_dir,
+                     "--quiet", "--overwrite")
     assert one_line_error(rc, err) and "was not made by sparc-es" in err
     assert (mine / "thesis.tex").read_text() == "years of work"
     out = tmp_path / "enc"  # sparc-es's own folder is replaced
     for _ in range(2):
-        rc, _, err = run_cli(capsys, "encode", "--corpus", corpus, "--output", out, "--model", tiny_model_dir,
-                             "--quiet", "--overwrite")
+        rc, _, err = cli("encode", "--corpus", corpus, "--output", out, "--model", tiny_model_dir,
+                         "--quiet", "--overwrite")
         assert rc == 0, err
 
 
 @pytest.mark.jvm
-def test_index_overwrite_refuses_a_folder_sparc_es_did_not_make(tmp_path, tiny_model_dir, capsys):
+def test_index_overwrite_refuses_a_folder_sparc_es_did_not_make(tmp_path, tiny_model_dir, cli):
     corpus = write_jsonl(tmp_path / "c.jsonl", range(6))
     enc = tmp_path / "enc"
-    assert run_cli(capsys, "encode", "--corpus", corpus, "--output", enc, "--model", tiny_model_dir, "--quiet")[0] == 0
+    assert cli("encode", "--corpus", corpus, "--output", enc, "--model", tiny_model_dir, "--quiet")[0] == 0
     mine = users_folder(tmp_path / "mine")
-    rc, _, err = run_cli(capsys, "index", "--input", enc, "--index", mine, "--overwrite", "--quiet")
+    rc, _, err = cli("index", "--input", enc, "--index", mine, "--overwrite", "--quiet")
     assert one_line_error(rc, err) and "was not made by sparc-es" in err
     assert (mine / "thesis.tex").exists() and not list(tmp_path.glob(".mine.building*"))
     index = tmp_path / "index"
     for _ in range(2):
-        rc, _, err = run_cli(capsys, "index", "--input", enc, "--index", index, "--overwrite", "--quiet")
+        rc, _, err = cli("index", "--input", enc, "--index", index, "--overwrite", "--quiet")
         assert rc == 0, err
 
 
-def test_demo_refuses_a_workdir_it_did_not_make(tmp_path, capsys):
+def test_demo_refuses_a_workdir_it_did_not_make(tmp_path, cli):
     mine = users_folder(tmp_path / "mine")
-    rc, _, err = run_cli(capsys, "demo", "--workdir", mine, "--quiet")
+    rc, _, err = cli("demo", "--workdir", mine, "--quiet")
     assert one_line_error(rc, err) and "was not made by sparc-es" in err
     assert (mine / "thesis.tex").exists()
 
@@ -256,7 +250,7 @@ def test_demo_refuses_a_workdir_it_did_not_make(tmp_path, capsys):
 # --- a reader sees one generation of an encoded folder ------------------------------------------
 
 @pytest.mark.jvm
-def test_an_index_built_while_an_update_swaps_its_input_fails_cleanly(tmp_path, tiny_model, capsys, monkeypatch):
+def test_an_index_built_while_an_update_swaps_its_input_fails_cleanly(tmp_path, tiny_model, cli, monkeypatch):
     """The impact index read from the old folder, texts and BM25 from the new: refused, nothing left."""
     from sparc_es.encode.run import encode_corpus
     from sparc_es.engines import lucene
@@ -273,18 +267,18 @@ def test_an_index_built_while_an_update_swaps_its_input_fails_cleanly(tmp_path, 
         return result
 
     monkeypatch.setattr(lucene, "write_impact_index", meanwhile_an_update_finishes)
-    rc, _, err = run_cli(capsys, "index", "--input", enc, "--index", tmp_path / "index", "--quiet")
+    rc, _, err = cli("index", "--input", enc, "--index", tmp_path / "index", "--quiet")
     assert one_line_error(rc, err) and "was replaced while it was read" in err
     assert not (tmp_path / "index").exists() and not list(tmp_path.glob(".index.building*"))
     monkeypatch.undo()
-    rc, _, err = run_cli(capsys, "index", "--input", enc, "--index", tmp_path / "index", "--quiet")
+    rc, _, err = cli("index", "--input", enc, "--index", tmp_path / "index", "--quiet")
     assert rc == 0, err
 
 
 def test_the_first_pass_counts_the_sentences_it_reads(tmp_path, tiny_model):
     """It returned 0 with a model: the tuple read the count before the pass ran (a wrong bar total)."""
     from sparc_es.corpus.sources import Files
-    from sparc_es.encode.run import _first_pass
+    from sparc_es.encode.backend import first_pass as _first_pass
 
     corpus = write_jsonl(tmp_path / "c.jsonl", range(7))
     total, statistics = _first_pass(Files((str(corpus),)), tiny_model)

@@ -38,7 +38,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from sparc_es import __version__
 from sparc_es.engines.base import Engine, Hit, Reweighable
-from sparc_es.errors import SparcError
+from sparc_es.errors import SparcError, one_line
 from sparc_es.layout.manifest import Manifest
 from sparc_es.layout.names import META, SENTENCES
 from sparc_es.layout.store import SentenceStore
@@ -63,12 +63,10 @@ T = TypeVar("T")
 log = logging.getLogger("sparc_es.answers.server")
 
 
-def one_line(e: BaseException) -> str:
-    """An error's message on one line (a sparc-es error's own; the type and message of any other):
-    its first line only (a Java exception's stack follows it), at most ``MAX_LINE`` characters."""
-    text = str(e) if isinstance(e, SparcError) else f"{type(e).__name__}: {e}"
-    first = " ".join(next((line for line in text.splitlines() if line.strip()), "").split())
-    return first if len(first) <= MAX_LINE else first[:MAX_LINE - 3] + "..."
+def _line(e: BaseException) -> str:
+    """An error as a client or the log reads it: :func:`~sparc_es.errors.one_line`, first line only
+    (a Java exception's stack follows it), at most ``MAX_LINE`` characters."""
+    return one_line(e, most=MAX_LINE)
 
 
 class Gone(Exception):
@@ -178,7 +176,7 @@ class Service:
         try:
             self.explainer().inputs()
         except Exception as e:  # /explain will say it; the rest of the API serves on
-            log.warning("explain is not ready: %s", one_line(e))
+            log.warning("explain is not ready: %s", _line(e))
 
     def explainer(self):
         """The :class:`~sparc_es.answers.explain.Explainer` of this index (made on the worker thread)."""
@@ -244,7 +242,7 @@ class Service:
         except (ApiError, Gone):
             raise
         except Exception as e:
-            message = one_line(e)
+            message = _line(e)
             log.error("engine error: %s", message, exc_info=e)
             self.failure = {"error": message, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
             raise ApiError(500, message) from None
@@ -298,7 +296,7 @@ class Service:
             share = choice.weight if choice.weighed else self.engine_info["hybrid_weight"] or BM25_WEIGHT
             return self.engine.asked(share)
         except SparcError as e:
-            why = one_line(e).replace("--hybrid-weight", "hybrid_weight").replace("--hybrid ", "hybrid=")
+            why = _line(e).replace("--hybrid-weight", "hybrid_weight").replace("--hybrid ", "hybrid=")
             raise ApiError(422, why) from None
 
     def presenter(self):
@@ -336,7 +334,7 @@ class Service:
         try:
             found = explainer.explain(question, ids)
         except SparcError as e:
-            raise ApiError(422, one_line(e)) from None
+            raise ApiError(422, _line(e)) from None
         found["index"] = self.index.name
         for hit in found["hits"]:
             hit.pop("path", None)
@@ -374,7 +372,7 @@ class Service:
         try:
             self._drop()
         except Exception as e:  # stopping anyway: say what failed
-            log.error("closing the engine: %s", one_line(e))
+            log.error("closing the engine: %s", _line(e))
 
 
 def _generation(manifest: Manifest | None) -> str | None:
@@ -490,8 +488,8 @@ def create_app(service: Service, allowed_hosts: Iterable[str] | None = None, max
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, e: Exception) -> JSONResponse:
-        log.error("internal error on %s: %s", request.url.path, one_line(e), exc_info=e)
-        return JSONResponse({"error": one_line(e)}, status_code=500)
+        log.error("internal error on %s: %s", request.url.path, _line(e), exc_info=e)
+        return JSONResponse({"error": _line(e)}, status_code=500)
 
     @app.get("/health")
     async def health() -> dict:

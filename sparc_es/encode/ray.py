@@ -334,7 +334,7 @@ class _Stream:
                 raise SparcError("the Ray pipeline ended before every item was encoded") from None
             except Exception as e:
                 self.dead = True
-                raise _one_line(e) from None
+                raise _as_sparc_error(e) from None
             self.waiting.extend(zip(batch.column("seq").to_pylist(), batch.column("data").to_pylist()))
         seq, data = self.waiting.popleft()
         if seq != self.received:  # preserve_order is what the records' order rests on: checked, not assumed
@@ -395,7 +395,7 @@ def _here() -> dict:
         return {}
 
 
-def _one_line(e: Exception) -> SparcError:
+def _as_sparc_error(e: Exception) -> SparcError:
     """A Ray error (a worker lost, a pool that cannot start) as sparc-es's one-line error."""
     cause = e
     while getattr(cause, "cause", None) is not None and cause.cause is not cause:

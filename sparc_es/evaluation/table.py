@@ -41,17 +41,15 @@ from __future__ import annotations
 import json
 import math
 import re
-import time
-from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sparc_es.engines.base import best_per_document
 from sparc_es.engines.hybrid import BM25_WEIGHT
 from sparc_es.errors import SparcError
 from sparc_es.evaluation.evalsets import DOMAINS, EvalSet, build_eval_set
 from sparc_es.evaluation.measures import MEASURES, evaluate_file
-from sparc_es.evaluation.trec import TrecRunWriter, run_tag
+from sparc_es.evaluation.runs import RunFile, write_runs
+from sparc_es.evaluation.trec import run_tag
 from sparc_es.layout.manifest import Manifest
 from sparc_es.layout.names import META
 from sparc_es.layout.records import DEFAULT_FACTOR
@@ -287,8 +285,7 @@ def run_table(systems: list[str], domains: list[str], workdir: str | Path, data:
             seconds = _search(runs, evalset.topics, doc_of, k, threads, batch)
         finally:
             for engine in opened:
-                if hasattr(engine, "close"):
-                    engine.close()
+                engine.close()
         for (system, _, settings, run_path), took in zip(runs, seconds):
             scores = evaluate_file(run_path, evalset.qrels)  # streamed from the file, query by query
             rows.append({"domain": domain, "system": system.spec, **{m: round(100 * v, 2) for m, v in scores.items()},
@@ -302,19 +299,10 @@ def _search(runs: list, topics: list[tuple[str, str]], doc_of: dict | None, k: i
             batch: int) -> list[float]:
     """Search ``topics`` a batch at a time with every system of ``runs``, writing each one's hits
     to its run file as they come; the seconds each spent searching."""
-    seconds = [0.0] * len(runs)
-    with ExitStack() as files:
-        writers = [files.enter_context(TrecRunWriter(path, tag=_tag(system))) for system, _, _, path in runs]
-        for start in range(0, len(topics), batch):
-            part = topics[start: start + batch]
-            for i, (_, engine, _, _) in enumerate(runs):
-                started = time.perf_counter()
-                results = engine.batch_search(part, k=k, threads=threads)
-                seconds[i] += time.perf_counter() - started
-                for qid, _ in part:
-                    hits = results.get(qid, [])
-                    writers[i].write(qid, best_per_document(hits, doc_of, k) if doc_of is not None else hits)
-    return seconds
+    files = [RunFile(engine, path, _tag(system)) for system, engine, _, path in runs]
+    documents = (lambda results: doc_of) if doc_of is not None else None  # the evaluation set's, fixed
+    written = write_runs(files, topics, k, threads=threads, batch=batch, documents=documents)
+    return [done.seconds for done in written]
 
 
 def _tag(system: System) -> str:

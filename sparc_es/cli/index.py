@@ -1,0 +1,71 @@
+"""``sparc-es index``: an encoded folder -> a Lucene impact index (with a BM25 index beside it), or
+loaded into an Elasticsearch index."""
+
+from __future__ import annotations
+
+import argparse
+
+from sparc_es.cli.options import ES_CONNECTION, connection, engine_args, es_index, positive, refuse
+from sparc_es.cli.output import warn
+from sparc_es.errors import SparcError
+
+
+def add_parser(sub) -> None:
+    from sparc_es.engines.elastic import FieldType
+
+    p = sub.add_parser("index", help="build a Lucene impact index from an encoded folder",
+                       description="Build a Lucene impact index (in-process; Pyserini searches it) from an "
+                       "encoded folder, with a Lucene BM25 index of the same texts beside it, and check that no "
+                       "sentence was lost; or load it into Elasticsearch.")
+    p.add_argument("--input", required=True, metavar="ENCODED", help="folder written by sparc-es encode")
+    p.add_argument("--index", metavar="DIR", help="Lucene index folder to write (--engine lucene)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing Lucene index folder")
+    p.add_argument("--no-bm25", action="store_true",
+                   help="skip the separate BM25 index of the sentence texts that --engine bm25 and the client-side "
+                        "fusions (--hybrid minmax, rrf) search; the default search needs none: the BM25 terms it "
+                        "sums are stored in the impact index")
+    engine_args(p, ["lucene", "es"], query=False)
+    g = p.add_argument_group("Elasticsearch loading (--engine es only)")
+    g.add_argument("--chunk-size", type=positive, help="documents per bulk request (default: 500)")
+    g.add_argument("--recreate", action="store_true", help="delete and recreate the ES index first")
+    g.add_argument("--report", metavar="FILE", help="where the ids of documents that failed to load are written "
+                   "(default: es-failures-INDEX.jsonl in the working directory; removed when none failed)")
+    g.add_argument("--field-type", choices=[t.value for t in FieldType],
+                   help="ES field type; sparse_vector (ES 8.15+) enables --query-mode sparse_vector "
+                        f"(default: {FieldType.RANK_FEATURES.value})")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+
+
+def command(args: argparse.Namespace) -> int:
+    if args.engine == "es":
+        from sparc_es.engines import elastic
+
+        refuse(args, ("index", "overwrite", "no_bm25"), "applies to --engine lucene only: Elasticsearch indexes "
+               "the text itself (--es-index names the index, --recreate replaces it)")
+        client = connection(args).client()
+        result = elastic.build_index(args.input, client, es_index(args), chunk_size=args.chunk_size or 500,
+                                     recreate=args.recreate, field_type=args.field_type or "rank_features",
+                                     progress=not args.quiet, report=args.report)
+        print(f"loaded {result['loaded']} sentences into Elasticsearch index {result['index']!r} "
+              f"({result['already_there']} unchanged, {result['moved']} moved in their file (offsets updated), "
+              f"{result['deleted']} deleted; {result['count']} documents, "
+              "count checked)")
+        return 0
+    from sparc_es.engines import lucene
+
+    refuse(args, ES_CONNECTION + ("es_index", "chunk_size", "recreate", "field_type", "report"),
+           "applies to --engine es only, not --engine lucene")
+    if not args.index:
+        raise SparcError("--index DIR is required for the Lucene engine")
+    manifest = lucene.build_index(args.input, args.index, overwrite=args.overwrite, bm25=not args.no_bm25,
+                                  progress=not args.quiet)
+    info = manifest.index
+    if manifest.empty_vectors:
+        warn(f"{manifest.empty_vectors} sentences have no weights and are not in the index")
+    print(f"indexed {info.documents} sentences with their BM25 terms into {args.index} in {info.build_seconds:.1f} s "
+          f"({info.bytes / 1e6:.1f} MB)")
+    if info.bm25:
+        print(f"  and a separate BM25 index of their texts (--engine bm25, --hybrid minmax or rrf) in "
+              f"{info.bm25['build_seconds']:.1f} s "
+              f"({info.bm25['bytes'] / 1e6:.1f} MB)")
+    return 0

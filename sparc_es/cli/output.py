@@ -1,0 +1,76 @@
+"""What the verbs print: warnings and errors on one line each, exit codes, a question's hits for
+people, and the warnings an encoded folder's manifest calls for."""
+
+from __future__ import annotations
+
+import sys
+
+from sparc_es.errors import one_line
+
+PROG = "sparc-es"
+
+# Exit codes: 130 is a shell's for Ctrl-C (128 + SIGINT).
+OK, FAILED, INTERRUPTED = 0, 1, 130
+
+# After the message of an error sparc-es did not foresee: where to see more.
+DEBUG_HINT = " (rerun with --debug for the traceback)"
+
+
+def warn(message: str) -> None:
+    """``sparc-es: warning: MESSAGE`` on standard error."""
+    print(f"{PROG}: warning: {message}", file=sys.stderr)
+
+
+def error_line(e: BaseException) -> str:
+    """``sparc-es: error: WHAT``: :func:`sparc_es.errors.one_line`, safe for a terminal."""
+    from sparc_es.answers.show import printable
+
+    return f"{PROG}: error: {printable(one_line(e, hint=DEBUG_HINT), one_line=True)}"
+
+
+def print_hits(question: str, match, shown, color: bool | None = None) -> None:
+    """One question's answer for people (``sparc_es.answers.show``): how it met the index, then each hit."""
+    from sparc_es.answers.show import printable, render, use_color
+
+    color = use_color() if color is None else color
+    print(f"Q: {printable(question, one_line=True)}")
+    for line in (match.summary(), match.notice() and f"! {match.notice()}"):
+        if line:
+            print(f"  {printable(line)}")
+    if not shown:
+        print("  (no sentence shares a token with the question)")
+    held = match.in_index
+    for s in shown:
+        print(render(s, question, color, of=len(held) if held is not None else None))
+
+
+def report_encode(manifest) -> None:
+    """The warnings an encode's manifest calls for (encode, demo)."""
+    from sparc_es.answers.show import printable
+
+    if manifest.truncated_sentences:
+        warn(f"{manifest.truncated_sentences} sentences were longer than {manifest.model.max_length} tokens and "
+             f"were truncated (e.g. {', '.join(manifest.truncated_ids)}); raise --max-length to keep them whole")
+    report_empty(manifest)
+    if manifest.control_characters_removed:
+        from sparc_es.corpus.sources import controls_found
+
+        kinds = controls_found(manifest.control_character_kinds) if manifest.control_character_kinds else \
+            "C0 controls but tab and line ends, DEL, C1 controls"  # a folder written before kinds were kept
+        warn(f"removed {manifest.control_characters_removed} control characters from the corpus text: {kinds}; "
+             f"e.g. in {', '.join(manifest.cleaned_ids)}")
+    if manifest.cut_texts:
+        n = manifest.cut_texts
+        more = " ..." if n > len(manifest.cut_examples) else ""
+        warn(f"{n} text{'s' if n != 1 else ''} of the corpus {'were' if n != 1 else 'was'} cut or read in pieces: "
+             f"{'; '.join(printable(e) for e in manifest.cut_examples)}{more}")
+    if manifest.truncated_contexts:
+        warn(f"{manifest.truncated_contexts} of {manifest.sentences} contexts were cut to fit "
+             f"{manifest.model.max_length} tokens with their sentence (the sentence itself is kept whole)")
+
+
+def report_empty(manifest) -> None:
+    """The one warning of encode's that requantize repeats: its factor decides which vectors are empty."""
+    if manifest.empty_vectors:
+        warn(f"{manifest.empty_vectors} sentences have no token weight above 0.5/factor and cannot be "
+             "retrieved; raise --factor")

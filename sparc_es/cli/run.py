@@ -1,0 +1,70 @@
+"""``sparc-es run``: a topics file searched a batch at a time into a TREC run file
+(:func:`sparc_es.evaluation.runs.write_runs`)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from sparc_es.cli.options import check_depth, engine_args, hit_count, open_engine, positive, refuse
+from sparc_es.cli.output import warn
+from sparc_es.errors import SparcError
+from sparc_es.layout import ownership as folders
+
+RUN_BATCH = 500  # questions searched at once: the hits held in memory are one batch's
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("run", help="batch search: topics TSV in, TREC run file out",
+                       description="Anserini-style batch run: one 'qid<TAB>question' per line in, a TREC "
+                       "run file (qid Q0 docid rank score tag) out, for trec_eval.")
+    p.add_argument("--index", metavar="DIR", help="Lucene index folder")
+    engine_args(p, ["lucene", "es", "bm25"])
+    p.add_argument("--topics", required=True, metavar="TSV")
+    p.add_argument("--output", required=True, metavar="RUN")
+    p.add_argument("-k", type=hit_count, default=1000, help="hits per query (default: %(default)s)")
+    p.add_argument("--threads", type=positive, help="search threads of the Lucene engines (default: 1; "
+                   "Elasticsearch searches on the cluster)")
+    p.add_argument("--tag", help="run tag, last column (default: sparc-es, the engine and the hybrid, e.g. "
+                   "sparc-es-lucene-sum0.3)")
+    p.add_argument("--documents", action="store_true",
+                   help="rank documents, not sentences: each document scored by its best sentence among the "
+                        "top --depth sentences, document ids in the run file (for document-level qrels)")
+    p.add_argument("--depth", type=hit_count,
+                   help="with --documents: sentences retrieved per query before grouping (default: 1000)")
+
+
+def command(args: argparse.Namespace) -> int:
+    from sparc_es.evaluation.runs import RunFile, hit_documents, index_documents, write_runs
+    from sparc_es.evaluation.trec import read_topics, run_tag
+
+    check_depth(args)
+    if args.engine == "es":
+        refuse(args, ("threads",), "applies to the Lucene engines only: Elasticsearch searches on the cluster")
+    if args.tag is not None and (not args.tag.strip() or len(args.tag.split()) > 1):
+        raise SparcError(f"--tag {args.tag!r}: a run tag is one word (TREC run files split on whitespace)")
+    depth = 1000 if args.depth is None else args.depth
+    folders.check_file_output(args.output, "--output")
+    folders.check_apart(args.output, [args.topics, args.index], "--output")
+    topics = list(read_topics(args.topics))
+    if not topics:  # an empty run file would score 0 without a word
+        raise SparcError(f"{args.topics}: no topics in it (one 'qid<TAB>question' per line)")
+    engine = open_engine(args)
+    try:
+        described = engine.describe()
+        hybrid = described.hybrid.value if described.hybrid else None
+        tag = args.tag or run_tag(args.engine, hybrid, described.hybrid_weight)
+        documents = None
+        if args.documents:  # Elasticsearch's hits carry their document; a Lucene index's store has it
+            documents = hit_documents if args.engine == "es" else index_documents(args.index)
+        [written] = write_runs([RunFile(engine, Path(args.output), tag)], topics, args.k,
+                               depth=max(depth, args.k) if args.documents else args.k, threads=args.threads or 1,
+                               batch=RUN_BATCH, min_score=args.min_score, documents=documents)
+    finally:
+        engine.close()
+    if written.short:
+        warn(f"{written.short} of {len(topics)} queries have fewer than {args.k} documents among their top "
+             f"{depth} sentences; raise --depth for more")
+    print(f"wrote {len(topics)} queries to {args.output} in {written.seconds:.1f} s "
+          f"({1000 * written.seconds / max(len(topics), 1):.1f} ms/query)")
+    return 0

@@ -1,0 +1,70 @@
+"""``sparc-es serve``: one engine start, then an HTTP JSON API and a search page until interrupted."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from sparc_es.cli.options import engine_args, open_engine
+from sparc_es.cli.output import warn
+
+
+def _port(value: str) -> int:
+    # argparse names this function in its error for a value that is not a number: keep its name
+    port = int(value)
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError("must be between 0 and 65535")
+    return port
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("serve", help="answer questions over HTTP: a JSON API and a search page",
+                       description="Open the index once (the engine `search` opens, with the same defaults) and "
+                       "serve it over HTTP until interrupted: GET /health, GET|POST /search, POST /batch, "
+                       "GET /sentences/{id}, GET /explain, and a search page at /. Needs the serve extra "
+                       "(pip install 'sparc-es[serve]').")
+    p.add_argument("--index", metavar="DIR", help="Lucene index folder")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on; the default is this machine only, "
+                   "0.0.0.0 every interface (the API has no authentication) (default: %(default)s)")
+    p.add_argument("--port", type=_port, default=8000, help="0 takes a free one (default: %(default)s)")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="answer requests for this host name too (repeatable); by default only the --host address, "
+                        "localhost, 127.0.0.1 and ::1 are answered, so that a web page cannot rebind its own name "
+                        "to this server and read the index")
+    p.add_argument("--log-level", choices=["critical", "error", "warning", "info", "debug"], default="info",
+                   help="uvicorn's log level; info logs every request (default: %(default)s)")
+    p.add_argument("--model", default="default", help="the model GET /explain encodes hits again with: the one "
+                   "the index was encoded with (default: %(default)s, the shipped model)")
+    engine_args(p, ["lucene", "es", "bm25"])
+
+
+def command(args: argparse.Namespace) -> int:
+    from sparc_es.answers import server
+
+    sock = server.listen(args.host, args.port)  # a taken port says so before the JVM starts
+    try:
+        engine = open_engine(args)
+        try:
+            service = server.Service(engine, args.index, args.engine, args.model, args.min_score,
+                                     reopen=lambda: open_engine(args))
+        except BaseException:
+            engine.close()
+            raise
+    except BaseException:
+        sock.close()
+        raise
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    if server.host_of(args.host) not in server.LOCAL_HOSTS:
+        warn(f"listening on {args.host}: the API has no authentication, so anyone who reaches this address can "
+             "search the index and read its sentences; put it behind a proxy that authenticates")
+    print(f"serving {args.index or args.es_index} on http://{host}:{sock.getsockname()[1]}/ (Ctrl-C stops)",
+          file=sys.stderr, flush=True)
+    try:
+        server.serve(service, sock, log_level=args.log_level,
+                     allowed_hosts=[args.host, *server.LOCAL_HOSTS, *args.allow_host])
+    except KeyboardInterrupt:  # uvicorn stops on Ctrl-C, then raises it again: the usual way to stop
+        pass
+    finally:
+        service.close()
+        sock.close()
+    return 0

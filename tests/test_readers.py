@@ -499,7 +499,9 @@ def test_encode_prints_the_skipped_files_notice(tmp_path, monkeypatch, capsys):
     def no_model(args):  # the notice comes before the model is loaded: stop there
         raise SparcError("model not loaded in this test")
 
-    monkeypatch.setattr(cli, "_load_model", no_model)
+    import sparc_es.cli.encode
+
+    monkeypatch.setattr(sparc_es.cli.encode, "load_model", no_model)
     assert cli.main(["encode", "--corpus", str(docs), "--output", str(tmp_path / "out")]) == 1
     err = capsys.readouterr().err.splitlines()
     assert err == ["sparc-es: warning: skipped 7 files: 3 .png, 2 .py, 1 (no suffix), 1 .yml "

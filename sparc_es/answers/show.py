@@ -314,13 +314,20 @@ COLLAPSE_DEPTH = 5  # hits asked of the engine for each hit shown, when sentence
 
 
 def answer(engine, presenter: Presenter, question: str, k: int, collapse_paragraphs: bool = True,
-           min_score: float | None = None, start: int = 0, keep=None) -> tuple[QuestionMatch, list[Shown]]:
+           min_score: float | None = None, start: int = 0, keep=None,
+           documents: int | None = None) -> tuple[QuestionMatch, list[Shown]]:
     """One question's answer as every surface shows it (``search``, ``demo``, the API): how it met
     the index, then ``k`` hits from rank ``start + 1``, scoring ``min_score`` or more, the sentences
     of one paragraph one hit unless not ``collapse_paragraphs``. ``keep(hit)``, when given, filters
-    the engine's first hits (a deeper search)."""
-    from sparc_es.engines.base import MAX_HITS, above
+    the engine's first hits (a deeper search). ``documents``, a depth: ``k`` documents instead, each
+    shown by its best sentence among the top ``documents`` (``run --documents``'s aggregation)."""
+    from sparc_es.engines.base import MAX_HITS, above, best_sentences
 
+    if documents is not None:
+        hits = engine.search(question, max(k, documents))
+        hits = above(best_sentences(hits, {h.id: h.doc for h in hits}, k), min_score)
+        match = presenter.question(question)
+        return match, presenter.hits(question, hits, match)
     depth = (start + k) * (COLLAPSE_DEPTH if collapse_paragraphs else 1) * (KEEP_DEPTH if keep else 1)
     hits = above(engine.search(question, min(MAX_HITS, depth)), min_score)
     if keep is not None:

@@ -113,14 +113,9 @@ def _answer(args: argparse.Namespace, engine, presenter, question: str):
     """(how ``question`` met the index, its hits as ``search`` shows them): with ``--documents``,
     each document's best sentence among the top ``--depth`` (``run --documents``'s aggregation)."""
     from sparc_es.answers.show import answer
-    from sparc_es.engines.base import above, best_sentences
 
-    if not args.documents:
-        return answer(engine, presenter, question, args.k, args.collapse, args.min_score)
-    hits = engine.search(question, max(args.k, args.depth or 1000))
-    hits = above(best_sentences(hits, {h.id: h.doc for h in hits}, args.k), args.min_score)
-    match = presenter.question(question)
-    return match, presenter.hits(question, hits, match)
+    depth = (args.depth or 1000) if args.documents else None
+    return answer(engine, presenter, question, args.k, args.collapse, args.min_score, documents=depth)
 
 
 def _presenter(args: argparse.Namespace, engine):

@@ -55,6 +55,26 @@ def test_only_the_embedding_matrix_changes(tmp_path, base, head):
     assert config["adaptation"]["adapted_from"]["fingerprint"] == SparcModel.load(base).fingerprint
 
 
+def test_the_masked_positions_loss_is_the_full_mlm_loss():
+    """adapt computes the MLM head on the masked positions only (most of a step's work): the loss
+    and E's gradient must be what the checkpoint's own full forward gives, up to float sum order."""
+    mlm = adapt_module._MaskedLM(known_base_path("splade-bert-tiny"))
+    assert mlm.head == "mlm" and mlm.mlm_head is not None
+    mlm.model.eval()  # no dropout: the two forwards see the same network
+    texts = [s.text for s in read_corpus([DEMO])][:16]
+    batch = mlm.batch(texts, 64, 0.15, torch.Generator().manual_seed(3))
+    grads = []
+    for masked_only in (False, True):
+        mlm.E.grad = None
+        loss = mlm.loss(*batch, masked_only=masked_only)
+        loss.backward()
+        grads.append((loss.item(), mlm.E.grad.clone()))
+    (full, full_grad), (fast, fast_grad) = grads
+    assert math.isfinite(full) and fast == pytest.approx(full, rel=1e-5)
+    assert torch.allclose(fast_grad, full_grad, rtol=1e-4, atol=1e-7)
+    assert fast_grad.abs().sum() > 0
+
+
 @pytest.mark.slow
 def test_strength_moves_e_that_share_of_the_way(tmp_path):
     """strength t: E + t x (E' - E), the same training either way (E' is what strength 1 stores)."""

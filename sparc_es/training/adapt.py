@@ -11,8 +11,10 @@ the target domain.
 
 The MLM logits come from the checkpoint's own MLM head where it has one (tied to E, so E is
 trained on both sides); a checkpoint without one (all-MiniLM-L6-v2) uses the same dot-product
-head SPARC scores with, logits = H . E^T. Masking is BERT's: 15% of the sentence's tokens, of
-which 80% become [MASK], 10% a random token, 10% stay.
+head SPARC scores with, logits = H . E^T. Either is computed on the masked positions only, the
+only ones the loss reads: the same loss and gradients as every position's, at a fraction of the
+vocabulary-wide product. Masking is BERT's: 15% of the sentence's tokens, of which 80% become
+[MASK], 10% a random token, 10% stay.
 
 Batches and masks are drawn from the seed and the step number alone, so a run is deterministic
 and a resumed run (``adapt-checkpoint.pt`` in the output folder, every ``checkpoint_every`` steps)
@@ -21,14 +23,13 @@ random batches); nothing else of the corpus is.
 
 Time: a run takes ``steps`` x one step, whatever the corpus's size (a step reads ``batch_size``
 sentences); a step costs more the longer its sentences (each batch is padded to its longest, at
-most ``max_length`` tokens). With the default model and 32 sentences a step, one step took 0.7 s
-on one thread of a 2-core AMD EPYC virtual machine (Zen 4) for short sentences (the demo corpus,
-22 tokens on average), so the default 500 steps take about 6 minutes, and 3.0 s when most batches
-hold a sentence of 128 tokens (this repository's docs/, long table rows): about 25 minutes. Two
-threads (``--threads 2``; torch's default there) took 1.5 s a step on the short sentences while
-other jobs shared the two cores, against 0.7 to 1.0 s for one thread: on a busy machine, give
-adapt one thread. Ctrl-C stops a run; the same command resumes it from its last checkpoint (one
-every ``checkpoint_every`` steps).
+most ``max_length`` tokens). With the default model and 32 sentences a step, measured on a 2-core
+AMD EPYC virtual machine (Zen 4; ``scripts/bench_adapt.py``, docs/adaptation.md): 0.11 s a step
+at two threads on SQuAD sentences (about 33 tokens), so the default 500 steps took 63 s for a
+5,000-sentence corpus; 0.31 s a step at one thread on this repository's documentation (long
+table rows: most batches hold a sentence of 128 tokens), 162 s for the run. On a busy machine
+give adapt one thread (``--threads 1``). Ctrl-C stops a run; the same command resumes it from its
+last checkpoint (one every ``checkpoint_every`` steps).
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ CHECKPOINT = "adapt-checkpoint.pt"
 class AdaptConfig:
     """Settings of one adaptation run (paper defaults: 500 steps, batch 32, lr 5e-5)."""
 
-    steps: int = setting(500, "optimiser steps; the time a run takes is steps x 0.7 to 3 s on one CPU thread, "
+    steps: int = setting(500, "optimiser steps; the time a run takes is steps x 0.1 to 0.3 s on two CPU cores, "
                               "longer sentences costing more (measured: see above)")
     batch_size: int = setting(32, "sentences per step")
     lr: float = setting(5e-5, "learning rate of E")
@@ -156,6 +157,10 @@ class _MaskedLM:
         self.model.to(device)
         self.E = self.model.get_input_embeddings().weight
         self.E.requires_grad_(True)
+        # The checkpoint's MLM head as one module (BERT's ``cls``, RoBERTa's ``lm_head``): then the loss
+        # runs it on the masked positions only (:meth:`loss`); else the model computes every position's.
+        self.mlm_head = next((getattr(self.model, name) for name in ("cls", "lm_head")
+                              if isinstance(getattr(self.model, name, None), torch.nn.Module)), None)
         self.model.train()  # dropout, as in pre-training
         self.special = torch.tensor(sorted(set(self.tokenizer.all_special_ids)))
 
@@ -180,15 +185,25 @@ class _MaskedLM:
         inputs[swap] = torch.randint(len(self.tokenizer), ids.shape, generator=generator)[swap]
         return inputs, enc["attention_mask"], labels
 
-    def loss(self, inputs, attention, labels):
+    def loss(self, inputs, attention, labels, masked_only: bool = True):
+        """The MLM loss of a batch: the mean cross-entropy over its masked positions.
+
+        Only the masked positions (15%) need the vocabulary-wide logits, which are most of a step's
+        work for a small encoder (the default's base has 2 layers of 128 and 30,522 words):
+        computed there alone, the loss and E's gradient are the full computation's, up to the order
+        of float sums (``masked_only=False`` runs the checkpoint's own full MLM forward, for tests)."""
         import torch
 
         inputs, attention, labels = (t.to(self.device) for t in (inputs, attention, labels))
-        if self.head == "mlm":
+        if self.head == "mlm" and (self.mlm_head is None or not masked_only):
             return self.model(input_ids=inputs, attention_mask=attention, labels=labels).loss
-        hidden = self.model(input_ids=inputs, attention_mask=attention).last_hidden_state
         picked = labels != -100
-        logits = hidden[picked] @ self.E.T  # only masked positions: the vocabulary product is the cost
+        if self.head == "mlm":
+            hidden = self.model.base_model(input_ids=inputs, attention_mask=attention).last_hidden_state
+            logits = self.mlm_head(hidden[picked])
+        else:
+            hidden = self.model(input_ids=inputs, attention_mask=attention).last_hidden_state
+            logits = hidden[picked] @ self.E.T
         return torch.nn.functional.cross_entropy(logits, labels[picked])
 
 

@@ -76,9 +76,10 @@ def docs(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def index(docs, tmp_path_factory) -> Path:
     """A Lucene index (and its BM25 index) of the documents, with the shipped default model."""
-    from sparc_es.encode.run import IDF_DEFAULT, encode_corpus
+    from sparc_es.encode.run import encode_corpus
     from sparc_es.engines.lucene import build_index
     from sparc_es.model import SparcModel
+    from sparc_es.model.idf import IDF_DEFAULT
 
     root = tmp_path_factory.mktemp("explain")
     encode_corpus([docs], root / "encoded", SparcModel.load("default"), progress=False, idf=IDF_DEFAULT)
@@ -381,9 +382,10 @@ def test_a_hit_shows_the_code_its_sentence_leads_into():
 
 @pytest.mark.jvm
 def test_search_shows_the_command_of_a_how_to(tmp_path, cli):
-    from sparc_es.encode.run import IDF_DEFAULT, encode_corpus
+    from sparc_es.encode.run import encode_corpus
     from sparc_es.engines.lucene import build_index
     from sparc_es.model import SparcModel
+    from sparc_es.model.idf import IDF_DEFAULT
 
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "lock.md").write_text(

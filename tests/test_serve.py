@@ -28,13 +28,14 @@ import pytest
 
 from sparc_es.answers.server import page
 from sparc_es.cli import main
-from sparc_es.encode.run import IDF_DEFAULT, encode_corpus
+from sparc_es.encode.run import encode_corpus
 from sparc_es.engines import open_engine
 from sparc_es.engines.base import Description, Hit
 from sparc_es.engines.hybrid import BM25_WEIGHT, DEFAULT_METHOD
 from sparc_es.engines.lucene import build_index
 from sparc_es.errors import EngineError
 from sparc_es.layout.manifest import Manifest
+from sparc_es.model.idf import IDF_DEFAULT
 
 pytest.importorskip("fastapi", reason="the serve extra: pip install -e '.[serve]'")
 pytest.importorskip("uvicorn", reason="the serve extra: pip install -e '.[serve]'")

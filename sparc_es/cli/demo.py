@@ -27,11 +27,12 @@ def command(args: argparse.Namespace) -> int:
     from importlib import resources
 
     from sparc_es.answers.show import Presenter, answer
-    from sparc_es.encode.run import IDF_DEFAULT, encode_corpus
+    from sparc_es.encode.run import encode_corpus
     from sparc_es.engines import open_engine
     from sparc_es.engines.hybrid import DEFAULT_METHOD
     from sparc_es.engines.lucene import build_index
     from sparc_es.evaluation.trec import read_topics
+    from sparc_es.model.idf import IDF_DEFAULT
 
     demo = resources.files("sparc_es") / "demo"
     with resources.as_file(demo) as demo_dir:

@@ -12,8 +12,8 @@ from sparc_es.errors import SparcError
 
 
 def add_parser(sub) -> None:
-    from sparc_es.encode.run import IDF_DEFAULT
     from sparc_es.layout.records import DEFAULT_FACTOR
+    from sparc_es.model.idf import IDF_DEFAULT
 
     p = sub.add_parser("encode", help="encode a corpus into top-K integer token weights",
                        description="Encode every sentence of a corpus (JSONL records {id, text, context?}, or "

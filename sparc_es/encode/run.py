@@ -139,11 +139,6 @@ def _notice(message: str) -> None:
     print(f"sparc-es encode: {message}", file=sys.stderr, flush=True)
 
 
-# What `sparc-es encode` does unless told otherwise: IDF weighting on. Chosen by the worst validation
-# domain's gain over BM25 (docs/evaluation.md, "Defaults"): with the hybrid below it gained on
-# every domain, most on documentation. The library call leaves it to the caller (idf=False).
-IDF_DEFAULT = True
-
 # said when an update cannot keep the old weights
 _AGAIN = "encode it again: the same command without --update, with --overwrite"
 

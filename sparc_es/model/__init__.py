@@ -13,9 +13,32 @@
 * ``default/``: the shipped model.
 """
 
-from sparc_es.model.config import FORMAT, Head, MaxOver, SparcConfig
-from sparc_es.model.neural import HEAD_FILE, SparcModel, resolve_device, weights_fingerprint
-from sparc_es.model.stored import EncodedSentence, Pipeline, Stages, passage_text, stored_weights
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sparc_es.model.config import FORMAT, Head, MaxOver, SparcConfig
+    from sparc_es.model.neural import HEAD_FILE, SparcModel, resolve_device, weights_fingerprint
+    from sparc_es.model.stored import EncodedSentence, Pipeline, Stages, passage_text, stored_weights
+
+# Each public name's module, imported on first use: the stages below the model (a question's
+# tokenizer, IDF, the lexical statistics) import this package's light modules without loading the
+# network and its kernels (PEP 562).
+_WHERE = {"FORMAT": "config", "Head": "config", "MaxOver": "config", "SparcConfig": "config",
+          "HEAD_FILE": "neural", "SparcModel": "neural", "resolve_device": "neural", "weights_fingerprint": "neural",
+          "EncodedSentence": "stored", "Pipeline": "stored", "Stages": "stored", "passage_text": "stored",
+          "stored_weights": "stored"}
 
 __all__ = ["FORMAT", "HEAD_FILE", "EncodedSentence", "Head", "MaxOver", "Pipeline", "SparcConfig", "SparcModel",
            "Stages", "passage_text", "resolve_device", "stored_weights", "weights_fingerprint"]
+
+
+def __getattr__(name: str):
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sparc_es.model' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"sparc_es.model.{module}"), name)
+    globals()[name] = value
+    return value

@@ -12,6 +12,11 @@ import numpy as np
 
 from sparc_es.model.lexical import CorpusStatistics, count_corpus
 
+# What `sparc-es encode` does unless told otherwise: IDF weighting on. Chosen by the worst validation
+# domain's gain over BM25 (docs/evaluation.md, "Defaults"): with the one-request BM25 sum it gained on
+# every domain, most on documentation. The library call leaves it to the caller (idf=False).
+IDF_DEFAULT = True
+
 
 def idf_weights(df: np.ndarray, n: int) -> np.ndarray:
     """log(N / N_v), and 1 where N_v = 0 (paper 004, eq. 6)."""

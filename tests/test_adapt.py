@@ -217,3 +217,152 @@ def test_ctrl_c_is_one_line_that_says_where_the_rerun_resumes(tmp_path):
     assert re.fullmatch(r"sparc-es: adapt interrupted at step \d+ of 100000; run the same command again to resume "
                         r"from the checkpoint of step \d+ \(.*adapt-checkpoint\.pt, written every 2 steps\)", last), err
     assert "\r" not in last
+
+
+# --- vocabulary expansion (--expand-vocabulary) ---------------------------------------------------
+
+def _identifier_corpus(folder: Path) -> Path:
+    """A small corpus that repeats two identifiers WordPiece splits, one more often than the other."""
+    lines = []
+    for i in range(12):
+        lines.append(f"The storedocvectors function writes the vectors of batch {i} to disk.")
+        if i % 2 == 0:
+            lines.append(f"An impactsearcher answers question {i} from the impact index.")
+    lines.append("Only once: zyxwvutsrqp appears here.")
+    path = folder / "identifiers.txt"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_expansion_words_are_the_frequent_split_words_most_frequent_first():
+    from sparc_es.training.vocabulary import expansion_words
+
+    tokenizer = SparcModel.load("splade-bert-tiny").tokenizer
+    texts = (["StoreDocVectors runs, then storedocvectors again."] * 3 + ["impactsearcher: the function"] * 2
+             + ["the 123456789 ___ zyxwvutsrqp"])
+    assert len(tokenizer.tokenize("storedocvectors")) > 1 and tokenizer.tokenize("function") == ["function"]
+    # 6 x storedocvectors (case folded), 2 x impactsearcher; "function" and "the" are whole already;
+    # a number alone and punctuation are never words; zyxwvutsrqp is too rare
+    assert expansion_words(texts, tokenizer, 10, 2) == ["storedocvectors", "impactsearcher"]
+    assert expansion_words(texts, tokenizer, 1, 2) == ["storedocvectors"]
+    assert expansion_words(texts, tokenizer, 10, 3) == ["storedocvectors"]
+    assert expansion_words(texts, tokenizer, 10, 1) == ["storedocvectors", "impactsearcher", "zyxwvutsrqp"]
+    assert expansion_words(texts, tokenizer, 0, 1) == []
+
+
+def test_expanded_tokenizer_reads_the_word_whole_and_other_text_as_before():
+    from sparc_es.training.vocabulary import expand_tokenizer
+
+    tokenizer = SparcModel.load("splade-bert-tiny").tokenizer
+    other = ["Paris is the capital of France.", "unaffable storedocvectorsx running", "stored vectors"]
+    before = [tokenizer.tokenize(t) for t in other]
+    expanded = expand_tokenizer(tokenizer, ["storedocvectors"])
+    assert len(expanded) == len(tokenizer) + 1
+    assert expanded.tokenize("Where is StoreDocVectors set?") == ["where", "is", "storedocvectors", "set", "?"]
+    assert expanded.convert_tokens_to_ids("storedocvectors") == len(tokenizer)
+    after = [expanded.tokenize(t) for t in other]
+    assert after[0] == before[0] and after[2] == before[2]
+    assert after[1] == ["una", "##ffa", "##ble", "storedocvectors", "##x", "running"]  # word-initial, longest match
+
+
+@pytest.mark.slow
+def test_adapt_with_vocabulary_expansion_scores_and_stores_the_new_words(tmp_path):
+    from sparc_es.engines.elastic.documents import es_features, feature_name
+    from sparc_es.model.query import QueryEncoder
+
+    corpus = _identifier_corpus(tmp_path)
+    out = tmp_path / "adapted"
+    base = SparcModel.load("splade-bert-tiny")
+    config = AdaptConfig(steps=3, batch_size=8, lr=1e-3, expand_vocabulary=5, expand_min_count=2)
+    record = adapt("splade-bert-tiny", [corpus], out, config, progress=False)
+    assert record["expanded_vocabulary"]["words"] >= 2 and record["expanded_vocabulary"]["min_count"] == 2
+    assert record["expanded_vocabulary"]["examples"][0] == "storedocvectors"  # the most frequent
+    assert "impactsearcher" in record["expanded_vocabulary"]["examples"]
+    assert json.loads((out / "sparc_config.json").read_text())["adaptation"]["expanded_vocabulary"] == \
+        record["expanded_vocabulary"]
+
+    model = SparcModel.load(out)
+    n = record["expanded_vocabulary"]["words"]
+    assert len(model.tokenizer) == len(base.tokenizer) + n == model.embeddings.shape[0]
+    assert model.tokenizer.tokenize("storedocvectors") == ["storedocvectors"]
+    new = model.tokenizer.convert_tokens_to_ids("storedocvectors")
+    assert new >= len(base.tokenizer) and bool(model.scorable[new])
+    row = model.embeddings[new].detach()
+    assert torch.isfinite(row).all()
+    # the new row started as its pieces' mean and moved with training (strength 0.5 of the trained step)
+    pieces = base.tokenizer.convert_tokens_to_ids(base.tokenizer.tokenize("storedocvectors"))
+    assert not torch.allclose(row, base.embeddings[pieces].detach().mean(0))
+    # the old rows are where adapt puts them: only E changed, in its old rows too
+    assert model.embeddings.shape[1] == base.embeddings.shape[1]
+
+    # the tiny untrained SPARTA model ranks the new word near its top-500 cut: keep every scored token
+    wide = SparcModel.load(out, top_k=30_000)
+    meta = encode_corpus([corpus], tmp_path / "encoded", wide, progress=False)
+    assert meta.sentences > 0
+    records = list(iter_vectors(tmp_path / "encoded"))
+    with_word = [r for r in records if "storedocvectors" in r["vector"]]
+    assert with_word, "no stored vector holds the new word"
+    bag = QueryEncoder.load(tmp_path / "encoded").bag("where is storedocvectors set")
+    assert "storedocvectors" in bag and "stored" not in bag
+    assert feature_name("storedocvectors") in es_features(with_word[0]["vector"])
+
+
+@pytest.mark.slow
+def test_no_vocabulary_expansion_by_default(tmp_path):
+    out = tmp_path / "adapted"
+    record = adapt("splade-bert-tiny", [_identifier_corpus(tmp_path)], out,
+                   AdaptConfig(steps=1, batch_size=8, expand_min_count=2), progress=False)
+    assert "expanded_vocabulary" not in record
+    model, base = SparcModel.load(out), SparcModel.load("splade-bert-tiny")
+    assert len(model.tokenizer) == len(base.tokenizer) and model.embeddings.shape == base.embeddings.shape
+    assert model.tokenizer.tokenize("storedocvectors") == base.tokenizer.tokenize("storedocvectors")
+
+
+@pytest.mark.slow
+def test_resume_with_vocabulary_expansion_ends_with_the_same_embeddings(tmp_path, monkeypatch):
+    corpus = _identifier_corpus(tmp_path)
+    config = AdaptConfig(steps=4, batch_size=8, checkpoint_every=2, lr=1e-3, expand_vocabulary=5, expand_min_count=2)
+    adapt("splade-bert-tiny", [corpus], tmp_path / "whole", config, progress=False)
+
+    real = adapt_module._batch_indices
+
+    def killed_at_step_3(n, step, batch_size, seed):
+        if step == 3:
+            raise KeyboardInterrupt
+        return real(n, step, batch_size, seed)
+
+    monkeypatch.setattr(adapt_module, "_batch_indices", killed_at_step_3)
+    with pytest.raises(KeyboardInterrupt):
+        adapt("splade-bert-tiny", [corpus], tmp_path / "killed", config, progress=False)
+    monkeypatch.setattr(adapt_module, "_batch_indices", real)
+    adapt("splade-bert-tiny", [corpus], tmp_path / "killed", config, progress=False)
+    a, b = _state(tmp_path / "whole")[E_NAME], _state(tmp_path / "killed")[E_NAME]
+    assert a.shape[0] > SparcModel.load("splade-bert-tiny").embeddings.shape[0]
+    assert np.array_equal(a.numpy(), b.numpy())
+
+
+def test_expand_model_extends_e_the_head_and_the_passage_encoder_with_the_pieces_mean():
+    """The default model has every vocabulary-sized tensor: E, the MLM head's bias, log_u, and a
+    passage encoder with its own E; each new entry starts as the mean of the word's pieces'."""
+    from sparc_es.training.vocabulary import expand_model
+
+    model = SparcModel.load("default")
+    assert model.head is not None and model.passage_model is not None
+    pieces = model.tokenizer.convert_tokens_to_ids(model.tokenizer.tokenize("storedocvectors"))
+    vocab = len(model.tokenizer)
+    means = {"E": model.embeddings[pieces].detach().mean(0),
+             "passage E": model.passage_model.embeddings[pieces].detach().mean(0),
+             **{k: v[pieces].mean(0) for k, v in model.head.state_dict().items() if v.shape[0] == vocab}}
+    assert {"bias", "log_u"} <= means.keys()
+    old_e = model.embeddings.detach().clone()
+    expanded = expand_model(model, ["storedocvectors", "impactsearcher"])
+    new = expanded.tokenizer.convert_tokens_to_ids("storedocvectors")
+    assert new == vocab and len(expanded.tokenizer) == vocab + 2 == expanded.embeddings.shape[0]
+    assert bool(expanded.scorable[new]) and expanded._id_to_token[new] == "storedocvectors"
+    got = {"E": expanded.embeddings[new].detach(), "passage E": expanded.passage_model.embeddings[new].detach(),
+           **{k: v[new] for k, v in expanded.head.state_dict().items() if k in means}}
+    for name, value in means.items():
+        torch.testing.assert_close(got[name], value, msg=name)
+    assert expanded.passage_model.tokenizer.tokenize("storedocvectors") == ["storedocvectors"]
+    # the old entries are untouched
+    assert torch.equal(expanded.embeddings[:vocab].detach(), old_e)

@@ -37,4 +37,9 @@ def command(args: argparse.Namespace) -> int:
                    progress=not args.quiet, device=resolve_device(args.device))
     print(f"adapted E on {record['sentences']} sentences in {record['seconds']:.0f} s ({record['steps']} steps, "
           f"MLM loss {record['loss_first_10']:.2f} -> {record['loss_last_10']:.2f}); model in {args.output}")
+    if "expanded_vocabulary" in record:
+        added = record["expanded_vocabulary"]
+        examples = ", ".join(added["examples"][:5])
+        print(f"added {added['words']} words to the vocabulary (each seen at least {added['min_count']} times)"
+              + (f", e.g. {examples}" if examples else ""))
     return 0

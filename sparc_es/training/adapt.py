@@ -16,6 +16,13 @@ only ones the loss reads: the same loss and gradients as every position's, at a 
 vocabulary-wide product. Masking is BERT's: 15% of the sentence's tokens, of which 80% become
 [MASK], 10% a random token, 10% stay.
 
+Vocabulary expansion (``--expand-vocabulary N``, off by default; AdaLM, paper 004 section 3.2.1):
+before training, up to N of the corpus's words that occur at least ``--expand-min-count`` times and
+that WordPiece splits into pieces become whole-word tokens of both the model and its base, each new
+row of E (and of every vocabulary-sized head tensor) starting as the mean of its pieces';
+training and the strength then apply to the new rows as to the others
+(:mod:`sparc_es.training.vocabulary` has the rule).
+
 Batches and masks are drawn from the seed and the step number alone, so a run is deterministic
 and a resumed run (``adapt-checkpoint.pt`` in the output folder, every ``checkpoint_every`` steps)
 continues exactly where the killed one was. The target sentences' texts are held in memory (for
@@ -83,6 +90,12 @@ class AdaptConfig:
     # validation domains (docs/adaptation.md); 1 is the paper's replacement.
     strength: float = setting(0.5, "how far E moves towards the one trained on your corpus, in (0, 1]; 1 is the "
                                     "paper's full replacement (chosen on the validation domains: docs/adaptation.md)")
+    # Vocabulary expansion (AdaLM, paper 004 section 3.2.1): sparc_es.training.vocabulary.
+    expand_vocabulary: int = setting(0, "add up to this many of your corpus's frequent words that WordPiece splits "
+                                        "into pieces as whole-word tokens (E rows start as their pieces' mean, then "
+                                        "are trained); 0 = off", metavar="N")
+    expand_min_count: int = setting(20, "times a word must occur in the corpus to be added by --expand-vocabulary",
+                                    metavar="N")
 
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size", "checkpoint_every"):
@@ -94,6 +107,10 @@ class AdaptConfig:
             raise SparcError("the mask probability must be between 0 and 1")
         if self.max_length < 8:
             raise SparcError("the adaptation max length must be at least 8 tokens")
+        if self.expand_vocabulary < 0:
+            raise SparcError("expand_vocabulary must be 0 (off) or a number of words")
+        if self.expand_min_count < 1:
+            raise SparcError("expand_min_count must be at least 1")
 
 
 def corpus_fingerprint(texts: Iterable[str]) -> str:
@@ -134,7 +151,7 @@ def find_base(model: SparcModel, base: str | Path | None = None) -> Path:
 class _MaskedLM:
     """The base checkpoint with only E trainable, and its MLM loss."""
 
-    def __init__(self, path: Path, device: str = "cpu") -> None:
+    def __init__(self, path: Path, device: str = "cpu", words: list[str] = ()) -> None:
         import torch
         from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoTokenizer
 
@@ -151,6 +168,10 @@ class _MaskedLM:
             raise ModelError(f"{path}: base checkpoint lacks {len(missing)} tensors, e.g. {missing[:3]}")
         if self.tokenizer.mask_token_id is None:
             raise ModelError(f"{path}: the tokenizer has no [MASK] token; masked-language modelling needs one")
+        if words:  # vocabulary expansion: the same new ids and mean-initialised rows as the SPARC model's
+            from sparc_es.training.vocabulary import expand_masked_lm
+
+            self.tokenizer = expand_masked_lm(self.model, self.tokenizer, list(words))
         for p in self.model.parameters():
             p.requires_grad_(False)
         self.device = device
@@ -264,7 +285,13 @@ def _adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, 
     if out.exists() and any(out.iterdir()) and not checkpoint.is_file():
         raise StoreError(f"{out}: folder is not empty; choose a new folder or pass --overwrite")
 
-    mlm = _MaskedLM(base_path, device)
+    words: list[str] = []
+    if config.expand_vocabulary:
+        from sparc_es.training.vocabulary import expand_model, expansion_words
+
+        words = expansion_words(texts, sparc.tokenizer, config.expand_vocabulary, config.expand_min_count)
+        sparc = expand_model(sparc, words)
+    mlm = _MaskedLM(base_path, device, words)
     if len(mlm.tokenizer) != len(sparc.tokenizer) or mlm.E.shape != sparc.embeddings.shape:
         raise ModelError(f"{base_path}: vocabulary or embedding shape differs from the model's "
                          f"({tuple(mlm.E.shape)} against {tuple(sparc.embeddings.shape)})")
@@ -333,6 +360,8 @@ def _adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, 
               "corpus": corpus, "corpus_fingerprint": settings["corpus_fingerprint"], "sentences": len(texts),
               **dataclasses.asdict(config), "seconds": seconds, "torch_threads": torch.get_num_threads(),
               "device": device,
+              **({"expanded_vocabulary": {"words": len(words), "min_count": config.expand_min_count,
+                                          "examples": words[:20]}} if config.expand_vocabulary else {}),
               "loss_first_10": float(np.mean(losses[:10])), "loss_last_10": float(np.mean(losses[-10:]))}
     sparc.config = dataclasses.replace(sparc.config, adaptation=record)
     folders.claim(out, "adapt")

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # Run inside each version's tree: encode the corpus, print sentences per second.
 TIMED = """
 import json, sys, time
-from sparc_es.encode.run import encode_corpus
+from sparc_es.encode import encode_corpus
 from sparc_es.model import SparcModel
 corpus, out, idf = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
 model = SparcModel.load("default")

@@ -308,6 +308,30 @@ def test_adapt_with_vocabulary_expansion_scores_and_stores_the_new_words(tmp_pat
 
 
 @pytest.mark.slow
+def test_expansion_alone_moves_only_the_new_words_rows(tmp_path):
+    """rows='new' (vocabulary expansion without embedding replacement): every old token keeps the
+    model's own embedding exactly; the new words' rows start as their pieces' mean and move."""
+    corpus = _identifier_corpus(tmp_path)
+    base = SparcModel.load("splade-bert-tiny")
+    old = base.embeddings.detach().clone()
+    pieces = base.tokenizer.convert_tokens_to_ids(base.tokenizer.tokenize("storedocvectors"))
+    config = AdaptConfig(steps=3, batch_size=8, lr=1e-2, expand_vocabulary=5, expand_min_count=2, rows="new")
+    record = adapt("splade-bert-tiny", [corpus], tmp_path / "ve", config, progress=False)
+    assert record["method"].startswith("vocabulary expansion")
+    model = SparcModel.load(tmp_path / "ve")
+    E = model.embeddings.detach()
+    assert E.shape[0] == old.shape[0] + record["expanded_vocabulary"]["words"]
+    assert torch.equal(E[: old.shape[0]], old)
+    new = model.tokenizer.convert_tokens_to_ids("storedocvectors")
+    assert not torch.allclose(E[new], old[pieces].mean(0))
+
+
+def test_expansion_alone_needs_expansion():
+    with pytest.raises(SparcError, match="expand-vocabulary"):
+        AdaptConfig(rows="new")
+
+
+@pytest.mark.slow
 def test_no_vocabulary_expansion_by_default(tmp_path):
     out = tmp_path / "adapted"
     record = adapt("splade-bert-tiny", [_identifier_corpus(tmp_path)], out,

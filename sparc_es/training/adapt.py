@@ -99,6 +99,11 @@ class AdaptConfig:
                                         "are trained); 0 = off", metavar="N")
     expand_min_count: int = setting(20, "times a word must occur in the corpus to be added by --expand-vocabulary",
                                     metavar="N")
+    # Which rows of E the masked-LM steps move: every row (embedding replacement, with or without
+    # expansion) or only the rows of the words expansion added (vocabulary expansion alone: every
+    # old token keeps its embedding, so only texts with a new word are encoded differently).
+    rows: str = setting("all", "rows of E that training moves: all (embedding replacement) or new (only the words "
+                               "--expand-vocabulary adds: expansion alone)", choices=("all", "new"))
 
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size", "checkpoint_every"):
@@ -114,6 +119,10 @@ class AdaptConfig:
             raise SparcError("expand_vocabulary must be 0 (off) or a number of words")
         if self.expand_min_count < 1:
             raise SparcError("expand_min_count must be at least 1")
+        if self.rows not in ("all", "new"):
+            raise SparcError(f"rows must be 'all' or 'new', not {self.rows!r}")
+        if self.rows == "new" and not self.expand_vocabulary:
+            raise SparcError("rows='new' trains only the rows vocabulary expansion adds: give --expand-vocabulary N")
 
 
 def corpus_fingerprint(texts: Iterable[str]) -> str:
@@ -293,11 +302,17 @@ def _adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, 
         from sparc_es.training.vocabulary import expand_model, expansion_words
 
         words = expansion_words(texts, sparc.tokenizer, config.expand_vocabulary, config.expand_min_count)
+        if not words and config.rows == "new":
+            raise SparcError(f"no word of the corpus is seen {config.expand_min_count} times and split by the "
+                             "vocabulary: nothing to expand (lower --expand-min-count)")
         sparc = expand_model(sparc, words)
+    first_new = len(sparc.tokenizer) - len(words)  # rows at and after it are the expansion's words
     mlm = _MaskedLM(base_path, device, words)
     if len(mlm.tokenizer) != len(sparc.tokenizer) or mlm.E.shape != sparc.embeddings.shape:
         raise ModelError(f"{base_path}: vocabulary or embedding shape differs from the model's "
                          f"({tuple(mlm.E.shape)} against {tuple(sparc.embeddings.shape)})")
+    if config.rows == "new":  # old rows get no gradient, so Adam (no weight decay) never moves them
+        mlm.E.register_hook(lambda grad: torch.cat([torch.zeros_like(grad[:first_new]), grad[first_new:]]))
     optimizer = torch.optim.AdamW([mlm.E], lr=config.lr, weight_decay=0.0)  # no decay on embeddings
     step, elapsed, losses = 0, 0.0, []
     if checkpoint.is_file():
@@ -353,10 +368,14 @@ def _adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, 
 
     with torch.no_grad():
         adapted = sparc.embeddings + config.strength * (mlm.E.detach().cpu() - sparc.embeddings)
+        if config.rows == "new":  # exactly the model's own old rows (the base's may differ by float noise)
+            adapted[:first_new] = sparc.embeddings[:first_new]
         sparc.embeddings.copy_(adapted)
         if sparc.passage_model is not None:  # both encoders started from the same base E
             sparc.passage_model.embeddings.copy_(adapted)
-    record = {"method": "embedding replacement (masked-language modelling, only E trained)",
+    method = ("vocabulary expansion (masked-language modelling, only the new words' rows of E trained)"
+              if config.rows == "new" else "embedding replacement (masked-language modelling, only E trained)")
+    record = {"method": method,
               "head": "the checkpoint's MLM head" if mlm.head == "mlm" else "dot product H . E^T",
               "adapted_from": {"fingerprint": source_fingerprint, "path": str(Path(model))},
               "base": base_provenance(base_path, weights_file(base_path)),

@@ -52,16 +52,7 @@ def expansion_words(texts: Iterable[str], tokenizer, most: int, min_count: int) 
     """
     if most <= 0:
         return []
-    backend = tokenizer.backend_tokenizer
-    normalizer, pre_tokenizer = backend.normalizer, backend.pre_tokenizer
-    counts: Counter[str] = Counter()
-    for text in texts:
-        if normalizer is not None:
-            text = normalizer.normalize_str(text)
-        if pre_tokenizer is not None:
-            counts.update(w for w, _ in pre_tokenizer.pre_tokenize_str(text))
-        else:
-            counts.update(text.split())
+    counts = _word_counts(texts, tokenizer)
     chosen = []
     with quiet_transformers():
         for word, n in sorted(counts.items(), key=lambda wn: (-wn[1], wn[0])):
@@ -72,6 +63,35 @@ def expansion_words(texts: Iterable[str], tokenizer, most: int, min_count: int) 
                 if len(chosen) >= most:
                     break
     return chosen
+
+
+def _word_counts(texts: Iterable[str], tokenizer) -> Counter[str]:
+    """The words of ``texts`` as the tokenizer's normalizer and pre-tokenizer make them, counted."""
+    backend = tokenizer.backend_tokenizer
+    normalizer, pre_tokenizer = backend.normalizer, backend.pre_tokenizer
+    counts: Counter[str] = Counter()
+    for text in texts:
+        if normalizer is not None:
+            text = normalizer.normalize_str(text)
+        if pre_tokenizer is not None:
+            counts.update(w for w, _ in pre_tokenizer.pre_tokenize_str(text))
+        else:
+            counts.update(text.split())
+    return counts
+
+
+def split_word_share(texts: Iterable[str], tokenizer) -> dict:
+    """How well the vocabulary fits a corpus: of the occurrences of its words (as
+    :func:`expansion_words` defines a word), the share WordPiece splits into 2 or more pieces, with
+    the counts it comes from. A vocabulary learnt on other text splits more of a domain's words."""
+    counts = _word_counts(texts, tokenizer)
+    total = split = 0
+    with quiet_transformers():
+        for word, n in counts.items():
+            if _eligible(word):
+                total += n
+                split += n * (len(tokenizer.tokenize(word)) >= 2)
+    return {"words": total, "split": split, "share": split / total if total else 0.0}
 
 
 def piece_ids(tokenizer, words: list[str]) -> list[list[int]]:

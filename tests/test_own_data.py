@@ -148,6 +148,46 @@ def test_idf_and_factor_without_re_encoding(tmp_path, beir, cli):
     assert rc == 0 and Manifest.read(tmp_path / "f20").factor == 20, err
 
 
+@pytest.mark.jvm
+def test_static_pruning_keeps_the_large_impacts_and_lucene_scores_what_is_kept(tmp_path, beir, cli):
+    """requantize --min-impact N: each sentence keeps exactly its impacts of at least N (the same
+    values), the manifest says N, and the Lucene index of the pruned folder scores the questions
+    as the brute-force sums over what was kept."""
+    from sparc_es.encode.requantize import requantize
+    from sparc_es.engines.lucene import LuceneEngine
+    from sparc_es.errors import SparcError
+
+    assert cli("encode", "--corpus", beir / "corpus.jsonl", "--output", tmp_path / "floats", "--keep-floats",
+               "--model", "splade-bert-tiny", "--quiet")[0] == 0
+    full = {r["id"]: r["vector"] for r in iter_vectors(tmp_path / "floats")}
+    impacts = sorted(v for vector in full.values() for v in vector.values())
+    floor = impacts[len(impacts) // 2]  # about half the postings go
+    assert floor > 1
+    rc, out, err = cli("requantize", "--input", tmp_path / "floats", "--output", tmp_path / "pruned",
+                       "--min-impact", floor)
+    assert rc == 0 and f"impacts of at least {floor}" in out, err
+    pruned = {r["id"]: r["vector"] for r in iter_vectors(tmp_path / "pruned")}
+    assert pruned == {sid: {t: v for t, v in vector.items() if v >= floor} for sid, vector in full.items()}
+    manifest = Manifest.read(tmp_path / "pruned")
+    assert manifest.min_impact == floor and manifest.postings == sum(map(len, pruned.values()))
+    assert 0 < manifest.postings < Manifest.read(tmp_path / "floats").postings
+    # pruning again from the pruned folder keeps its floor unless told otherwise
+    assert cli("requantize", "--input", tmp_path / "pruned", "--output", tmp_path / "f10", "--factor", 10)[0] == 0
+    assert Manifest.read(tmp_path / "f10").min_impact == floor
+    with pytest.raises(SparcError, match="minimum impact"):
+        requantize(tmp_path / "floats", tmp_path / "zero", min_impact=0)
+
+    assert cli("index", "--input", tmp_path / "pruned", "--index", tmp_path / "idx", "--no-bm25")[0] == 0
+    engine = LuceneEngine(tmp_path / "idx")
+    for question in ("what is the capital", "sparse retrieval with impacts", "zzzz"):
+        bag = engine.queries.bag(question)
+        expected = sorted(((sid, sum(n * vector.get(t, 0) for t, n in bag.items())) for sid, vector in pruned.items()),
+                          key=lambda x: -x[1])
+        expected = {sid: score for sid, score in expected if score > 0}
+        hits = engine.search(question, k=len(pruned))
+        assert {h.id: h.impact for h in hits} == expected, question
+
+
 @pytest.mark.slow
 @pytest.mark.data
 def test_requantize_idf_stores_what_encode_idf_stores_with_the_lexical_term(tmp_path, squad_sample, cli):

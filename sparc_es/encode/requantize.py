@@ -1,5 +1,6 @@
 """Re-quantise an encoded folder from its kept float weights, no re-encoding: at another factor,
-and/or IDF-weighted over its own sentences (what ``encode --idf`` stores)."""
+and/or IDF-weighted over its own sentences (what ``encode --idf`` stores), and/or statically
+pruned (impacts below a floor dropped)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from sparc_es.errors import StoreError
 from sparc_es.layout import ownership as folders
 from sparc_es.layout.manifest import Manifest, copy_into, new_generation, reading
 from sparc_es.layout.names import TOKENIZER, VECTORS, VECTORS_FILE
-from sparc_es.layout.records import check_factor, iter_vectors, quantize, record_line, vector_record
+from sparc_es.layout.records import check_factor, check_min_impact, iter_vectors, quantize, record_line, vector_record
 from sparc_es.model.lexical import add_words
 from sparc_es.model.stored import stored_weights
 
@@ -31,16 +32,20 @@ def _idf_weighted(floats: dict[str, float], parts: dict[str, list[float]], idf_w
     return dict(zip(tokens, weights.tolist()))
 
 
-def requantize(encoded: str | Path, output: str | Path, factor: float | None = None, idf: bool = False) -> Manifest:
+def requantize(encoded: str | Path, output: str | Path, factor: float | None = None, idf: bool = False,
+               min_impact: int | None = None) -> Manifest:
     """A copy of an encoded folder made from its float weights, no re-encoding: quantised at another
-    ``factor`` and/or IDF-weighted over its own sentences (what ``encode --idf`` stores)."""
+    ``factor``, IDF-weighted over its own sentences (what ``encode --idf`` stores), and/or keeping
+    only impacts of at least ``min_impact`` (static pruning; default: the input's floor)."""
     encoded, out = Path(encoded), Path(output)
     with reading(encoded) as manifest:
-        return _requantize(encoded, out, manifest, factor, idf)
+        return _requantize(encoded, out, manifest, factor, idf, min_impact)
 
 
-def _requantize(encoded: Path, out: Path, manifest: Manifest, factor: float | None, idf: bool) -> Manifest:
+def _requantize(encoded: Path, out: Path, manifest: Manifest, factor: float | None, idf: bool,
+                min_impact: int | None = None) -> Manifest:
     factor = check_factor(manifest.factor if factor is None else factor)
+    min_impact = check_min_impact(manifest.min_impact if min_impact is None else min_impact)
     if not manifest.floats:
         raise StoreError(f"{encoded}: has no float weights to re-quantise; encode with --keep-floats")
     if idf and manifest.idf:
@@ -66,14 +71,14 @@ def _requantize(encoded: Path, out: Path, manifest: Manifest, factor: float | No
             if idf_weights is not None:
                 floats = _idf_weighted(floats, parts or {}, idf_weights)
                 parts = None  # the weights are IDF-weighted: no further requantize --idf
-            vector = quantize(list(floats), list(floats.values()), factor)
+            vector = quantize(list(floats), list(floats.values()), factor, min_impact)
             postings += len(vector)
             impact_sum += sum(vector.values())
             empty += not vector
             f.write(record_line(vector_record(record["id"], record["contents"], vector, floats, parts)))
     copy_into(encoded, out)
     changes = {"idf": True, "idf_weighting": idf_record} if idf else {}
-    manifest = manifest.replace(factor=factor, postings=postings, impact_sum=impact_sum, empty_vectors=empty,
+    manifest = manifest.replace(factor=factor, min_impact=min_impact, postings=postings, impact_sum=impact_sum, empty_vectors=empty,
                                 requantized_from=str(encoded), generation=new_generation(), **changes)
     manifest.write(out)
     return manifest

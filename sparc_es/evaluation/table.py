@@ -15,7 +15,8 @@ Systems (``--systems``, comma-separated; options after a colon)::
           lexical_weight=ALPHA (the lexical term, sparc_es.model.lexical, with this alpha),
           stem_weight=BETA (its stem term, sparc_es.model.lexical, with this beta),
           word_weight=GAMMA (its whole-word term, sparc_es.model.lexical.Words, with this gamma),
-          idf=1 (IDF-weighted encoding), hybrid=sum|minmax|rrf (sum: SPARC and the stored BM25
+          idf=1 (IDF-weighted encoding), min_impact=N (static pruning: impacts below N dropped),
+          hybrid=sum|minmax|rrf (sum: SPARC and the stored BM25
           terms summed in one Lucene query; minmax, rrf: fused with the Lucene BM25 run, top 1,000
           of each), hybrid_weight=A (BM25's share of a sum; default: the engines')
           e.g. sparc:top_k=500,factor=100,bm25-paper   sparc-exact:model=models/sparc,max_over=all
@@ -93,7 +94,7 @@ def _factor(value: str) -> float:
 # Each option's converter: a ValueError is the option's one-line error (the same bounds as the CLI's flags).
 SPARC_OPTIONS = {"model": str, "top_k": _positive, "factor": _factor, "max_over": str, "max_length": _positive,
                  "head": str, "passage_weight": _weight, "lexical_weight": _weight, "stem_weight": _weight,
-                 "word_weight": _weight, "idf": _flag, "hybrid": str, "hybrid_weight": _share}
+                 "word_weight": _weight, "idf": _flag, "min_impact": _positive, "hybrid": str, "hybrid_weight": _share}
 
 
 def split_systems(text: str) -> list[str]:
@@ -165,10 +166,11 @@ def _sparc_encoded(system: System, evalset: EvalSet, corpus: Path, folder: Path)
     encoded = folder / f"encoded-{key}"
     if not (encoded / META).is_file():
         encode_corpus([corpus], encoded, model, factor=factor, keep_floats=True, idf=idf)
-    if Manifest.read(encoded).factor != factor:
-        quantised = folder / f"encoded-{key}-f{factor:g}"
+    min_impact = o.get("min_impact", 1)
+    if Manifest.read(encoded).factor != factor or min_impact > 1:
+        quantised = folder / f"encoded-{key}-f{factor:g}{f'-m{min_impact}' if min_impact > 1 else ''}"
         if not (quantised / META).is_file():
-            requantize(encoded, quantised, factor)
+            requantize(encoded, quantised, factor, min_impact=min_impact)
         encoded = quantised
     return encoded, Manifest.read(encoded)
 
@@ -195,7 +197,7 @@ def _engine(system: System, evalset: EvalSet, paths: dict[str, Path], folder: Pa
                 "passage_weight": model.passage_weight, "lexical_weight": model.lexical_weight,
                 "stem_weight": model.stem_weight, "median_nonzero_before_top_k": manifest.median_nonzero_before_top_k,
                 "postings_per_sentence": round(manifest.postings / max(manifest.sentences, 1), 1),
-                "idf": manifest.idf}
+                "idf": manifest.idf, **({"min_impact": manifest.min_impact} if manifest.min_impact > 1 else {})}
     if model.adaptation:
         a = model.adaptation
         settings["adapted"] = (f"{a['corpus_fingerprint']} ({a['sentences']} sentences, {a['steps']} steps, "

@@ -82,6 +82,7 @@ class Manifest:
     sentences_per_second: float | None = None
     median_nonzero_before_top_k: float = 0
     floats: bool = False  # the unquantised weights are kept (exact scoring, requantize)
+    min_impact: int = 1  # impacts below it were dropped (static pruning; 1: none)
     idf: bool = False
     idf_weighting: dict | None = None
     lexical: dict | None = None  # the corpus statistics of the model's lexical term (sparc_es.model.lexical)

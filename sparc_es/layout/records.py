@@ -55,15 +55,26 @@ def check_factor(factor: float) -> float:
     return float(factor)
 
 
-def quantize(tokens: Iterable[str], weights: np.ndarray, factor: float) -> dict[str, int]:
-    """Integer impacts ``round(weight * factor)``; tokens whose impact is not positive are dropped.
+def check_min_impact(min_impact: int) -> int:
+    """``min_impact`` if it is a usable pruning floor: an integer of at least 1. Static pruning keeps
+    a sentence's impacts of at least this value (1 keeps every one; larger values drop the many
+    small impacts that make most of the postings and little of the scores)."""
+    if isinstance(min_impact, bool) or not isinstance(min_impact, int) or min_impact < 1:
+        raise SparcError(f"the minimum impact must be a whole number of at least 1 (got {min_impact!r})")
+    return min_impact
+
+
+def quantize(tokens: Iterable[str], weights: np.ndarray, factor: float, min_impact: int = 1) -> dict[str, int]:
+    """Integer impacts ``round(weight * factor)``; tokens whose impact is below ``min_impact`` (at
+    least 1: never a zero) are dropped, the static pruning of :func:`check_min_impact`.
     A sentence whose impacts sum past :data:`MAX_IMPACT_SUM` is a typed error (see there)."""
     impacts = np.rint(np.asarray(weights, dtype=np.float64) * factor)
     total = float(impacts[impacts > 0].sum())  # float: an int64 sum of huge impacts could wrap
     if total > MAX_IMPACT_SUM:
         raise SparcError(f"factor {factor:g} gives a sentence impacts that sum to {total:,.0f}, {_TOO_MUCH}; "
                          "lower --factor")
-    return {t: int(q) for t, q in zip(tokens, impacts.astype(np.int64)) if q > 0}
+    floor = max(int(min_impact), 1)
+    return {t: int(q) for t, q in zip(tokens, impacts.astype(np.int64)) if q >= floor}
 
 
 def vector_record(sentence_id: str, text: str, vector: dict[str, int], floats: dict[str, float] | None = None,

@@ -508,12 +508,36 @@ def keep_top(encoded: Path, out: Path, k: int) -> Path:
     return out
 
 
+def keep_at_least(encoded: Path, out: Path, floor: int) -> Path:
+    """An encoded folder whose sentences keep only their impacts of at least ``floor``: what
+    ``requantize --min-impact`` stores (the same integers, the same rounding), for timing, from a
+    corpus (a replica) encoded before."""
+    from sparc_es.layout.manifest import Manifest, copy_into
+    from sparc_es.layout.names import VECTORS, VECTORS_FILE
+    from sparc_es.layout.records import iter_vectors
+
+    if (out / "meta.json").is_file() and Manifest.read(out).min_impact == floor:
+        return out
+    shutil.rmtree(out, ignore_errors=True)
+    (out / VECTORS).mkdir(parents=True)
+    postings = 0
+    with open(out / VECTORS / VECTORS_FILE, "w", encoding="utf-8") as f:
+        for r in iter_vectors(encoded):
+            kept = {t: v for t, v in r["vector"].items() if v >= floor}
+            postings += len(kept)
+            f.write(json.dumps({**r, "vector": kept}, ensure_ascii=False) + "\n")
+    copy_into(encoded, out)
+    Manifest.read(encoded).replace(min_impact=floor, postings=postings).write(out)
+    return out
+
+
 def scales_only(args, questions: list[str]) -> int:
     """``--scales-only``: :func:`bench_scale` over encoded corpora already in the work folder
-    (with ``--keep-top K``, their sentences cut to their K largest impacts)."""
+    (with ``--keep-top K``, their sentences cut to their K largest impacts; with ``--min-impact N``,
+    to their impacts of at least N)."""
     out = {"command": "python scripts/bench.py " + " ".join(sys.argv[1:]), "when": time.strftime("%Y-%m-%d %H:%M"),
            "machine": {"cpu_model": cpu_model(), "platform": platform.platform()}, "keep_top": args.keep_top,
-           "scales": {}}
+           "min_impact": args.min_impact, "scales": {}}
     for label in args.scales.split(","):
         encoded = encoded_folder(label, args.workdir)
         if not encoded.is_dir():
@@ -521,6 +545,9 @@ def scales_only(args, questions: list[str]) -> int:
         if args.keep_top:
             encoded = keep_top(encoded, args.workdir / f"{encoded.name}-top{args.keep_top}", args.keep_top)
             label = f"{label}-top{args.keep_top}"
+        if args.min_impact:
+            encoded = keep_at_least(encoded, args.workdir / f"{encoded.name}-min{args.min_impact}", args.min_impact)
+            label = f"{label}-min{args.min_impact}"
         out["scales"][label] = bench_scale(encoded, args.workdir, questions, label)
         print(label, json.dumps(out["scales"][label]["latency_ms"]), file=sys.stderr, flush=True)
     args.json.parent.mkdir(parents=True, exist_ok=True)
@@ -547,11 +574,15 @@ def main(argv: list[str] | None = None) -> int:
                    "Elasticsearch; a missing corpus is an error")
     p.add_argument("--keep-top", type=int, metavar="K", help="with --scales-only: each sentence keeps only its K "
                    "largest impacts (the posting lists of a smaller K, timed without encoding again)")
+    p.add_argument("--min-impact", type=int, metavar="N", help="with --scales-only: each sentence keeps only its "
+                   "impacts of at least N (static pruning, what requantize --min-impact stores)")
     p.add_argument("--update-docs", action="store_true", help="rewrite the generated tables in README.md and "
                    "docs/benchmarks.md (between the bench markers)")
     args = p.parse_args(argv)
     if args.keep_top is not None and not args.scales_only:
         p.error("--keep-top cuts the corpora of --scales-only")
+    if args.min_impact is not None and (not args.scales_only or args.min_impact < 1):
+        p.error("--min-impact N (N >= 1) prunes the corpora of --scales-only")
 
     import importlib.metadata
 

@@ -177,6 +177,16 @@ def test_static_pruning_keeps_the_large_impacts_and_lucene_scores_what_is_kept(t
     with pytest.raises(SparcError, match="minimum impact"):
         requantize(tmp_path / "floats", tmp_path / "zero", min_impact=0)
 
+    # encode --min-impact stores the same as pruning afterwards, and an update keeps to its floor
+    rc, out, err = cli("encode", "--corpus", beir / "corpus.jsonl", "--output", tmp_path / "direct",
+                       "--keep-floats", "--model", "splade-bert-tiny", "--quiet", "--min-impact", floor)
+    assert rc == 0 and f"impacts of at least {floor}" in out, err
+    assert {r["id"]: r["vector"] for r in iter_vectors(tmp_path / "direct")} == pruned
+    assert Manifest.read(tmp_path / "direct").min_impact == floor
+    rc, _, err = cli("encode", "--corpus", beir / "corpus.jsonl", "--output", tmp_path / "direct", "--update",
+                     "--keep-floats", "--model", "splade-bert-tiny", "--quiet")
+    assert rc == 1 and "--min-impact" in err, err
+
     assert cli("index", "--input", tmp_path / "pruned", "--index", tmp_path / "idx", "--no-bm25")[0] == 0
     engine = LuceneEngine(tmp_path / "idx")
     for question in ("what is the capital", "sparse retrieval with impacts", "zzzz"):

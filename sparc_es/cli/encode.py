@@ -29,6 +29,10 @@ def add_parser(sub) -> None:
                         "encode only new and changed ones, drop the ones gone (same model, K and factor)")
     p.add_argument("--factor", type=float, default=DEFAULT_FACTOR, metavar="F",
                    help="quantisation: integer weight = round(f(v, s) * F) (default: %(default)s)")
+    p.add_argument("--min-impact", type=positive, default=1, metavar="N",
+                   help="static pruning: keep only a sentence's impacts of at least N (1 keeps all); fewer postings, "
+                        "a smaller and faster index, at the quality price measured in docs/benchmarks.md "
+                        "(default: %(default)s)")
     p.add_argument("--batch-size", type=positive, default=None,
                    help="sentences per forward pass (default: 32 on the CPU, 256 on a GPU)")
     p.add_argument("--shard-size", type=positive, default=10_000,
@@ -86,7 +90,8 @@ def command(args: argparse.Namespace) -> int:
         batch_size = args.batch_size or (256 if gpu else 32)  # a GPU wants larger batches
         manifest = encode_corpus(corpus, args.output, model, factor=args.factor, batch_size=batch_size,
                                  shard_size=args.shard_size, overwrite=args.overwrite, progress=not args.quiet,
-                                 idf=args.idf, keep_floats=args.keep_floats, update=args.update, backend=backend)
+                                 idf=args.idf, keep_floats=args.keep_floats, update=args.update, backend=backend,
+                                 min_impact=args.min_impact)
     finally:
         if backend is not None:
             backend.close()
@@ -95,7 +100,8 @@ def command(args: argparse.Namespace) -> int:
         f"{manifest.removed} removed" if args.update else ""
     print(f"encoded {manifest.sentences} sentences into {args.output} "
           f"(K={manifest.top_k}, at most {manifest.max_postings} tokens stored per sentence, "
-          f"factor={manifest.factor:g}{', IDF-weighted' if manifest.idf else ''}, "
+          f"factor={manifest.factor:g}{', IDF-weighted' if manifest.idf else ''}"
+          f"{f', impacts of at least {manifest.min_impact}' if manifest.min_impact > 1 else ''}, "
           f"{manifest.sentences_per_second} sentences/s{reused})")
     return 0
 

@@ -57,6 +57,7 @@ from sparc_es.layout.passages import PassageCache
 from sparc_es.layout.records import (
     DEFAULT_FACTOR,
     check_factor,
+    check_min_impact,
     quantize,
     record_has_id,
     record_line,
@@ -147,7 +148,7 @@ def encode_corpus(corpus: Source | Iterable[str | Path], output: str | Path, mod
                   factor: float = DEFAULT_FACTOR, batch_size: int = 32, shard_size: int = 10_000,
                   shard_seconds: float = 5.0, overwrite: bool = False, progress: bool = True,
                   keep_floats: bool = False, idf: bool = False, update: bool = False,
-                  backend: Backend | None = None) -> Manifest:
+                  backend: Backend | None = None, min_impact: int = 1) -> Manifest:
     """Encode every sentence of ``corpus`` (file and folder paths, or a :class:`~sparc_es.corpus.sources.Source`
     such as an Elasticsearch index) into ``output``; returns the manifest written.
 
@@ -162,10 +163,13 @@ def encode_corpus(corpus: Source | Iterable[str | Path], output: str | Path, mod
     are left out. The new folder is built beside the old one and replaces it when complete.
 
     ``backend`` runs the corpus statistics and the encoding (default: this process, :class:`Local`).
+
+    ``min_impact``: static pruning, each sentence keeps only its impacts of at least this value
+    (1, the default, keeps every one; docs/benchmarks.md has what larger floors save and cost).
     """
     run = _EncodeRun(source=as_source(corpus), backend=backend or Local(), factor=check_factor(factor), model=model,
                      out=Path(output), batch_size=batch_size, shard_size=shard_size, shard_seconds=shard_seconds,
-                     progress=progress, keep_floats=keep_floats, idf=idf)
+                     progress=progress, keep_floats=keep_floats, idf=idf, min_impact=check_min_impact(min_impact))
     run.check_inputs(overwrite, update)
     with exclusive(run.out, "sparc-es encode"), run.resumable_on_disk_errors():
         run.finish_interrupted_update()
@@ -191,6 +195,7 @@ class _EncodeRun:
     progress: bool
     keep_floats: bool
     idf: bool
+    min_impact: int = 1
 
     # What the weights are computed with, known before any record is written.
     folder: Path = field(init=False)  # where the records go: ``out``, or an update's work folder beside it
@@ -317,9 +322,11 @@ class _EncodeRun:
             raise StoreError(f"{self.out}: was encoded {'with' if old.idf else 'without'} IDF weighting; update it "
                              f"the same way ({'--idf' if old.idf else '--no-idf'}) or {_AGAIN}")
         same = (old.model.fingerprint == self.model.fingerprint and old.top_k == self.model.config.top_k
-                and old.factor == self.factor and (old.floats or not self.keep_floats))
+                and old.factor == self.factor and old.min_impact == self.min_impact
+                and (old.floats or not self.keep_floats))
         if not same:
-            raise StoreError(f"{self.out}: was encoded with another model, K or factor (or without float weights); "
+            raise StoreError(f"{self.out}: was encoded with another model, K, factor or --min-impact (or without float "
+                             "weights); "
                              f"{_AGAIN}")
 
     def _kept_statistics(self) -> CorpusStatistics | None:
@@ -337,7 +344,8 @@ class _EncodeRun:
         fingerprint of the corpus statistics its weights were computed with)."""
         return {"model": dataclasses.asdict(ModelInfo.of(self.model)), "top_k": self.model.config.top_k,
                 "factor": self.factor, "corpus": self.source.describe(), "floats": self.keep_floats, "idf": self.idf,
-                "statistics": _fingerprint(self.statistics)}
+                "statistics": _fingerprint(self.statistics),
+                **({"min_impact": self.min_impact} if self.min_impact > 1 else {})}  # 1: as folders before it
 
     # -- the encode, into ``folder``: both ways end here
 
@@ -511,7 +519,7 @@ class _EncodeRun:
                     counts = old["stats"][:3]
                 else:
                     enc = next(encoded)
-                    vector = quantize(enc.tokens, enc.weights, self.factor)
+                    vector = quantize(enc.tokens, enc.weights, self.factor, self.min_impact)
                     floats = dict(zip(enc.tokens, enc.weights.tolist())) if self.keep_floats else None
                     parts = enc.lexical and {t: list(p) for t, p in enc.lexical.items()}
                     counts = [enc.nonzero, enc.truncated_sentence, enc.truncated_context]

@@ -326,20 +326,6 @@ def test_expansion_alone_moves_only_the_new_words_rows(tmp_path):
     assert not torch.allclose(E[new], old[pieces].mean(0))
 
 
-@pytest.mark.slow
-def test_corpus_rows_moves_only_the_rows_of_the_corpus_tokens(tmp_path):
-    """rows='corpus': the rows of tokens the corpus's sentences hold move; every other row stays the model's."""
-    base = SparcModel.load("splade-bert-tiny")
-    old = base.embeddings.detach().clone()
-    texts = [s.text for s in read_corpus([DEMO])]
-    held = {i for t in texts for i in base.tokenizer(t)["input_ids"]} - set(base.tokenizer.all_special_ids)
-    adapt("splade-bert-tiny", [DEMO], tmp_path / "c", AdaptConfig(steps=3, batch_size=8, lr=1e-2, rows="corpus"),
-          progress=False)
-    E = SparcModel.load(tmp_path / "c").embeddings.detach()
-    changed = set(torch.nonzero((E != old).any(dim=1)).flatten().tolist())
-    assert changed and changed <= held
-
-
 def test_expansion_alone_needs_expansion():
     with pytest.raises(SparcError, match="expand-vocabulary"):
         AdaptConfig(rows="new")

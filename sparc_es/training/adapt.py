@@ -100,12 +100,10 @@ class AdaptConfig:
     expand_min_count: int = setting(20, "times a word must occur in the corpus to be added by --expand-vocabulary",
                                     metavar="N")
     # Which rows of E the masked-LM steps move: every row (embedding replacement, with or without
-    # expansion); only the rows of the tokens the corpus's text holds (the softmax pushes every
-    # other row too, which moves what SPARC expands a sentence to); or only the rows of the words
-    # expansion added (vocabulary expansion alone: only texts with a new word encode differently).
-    rows: str = setting("all", "rows of E that training moves: all (embedding replacement), corpus (only the "
-                               "tokens your sentences hold) or new (only the words --expand-vocabulary adds: "
-                               "expansion alone)", choices=("all", "corpus", "new"))
+    # expansion) or only the rows of the words expansion added (vocabulary expansion alone: every
+    # old token keeps its embedding, so only texts with a new word are encoded differently).
+    rows: str = setting("all", "rows of E that training moves: all (embedding replacement) or new (only the words "
+                               "--expand-vocabulary adds: expansion alone)", choices=("all", "new"))
 
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size", "checkpoint_every"):
@@ -121,8 +119,8 @@ class AdaptConfig:
             raise SparcError("expand_vocabulary must be 0 (off) or a number of words")
         if self.expand_min_count < 1:
             raise SparcError("expand_min_count must be at least 1")
-        if self.rows not in ("all", "corpus", "new"):
-            raise SparcError(f"rows must be 'all', 'corpus' or 'new', not {self.rows!r}")
+        if self.rows not in ("all", "new"):
+            raise SparcError(f"rows must be 'all' or 'new', not {self.rows!r}")
         if self.rows == "new" and not self.expand_vocabulary:
             raise SparcError("rows='new' trains only the rows vocabulary expansion adds: give --expand-vocabulary N")
 
@@ -242,24 +240,6 @@ class _MaskedLM:
         return torch.nn.functional.cross_entropy(logits, labels[picked])
 
 
-def _moved_rows(rows: str, mlm: _MaskedLM, texts: list[str], first_new: int, max_length: int):
-    """The rows of E training may move, as a boolean vector (None: every row)."""
-    import torch
-
-    if rows == "all":
-        return None
-    moved = torch.zeros(mlm.E.shape[0], dtype=torch.bool)
-    if rows == "new":
-        moved[first_new:] = True
-        return moved
-    with quiet_transformers():
-        for start in range(0, len(texts), 1024):
-            ids = mlm.tokenizer(texts[start:start + 1024], truncation=True, max_length=max_length)["input_ids"]
-            moved[torch.tensor([i for row in ids for i in row], dtype=torch.long)] = True
-    moved[mlm.special] = False
-    return moved
-
-
 def _batch_indices(n: int, step: int, batch_size: int, seed: int) -> list[int]:
     """Sentences of a step: consecutive slices of a fresh seeded permutation per pass over the corpus."""
     out: list[int] = []
@@ -331,9 +311,8 @@ def _adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, 
     if len(mlm.tokenizer) != len(sparc.tokenizer) or mlm.E.shape != sparc.embeddings.shape:
         raise ModelError(f"{base_path}: vocabulary or embedding shape differs from the model's "
                          f"({tuple(mlm.E.shape)} against {tuple(sparc.embeddings.shape)})")
-    moved = _moved_rows(config.rows, mlm, texts, first_new, config.max_length)
-    if moved is not None:  # the other rows get no gradient, so Adam (no weight decay) never moves them
-        mlm.E.register_hook(lambda grad: grad * moved.to(grad.device, grad.dtype)[:, None])
+    if config.rows == "new":  # old rows get no gradient, so Adam (no weight decay) never moves them
+        mlm.E.register_hook(lambda grad: torch.cat([torch.zeros_like(grad[:first_new]), grad[first_new:]]))
     optimizer = torch.optim.AdamW([mlm.E], lr=config.lr, weight_decay=0.0)  # no decay on embeddings
     step, elapsed, losses = 0, 0.0, []
     if checkpoint.is_file():
@@ -389,15 +368,13 @@ def _adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, 
 
     with torch.no_grad():
         adapted = sparc.embeddings + config.strength * (mlm.E.detach().cpu() - sparc.embeddings)
-        if moved is not None:  # exactly the model's own other rows (the base's may differ by float noise)
-            adapted[~moved] = sparc.embeddings[~moved]
+        if config.rows == "new":  # exactly the model's own old rows (the base's may differ by float noise)
+            adapted[:first_new] = sparc.embeddings[:first_new]
         sparc.embeddings.copy_(adapted)
         if sparc.passage_model is not None:  # both encoders started from the same base E
             sparc.passage_model.embeddings.copy_(adapted)
-    method = {"new": "vocabulary expansion (masked-language modelling, only the new words' rows of E trained)",
-              "corpus": "embedding replacement (masked-language modelling, only the rows of E of the corpus's "
-                        "tokens trained)"}.get(config.rows, "embedding replacement (masked-language modelling, "
-                                                            "only E trained)")
+    method = ("vocabulary expansion (masked-language modelling, only the new words' rows of E trained)"
+              if config.rows == "new" else "embedding replacement (masked-language modelling, only E trained)")
     record = {"method": method,
               "head": "the checkpoint's MLM head" if mlm.head == "mlm" else "dot product H . E^T",
               "adapted_from": {"fingerprint": source_fingerprint, "path": str(Path(model))},

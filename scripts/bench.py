@@ -111,6 +111,7 @@ def bench_encoding(model, sentences, repeats: int, workdir: Path) -> dict:
     """Batched vs batch size 1, the time per stage, and a 1% update against the full encode."""
 
     from sparc_es.encode.run import encode_corpus
+    from sparc_es.model.idf import IDF_DEFAULT
 
     sample = sentences[:1000]
     pairs = [(s.text, s.context) for s in sample]
@@ -151,7 +152,8 @@ def bench_encoding(model, sentences, repeats: int, workdir: Path) -> dict:
     corpus.write_text("".join(json.dumps(s.to_json()) + "\n" for s in sentences))
     shutil.rmtree(workdir / "encoded", ignore_errors=True)
     started = time.perf_counter()
-    encode_corpus([corpus], workdir / "encoded", model, progress=False)
+    # IDF as `sparc-es encode` weighs by default (the Python function's default is off)
+    encode_corpus([corpus], workdir / "encoded", model, progress=False, idf=IDF_DEFAULT)
     full_seconds = time.perf_counter() - started
     updates = bench_updates(model, sentences, workdir, full_seconds)
     return {
@@ -178,6 +180,7 @@ def bench_updates(model, sentences, workdir: Path, full_seconds: float) -> dict:
     vocabulary-wide product with it, which is why this costs more.
     """
     from sparc_es.encode.run import encode_corpus
+    from sparc_es.model.idf import IDF_DEFAULT
 
     rng = random.Random(7)
     target = max(1, len(sentences) // 100)
@@ -208,7 +211,7 @@ def bench_updates(model, sentences, workdir: Path, full_seconds: float) -> dict:
         shutil.rmtree(workdir / "updated", ignore_errors=True)
         shutil.copytree(workdir / "encoded", workdir / "updated")
         started = time.perf_counter()
-        manifest = encode_corpus([edited], workdir / "updated", model, progress=False, update=True)
+        manifest = encode_corpus([edited], workdir / "updated", model, progress=False, update=True, idf=IDF_DEFAULT)
         seconds = time.perf_counter() - started
         out[name] = {"changed": len(changed), "re_encoded": manifest.sentences - manifest.reused,
                      "seconds": round(seconds, 1), "share_of_full": round(seconds / full_seconds, 3)}
@@ -240,7 +243,8 @@ def replicate(encoded: Path, out: Path, n: int) -> tuple[Path, int]:
 
     if (out / "meta.json").is_file():  # kept from an earlier run: reused while the model is the same
         kept = Manifest.read(out)
-        if kept.model.fingerprint == Manifest.read(encoded).model.fingerprint and kept.sentences == n:
+        source = Manifest.read(encoded)
+        if kept.model.fingerprint == source.model.fingerprint and kept.sentences == n and kept.idf == source.idf:
             return out, n
     shutil.rmtree(out, ignore_errors=True)
     (out / VECTORS).mkdir(parents=True)
@@ -520,14 +524,15 @@ def keep_at_least(encoded: Path, out: Path, floor: int) -> Path:
         return out
     shutil.rmtree(out, ignore_errors=True)
     (out / VECTORS).mkdir(parents=True)
-    postings = 0
+    postings = empty = 0
     with open(out / VECTORS / VECTORS_FILE, "w", encoding="utf-8") as f:
         for r in iter_vectors(encoded):
             kept = {t: v for t, v in r["vector"].items() if v >= floor}
             postings += len(kept)
+            empty += not kept
             f.write(json.dumps({**r, "vector": kept}, ensure_ascii=False) + "\n")
     copy_into(encoded, out)
-    Manifest.read(encoded).replace(min_impact=floor, postings=postings).write(out)
+    Manifest.read(encoded).replace(min_impact=floor, postings=postings, empty_vectors=empty).write(out)
     return out
 
 

@@ -250,6 +250,17 @@ def test_expansion_words_are_the_frequent_split_words_most_frequent_first():
     assert expansion_words(texts, tokenizer, 0, 1) == []
 
 
+def test_split_word_share_counts_the_occurrences_wordpiece_splits():
+    from sparc_es.training.vocabulary import split_word_share
+
+    tokenizer = SparcModel.load("splade-bert-tiny").tokenizer
+    texts = ["StoreDocVectors runs, then storedocvectors again.", "42 ... runs"]
+    assert all(tokenizer.tokenize(w) == [w] for w in ("runs", "then", "again"))
+    # words: storedocvectors x2 (split), runs x2, then, again; a number and punctuation are not words
+    assert split_word_share(texts, tokenizer) == {"words": 6, "split": 2, "share": 2 / 6}
+    assert split_word_share([], tokenizer) == {"words": 0, "split": 0, "share": 0.0}
+
+
 def test_expanded_tokenizer_reads_the_word_whole_and_other_text_as_before():
     from sparc_es.training.vocabulary import expand_tokenizer
 

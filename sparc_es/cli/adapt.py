@@ -29,7 +29,7 @@ def add_parser(sub) -> None:
 def command(args: argparse.Namespace) -> int:
     from sparc_es.model import resolve_device
     from sparc_es.options import from_arguments
-    from sparc_es.training.adapt import AdaptConfig, adapt
+    from sparc_es.training.adapt import AdaptConfig, adapt, advice
 
     set_threads(args.threads)
     config = from_arguments(args, AdaptConfig)
@@ -42,4 +42,5 @@ def command(args: argparse.Namespace) -> int:
         examples = ", ".join(added["examples"][:5])
         print(f"added {added['words']} words to the vocabulary (each seen at least {added['min_count']} times)"
               + (f", e.g. {examples}" if examples else ""))
+    print(advice(record["vocabulary_fit"]))
     return 0

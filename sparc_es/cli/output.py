@@ -71,6 +71,9 @@ def report_encode(manifest) -> None:
 
 def report_empty(manifest) -> None:
     """The one warning of encode's that requantize repeats: its factor decides which vectors are empty."""
-    if manifest.empty_vectors:
+    if manifest.empty_vectors and manifest.min_impact > 1:
+        warn(f"{manifest.empty_vectors} sentences have no impact of at least {manifest.min_impact} and cannot be "
+             "retrieved by SPARC; lower --min-impact")
+    elif manifest.empty_vectors:
         warn(f"{manifest.empty_vectors} sentences have no token weight above 0.5/factor and cannot be "
              "retrieved; raise --factor")

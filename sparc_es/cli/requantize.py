@@ -27,8 +27,8 @@ def command(args: argparse.Namespace) -> int:
 
     manifest = requantize(args.input, args.output, args.factor, idf=args.idf, min_impact=args.min_impact)
     report_empty(manifest)  # encode's own warnings (truncation, control characters) were said by encode
+    pruned = f", impacts of at least {manifest.min_impact}" if manifest.min_impact > 1 else ""
     print(f"wrote {manifest.sentences} sentences into {args.output} (factor={manifest.factor:g}"
-          f"{', IDF-weighted' if manifest.idf else ''}"
-          f"{f', impacts of at least {manifest.min_impact}' if manifest.min_impact > 1 else ''}, {manifest.postings / max(manifest.sentences, 1):.1f} "
-          "postings per sentence)")
+          f"{', IDF-weighted' if manifest.idf else ''}{pruned}, "
+          f"{manifest.postings / max(manifest.sentences, 1):.1f} postings per sentence)")
     return 0

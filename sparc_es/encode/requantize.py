@@ -78,7 +78,8 @@ def _requantize(encoded: Path, out: Path, manifest: Manifest, factor: float | No
             f.write(record_line(vector_record(record["id"], record["contents"], vector, floats, parts)))
     copy_into(encoded, out)
     changes = {"idf": True, "idf_weighting": idf_record} if idf else {}
-    manifest = manifest.replace(factor=factor, min_impact=min_impact, postings=postings, impact_sum=impact_sum, empty_vectors=empty,
-                                requantized_from=str(encoded), generation=new_generation(), **changes)
+    manifest = manifest.replace(factor=factor, min_impact=min_impact, postings=postings, impact_sum=impact_sum,
+                                empty_vectors=empty, requantized_from=str(encoded), generation=new_generation(),
+                                **changes)
     manifest.write(out)
     return manifest

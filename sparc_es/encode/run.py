@@ -325,9 +325,8 @@ class _EncodeRun:
                 and old.factor == self.factor and old.min_impact == self.min_impact
                 and (old.floats or not self.keep_floats))
         if not same:
-            raise StoreError(f"{self.out}: was encoded with another model, K, factor or --min-impact (or without float "
-                             "weights); "
-                             f"{_AGAIN}")
+            raise StoreError(f"{self.out}: was encoded with another model, K, factor or --min-impact (or without "
+                             f"float weights); {_AGAIN}")
 
     def _kept_statistics(self) -> CorpusStatistics | None:
         """The corpus statistics the folder being updated was encoded with (None when it needs none)."""

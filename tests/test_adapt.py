@@ -99,11 +99,9 @@ def test_adapted_folder_loads_and_encodes(tmp_path):
     assert meta.model.adaptation["steps"] == 2
 
 
-@pytest.mark.slow
-def test_resume_after_a_kill_ends_with_the_same_embeddings(tmp_path, monkeypatch):
-    config = AdaptConfig(steps=4, batch_size=8, checkpoint_every=2, lr=1e-3)
-    adapt("splade-bert-tiny", [DEMO], tmp_path / "whole", config, progress=False)
-
+def _whole_and_resumed(corpus: Path, config: AdaptConfig, tmp_path: Path, monkeypatch) -> tuple:
+    """E of an uninterrupted adapt run, and of the same run killed at step 3 and run again."""
+    adapt("splade-bert-tiny", [corpus], tmp_path / "whole", config, progress=False)
     real = adapt_module._batch_indices
 
     def killed_at_step_3(n, step, batch_size, seed):
@@ -113,12 +111,18 @@ def test_resume_after_a_kill_ends_with_the_same_embeddings(tmp_path, monkeypatch
 
     monkeypatch.setattr(adapt_module, "_batch_indices", killed_at_step_3)
     with pytest.raises(KeyboardInterrupt):
-        adapt("splade-bert-tiny", [DEMO], tmp_path / "killed", config, progress=False)
+        adapt("splade-bert-tiny", [corpus], tmp_path / "killed", config, progress=False)
     assert (tmp_path / "killed" / adapt_module.CHECKPOINT).is_file()
     monkeypatch.setattr(adapt_module, "_batch_indices", real)
-    adapt("splade-bert-tiny", [DEMO], tmp_path / "killed", config, progress=False)
+    adapt("splade-bert-tiny", [corpus], tmp_path / "killed", config, progress=False)
     assert not (tmp_path / "killed" / adapt_module.CHECKPOINT).exists()
-    a, b = _state(tmp_path / "whole")[E_NAME], _state(tmp_path / "killed")[E_NAME]
+    return _state(tmp_path / "whole")[E_NAME], _state(tmp_path / "killed")[E_NAME]
+
+
+@pytest.mark.slow
+def test_resume_after_a_kill_ends_with_the_same_embeddings(tmp_path, monkeypatch):
+    config = AdaptConfig(steps=4, batch_size=8, checkpoint_every=2, lr=1e-3)
+    a, b = _whole_and_resumed(DEMO, config, tmp_path, monkeypatch)
     assert np.array_equal(a.numpy(), b.numpy())
 
 
@@ -355,23 +359,8 @@ def test_no_vocabulary_expansion_by_default(tmp_path):
 
 @pytest.mark.slow
 def test_resume_with_vocabulary_expansion_ends_with_the_same_embeddings(tmp_path, monkeypatch):
-    corpus = _identifier_corpus(tmp_path)
     config = AdaptConfig(steps=4, batch_size=8, checkpoint_every=2, lr=1e-3, expand_vocabulary=5, expand_min_count=2)
-    adapt("splade-bert-tiny", [corpus], tmp_path / "whole", config, progress=False)
-
-    real = adapt_module._batch_indices
-
-    def killed_at_step_3(n, step, batch_size, seed):
-        if step == 3:
-            raise KeyboardInterrupt
-        return real(n, step, batch_size, seed)
-
-    monkeypatch.setattr(adapt_module, "_batch_indices", killed_at_step_3)
-    with pytest.raises(KeyboardInterrupt):
-        adapt("splade-bert-tiny", [corpus], tmp_path / "killed", config, progress=False)
-    monkeypatch.setattr(adapt_module, "_batch_indices", real)
-    adapt("splade-bert-tiny", [corpus], tmp_path / "killed", config, progress=False)
-    a, b = _state(tmp_path / "whole")[E_NAME], _state(tmp_path / "killed")[E_NAME]
+    a, b = _whole_and_resumed(_identifier_corpus(tmp_path), config, tmp_path, monkeypatch)
     assert a.shape[0] > SparcModel.load("splade-bert-tiny").embeddings.shape[0]
     assert np.array_equal(a.numpy(), b.numpy())
 

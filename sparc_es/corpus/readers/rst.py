@@ -34,6 +34,7 @@ from sparc_es.corpus.readers.blocks import (
     CODE_ROLES,
     HEADING,
     ITEM,
+    LEAD_CHARS,
     PARAGRAPH,
     QUOTE,
     Block,
@@ -301,7 +302,16 @@ class _LongLines(Parser):
             document.settings.line_length_limit = limit
 
 
-_OVERRIDES = {"code-block": _Code, "sourcecode": _Code, "code": _Code}  # any Sphinx option, no pygments
+# Any Sphinx option, no pygments; and ``class`` as Sphinx reads it, the Python domain's class (the
+# default domain), not docutils' class attribute (which Sphinx calls ``rst-class``, dropped).
+_OVERRIDES = {"code-block": _Code, "sourcecode": _Code, "code": _Code, "class": _Prose}
+
+
+def _nested(outer: str, inner: str) -> str:
+    """The lead-in of a box inside another: both, so that a note or an attribute inside
+    ``.. autoclass:: FileStorage`` still names FileStorage (the inner one alone past LEAD_CHARS)."""
+    both = chain(outer, inner)
+    return both if len(both) <= LEAD_CHARS else inner or outer
 
 
 def _ancestors(node):
@@ -491,7 +501,7 @@ class _RstWalker:
         elif isinstance(n, (nodes.Admonition, nodes.topic, nodes.sidebar)):
             title = next((self.text(c) for c in n.children if isinstance(c, nodes.title)), "")
             label = title or _RST_LABEL.get(n.tagname) or n.tagname.capitalize()
-            yield from self.children(n, headings, label, PARAGRAPH)
+            yield from self.children(n, headings, _nested(lead, label), PARAGRAPH)
         elif isinstance(n, nodes.figure):
             for c in n.children:
                 if isinstance(c, nodes.caption):
@@ -500,7 +510,7 @@ class _RstWalker:
                     yield from self.children(c, headings, lead, kind)
         elif isinstance(n, nodes.Element):
             # containers (ours included: a version note's lead-in), footnotes, compound, glossary ...
-            inner = n.get("lead", "") or lead
+            inner = _nested(lead, n.get("lead", ""))
             yield from self.children(n, headings, inner, kind)
 
     def caption(self, c, headings: tuple[str, ...]) -> Iterator[Block]:

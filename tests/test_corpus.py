@@ -31,6 +31,7 @@ def test_jsonl_records(tmp_path):
     ('{"id": "a"}', 'missing or invalid "text"'),
     ('{"id": "a", "text": "   "}', "empty sentence"),
     ('{"id": "a", "text": "x", "context": 3}', '"context" must be a string'),
+    ('{"id": "a", "text": "x", "headings": ["A"]}', '"headings" must be a string'),
     ('{"id": "a", "text": "x", "start": "0"}', '"start" must be an integer'),
 ])
 def test_bad_jsonl_line_names_file_and_line(tmp_path, line, message):

@@ -8,6 +8,10 @@ byte for byte the same; on any other (another vendor's or generation's kernels s
 another order) the records must be the same within float noise (:mod:`tolerance`: same ids, texts
 and token sets except near-ties at the cut, impacts one step apart only at a .5 rounding boundary).
 
+(Since 2026-11-27 each record also carries its sentence's section titles, ``headings``, which the
+BM25 side of the default reads: the file was written again on the same CPU, every other byte of
+every record as b596908 wrote it.)
+
 (The file written by commit 37b827f, before the model package was split out, was replaced: since
 then the readers changed what two sentences say, which moves the corpus statistics of the IDF and
 the lexical term, so one impact of another sentence crossed a rounding boundary: 3 -> 2.)

@@ -20,7 +20,17 @@ from pathlib import Path
 import pytest
 
 from sparc_es.cli import main
-from sparc_es.engines.blend import BLEND_FILE, PREFIX, SCALE, Blend, EnglishAnalyzer, Statistics, blended, count
+from sparc_es.engines.blend import (
+    BLEND_FILE,
+    BM25_SHARE,
+    PREFIX,
+    SCALE,
+    Blend,
+    EnglishAnalyzer,
+    Statistics,
+    blended,
+    count,
+)
 
 DOCS = Path(__file__).parent / "data" / "docs"
 QUESTIONS = [
@@ -87,6 +97,40 @@ def test_records_gain_bm25_features_and_their_maxima(tmp_path):
     assert all(0 < v < 512 for r in out for f, v in r["vector"].items() if f.startswith(PREFIX))
 
 
+def test_the_bm25_side_reads_a_sentences_section_titles_with_its_text():
+    """A word only in the titles of a sentence's sections gets a BM25 feature, counted in the
+    statistics as the text's words are; a record without headings reads its text alone."""
+    records = [{"id": "a", "contents": "Pass the port number.", "headings": "Serving > Options",
+                "vector": {"port": 9}},
+               {"id": "b", "contents": "Pass the port number.", "vector": {"port": 9}}]
+    stats, maxima = count(records)
+    assert stats.terms == 5 + 3  # "serv", "option" and the text's three terms; the text's three
+    with_titles, without = blended(records, stats, maxima)
+    assert {PREFIX + "serv", PREFIX + "option"} <= set(with_titles["vector"])
+    assert not any(f in without["vector"] for f in (PREFIX + "serv", PREFIX + "option"))
+
+
+def test_headings_reach_the_records_and_an_update_rewrites_a_changed_one(tmp_path, tiny_model):
+    """The reader's section titles are each record's headings; a JSONL record whose headings change
+    while its text and context do not keeps its weights, and its record is written again."""
+    from sparc_es.encode import encode_corpus
+    from sparc_es.layout.records import iter_vectors
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# Serving\n\n## Options\n\nPass the port number.\n")
+    encode_corpus([docs], tmp_path / "md", tiny_model, progress=False)
+    assert [r.get("headings") for r in iter_vectors(tmp_path / "md")] == ["Serving > Options"]
+
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "s1", "text": "Pass the port number.", "headings": "Old"}) + "\n")
+    encode_corpus([corpus], tmp_path / "enc", tiny_model, progress=False)
+    corpus.write_text(json.dumps({"id": "s1", "text": "Pass the port number.", "headings": "New"}) + "\n")
+    manifest = encode_corpus([corpus], tmp_path / "enc", tiny_model, progress=False, update=True)
+    (record,) = iter_vectors(tmp_path / "enc")
+    assert record["headings"] == "New" and manifest.sentences == 1
+
+
 def test_blend_record_refuses_other_settings(tmp_path):
     from sparc_es.errors import StoreError
 
@@ -120,7 +164,7 @@ def test_default_is_one_lucene_query_whose_score_is_the_weighted_sum_of_the_stor
 
     engine = open_engine("lucene", docs_index / "index", hybrid="default")
     try:
-        assert isinstance(engine, LuceneEngine) and engine.bm25_weight == 0.4  # not a client-side fusion
+        assert isinstance(engine, LuceneEngine) and engine.bm25_weight == BM25_SHARE  # not a client-side fusion
         calls = []
         weighted = engine.searcher.weighted
         engine.searcher.weighted = lambda bag, k: calls.append(bag) or weighted(bag, k)
@@ -209,7 +253,7 @@ def test_every_engine_declares_what_it_is_and_can_do(docs_index):
 
     index = docs_index / "index"
     expected = {  # (hybrid, weight) -> description, abilities
-        ("default", None): (Description("lucene", HybridMethod.SUM, 0.4), {Impacts, Tokenized, Reweighable}),
+        ("default", None): (Description("lucene", HybridMethod.SUM, BM25_SHARE), {Impacts, Tokenized, Reweighable}),
         ("none", None): (Description("lucene"), {Impacts, Tokenized, Reweighable}),
         ("minmax", 0.3): (Description("lucene", HybridMethod.MINMAX, 0.3), {Fusion}),
         ("rrf", None): (Description("lucene", HybridMethod.RRF), {Fusion}),
@@ -272,8 +316,8 @@ def test_the_default_is_one_search_request_on_elasticsearch(docs_index, docs_es,
     engine = open_engine("es", connection=Connection(es_url), es_index=docs_es, tokenizer=docs_index / "index",
                          hybrid="default")
     try:
-        assert isinstance(engine, ElasticEngine) and engine.bm25_weight == 0.4
-        assert engine.describe() == Description("es", HybridMethod.SUM, 0.4)
+        assert isinstance(engine, ElasticEngine) and engine.bm25_weight == BM25_SHARE
+        assert engine.describe() == Description("es", HybridMethod.SUM, BM25_SHARE)
         assert isinstance(engine, Tokenized) and not isinstance(engine, (Impacts, Reweighable, Fusion))
         sent = []
         search, msearch = engine.client.search, engine.client.msearch

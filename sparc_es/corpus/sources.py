@@ -143,6 +143,9 @@ class Sentence:
     start: int | None = None
     end: int | None = None
     code: str | None = None  # the code block this sentence leads into (shown with it, not searched)
+    # the titles of the sections it sits in, " > "-joined (also in its context): the BM25 side of the
+    # default search reads them with the text, as a title field (docs/evaluation.md)
+    headings: str | None = None
 
     def to_json(self) -> dict:
         return {k: v for k, v in asdict(self).items() if v is not None and v != ""}
@@ -230,7 +233,9 @@ def document_sentences(text: str, doc_id: str, stats: ReadStats | None = None, t
         def report(line: int | None, what: str) -> None:
             stats.note_cut(where or doc_id, line, what)
     for s in split_document(text, doc_id, format, keep_code, where, report):
-        yield replace(s, context=f"{title}. {s.context}") if title else s
+        if title:
+            s = replace(s, context=f"{title}. {s.context}", headings=" > ".join(h for h in (title, s.headings) if h))
+        yield s
 
 
 def _record(obj: object, path: Path, lineno: int, stats: ReadStats, contexts: _Contexts | None = None) -> Sentence:
@@ -263,8 +268,12 @@ def _record(obj: object, path: Path, lineno: int, stats: ReadStats, contexts: _C
     code = obj.get("code")
     if code is not None and not isinstance(code, str):
         raise InputError(path, '"code" must be a string', lineno)
+    headings = obj.get("headings")
+    if headings is not None and not isinstance(headings, str):
+        raise InputError(path, '"headings" must be a string', lineno)
     return Sentence(id=str(sid), text=text.strip(), context=context,
-                    doc=None if doc is None else str(doc), start=start, end=end, code=code or None)
+                    doc=None if doc is None else str(doc), start=start, end=end, code=code or None,
+                    headings=CONTROL.sub("", headings).strip() or None if headings else None)
 
 
 # --- documents: plain text, Markdown, reStructuredText, HTML -----------------------------------
@@ -484,7 +493,8 @@ def split_document(text: str, doc_id: str, format: str = "text", keep_code: bool
                                        f"{'path' if where else 'document id'}")
             code = block.code if number == len(pieces) and block.kind != CODE else ""  # what the last one leads into
             yield Sentence(id=f"{id_prefix}#{key}", text=sentence, context=context, doc=doc_id,
-                           start=start, end=end, code=code or None)
+                           start=start, end=end, code=code or None,
+                           headings=" > ".join(block.headings) or None)
 
 
 def sentence_key(text: str) -> str:

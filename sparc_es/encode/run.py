@@ -506,7 +506,7 @@ class _EncodeRun:
         ``encoded``; each counted in ``stats``."""
         stats, lines = self.stats, []
         for s, h, kept in zip(batch, hashes, known):
-            same = self.kept.line(h, s.id) if kept else None
+            same = self.kept.line(h, s.id, s.headings) if kept else None
             if same is not None:  # unchanged text, context and id, same model, K and factor: the line stands
                 line, counts = same
                 lines.append(line)
@@ -523,7 +523,7 @@ class _EncodeRun:
                     parts = enc.lexical and {t: list(p) for t, p in enc.lexical.items()}
                     counts = [enc.nonzero, enc.truncated_sentence, enc.truncated_context]
                 counts = [*counts, len(vector), sum(vector.values())]
-                lines.append(record_line(vector_record(s.id, s.text, vector, floats, parts), h, counts))
+                lines.append(record_line(vector_record(s.id, s.text, vector, floats, parts, s.headings), h, counts))
             if kept:
                 stats.reused += 1
                 self.bar.update(1)
@@ -612,14 +612,17 @@ class _Cache:
     def __contains__(self, h: str) -> bool:
         return h in self.where
 
-    def line(self, h: str, sentence_id: str) -> tuple[bytes, list] | None:
-        """The stored line and its stats, when it can be written again byte for byte."""
+    def line(self, h: str, sentence_id: str, headings: str | None) -> tuple[bytes, list] | None:
+        """The stored line and its stats, when it can be written again byte for byte (same id and
+        headings: a JSONL record's headings may change while its text and context do not)."""
         offset, length, counts = self.where[h]
         if not self.verbatim or len(counts) != len(_STATS):
             return None
         self.file.seek(offset)
         line = self.file.read(length)
-        return (line, counts) if record_has_id(line, sentence_id) else None
+        if not record_has_id(line, sentence_id) or orjson.loads(line).get("headings") != headings:
+            return None
+        return line, counts
 
     def get(self, h: str) -> dict | None:
         if h not in self.where:

@@ -78,7 +78,7 @@ def quantize(tokens: Iterable[str], weights: np.ndarray, factor: float, min_impa
 
 
 def vector_record(sentence_id: str, text: str, vector: dict[str, int], floats: dict[str, float] | None = None,
-                  lexical: dict[str, list[float]] | None = None) -> dict:
+                  lexical: dict[str, list[float]] | None = None, headings: str | None = None) -> dict:
     """One Pyserini ``JsonVectorCollection`` document: ``{"id", "contents", "vector": {token: int}}``.
 
     ``floats`` (the unquantised weights, kept on request for exact scoring and re-quantising) go
@@ -86,6 +86,8 @@ def vector_record(sentence_id: str, text: str, vector: dict[str, int], floats: d
     lexical token's [neural weight, lexical weight] (``requantize --idf`` weighs the first alone).
     """
     record = {"id": sentence_id, "contents": text, "vector": vector}
+    if headings:  # the titles of its sections, read with contents by the default's BM25 side (blend.py)
+        record["headings"] = headings
     if floats is not None:
         record["weights"] = floats
         if lexical:

@@ -236,6 +236,30 @@ def test_an_index_without_bm25_terms_falls_back_with_a_notice(docs_index, tmp_pa
 
 
 @pytest.mark.jvm
+def test_an_index_whose_bm25_side_predates_the_titles_is_searched_with_a_notice(docs_index, tmp_path):
+    """An index built before the BM25 side read section titles still answers the default, and says
+    once that it differs; a current one says nothing."""
+    import shutil
+
+    from sparc_es.engines import open_engine
+
+    said = []
+    open_engine("lucene", docs_index / "index", hybrid="default", notice=said.append).close()
+    assert said == []
+    old = tmp_path / "old"
+    shutil.copytree(docs_index / "index", old)
+    record = json.loads((old / BLEND_FILE).read_text())
+    del record["titles"]  # as the sparc-es of 2026-11-25 wrote it
+    (old / BLEND_FILE).write_text(json.dumps(record))
+    engine = open_engine("lucene", old, hybrid="default", notice=said.append)
+    try:
+        assert engine.bm25_weight == BM25_SHARE and engine.search("How do I show a progress bar?", k=3)
+        assert len(said) == 1 and "section titles" in said[0] and "sparc-es index --overwrite" in said[0]
+    finally:
+        engine.close()
+
+
+@pytest.mark.jvm
 def test_every_engine_declares_what_it_is_and_can_do(docs_index):
     """The answers stage asks an engine what it is (describe) and what it can do (the abilities of
     engines.base), never probes attribute names: each real engine answers as it behaves."""

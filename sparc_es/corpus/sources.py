@@ -3,7 +3,8 @@
 Two kinds of input give the same record, :class:`Sentence`:
 
 * JSONL, one sentence per line: ``{"id": ..., "text": ..., "context"?: ...}`` (optional ``doc``,
-  ``start``, ``end`` are carried through so a hit can be shown in its document).
+  ``start``, ``end`` are carried through so a hit can be shown in its document; optional
+  ``headings``, its sections' titles, are read by the BM25 side with the text).
 * JSONL documents in the BEIR layout, ``{"_id": ..., "title"?: ..., "text": ...}``: each is split
   into sentences as a text document is (ids ``<_id>#<n>``, ``doc`` = ``_id``), and each sentence's
   context is the document's title followed by its paragraph.

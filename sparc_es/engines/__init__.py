@@ -39,6 +39,7 @@ def open_engine(kind: EngineKind | str = EngineKind.LUCENE, index: str | Path | 
     (an index built by an older sparc-es), else SPARC alone, said through ``notice``. A
     ``hybrid_weight`` without a sum to weigh is an error, never ignored.
     """
+    from sparc_es.engines.blend import OLDER_TITLES
     from sparc_es.engines.hybrid import DEFAULT_METHOD, HybridChoice, HybridEngine, HybridMethod
 
     kind = choice(EngineKind, kind, "engine")
@@ -73,6 +74,9 @@ def open_engine(kind: EngineKind | str = EngineKind.LUCENE, index: str | Path | 
                     f"index {es_index!r} stores no BM25 terms", sparc.text_searchable)
             if method is HybridMethod.SUM:
                 sparc.use_blend(weight)
+                if not sparc.blend.titles and notice is not None:
+                    notice(OLDER_TITLES.format(where=f"index {es_index!r}",
+                                               how="sparc-es index --engine es --recreate"))
                 return sparc
             return HybridEngine(sparc, sparc.bm25(notice), method, weight) if method is not None else sparc
         except BaseException:
@@ -93,7 +97,10 @@ def open_engine(kind: EngineKind | str = EngineKind.LUCENE, index: str | Path | 
         method = DEFAULT_METHOD if Blend.read(index) is not None else fallback(
             f"{index} stores no BM25 terms (built by an older sparc-es)", LuceneBM25.exists_beside(index))
     if method is HybridMethod.SUM:
-        return LuceneEngine(index, bm25_share=weight)
+        engine = LuceneEngine(index, bm25_share=weight)
+        if not engine.blend.titles and notice is not None:
+            notice(OLDER_TITLES.format(where=str(index), how="sparc-es index --overwrite"))
+        return engine
     if method is not None:
         return HybridEngine.open(index, method, weight)
     return LuceneEngine(index)

@@ -135,6 +135,7 @@ class Blend:
 
     maxima: dict[str, int]
     statistics: str = ""  # Statistics.digest() of the BM25 weights stored
+    titles: bool = True  # the BM25 side read section titles with the text (False: built before it did)
     analyzer: EnglishAnalyzer = field(default_factory=EnglishAnalyzer, repr=False, compare=False)
 
     def weights(self, question: str, tokens: Mapping[str, float], bm25_share: float = BM25_SHARE) -> dict[str, float]:
@@ -157,7 +158,8 @@ class Blend:
         return {f: c for f, c in counts.items() if f in self.maxima}
 
     def to_json(self) -> dict:
-        return {"k1": K1, "b": B, "scale": SCALE, "statistics": self.statistics, "maxima": self.maxima}
+        return {"k1": K1, "b": B, "scale": SCALE, "statistics": self.statistics, "maxima": self.maxima,
+                "titles": self.titles}
 
     def write(self, folder: str | Path) -> None:
         (Path(folder) / BLEND_FILE).write_text(json.dumps(self.to_json(), ensure_ascii=False, sort_keys=True))
@@ -169,7 +171,8 @@ class Blend:
         if (record.get("k1"), record.get("b"), record.get("scale")) != (K1, B, SCALE):
             raise StoreError(f"{where}: BM25 weights stored with k1 {record.get('k1')}, b {record.get('b')}, scale "
                              f"{record.get('scale')}; this sparc-es stores {K1}, {B}, {SCALE}: rebuild the index")
-        return cls({str(k): int(v) for k, v in record["maxima"].items()}, str(record.get("statistics", "")))
+        return cls({str(k): int(v) for k, v in record["maxima"].items()}, str(record.get("statistics", "")),
+                   titles=record.get("titles") is True)
 
     @classmethod
     def read(cls, folder: str | Path) -> Blend | None:
@@ -186,10 +189,15 @@ class Blend:
 
 def bm25_text(record: dict) -> str:
     """What the BM25 side reads of a record: its section titles (``headings``, where the reader found
-    some) and its text, as one field. The titles say what a sentence is about: on the documentation
-    domains they moved the default by -0.20 to +5.10 MRR (docs/evaluation.md)."""
+    some) and its text, as one field. The titles say what a sentence is about (docs/evaluation.md,
+    "Section titles on the BM25 side", has what they changed)."""
     headings = record.get("headings")
     return f"{headings} {record.get('contents', '')}" if headings else record.get("contents", "")
+
+
+# said once when a sum is searched on an index whose BM25 side predates the titles
+OLDER_TITLES = ("{where}'s BM25 side reads the sentences' text alone (built before it read their section titles "
+                "too); rebuild it for the default's figures ({how})")
 
 
 def count(records: Iterable[dict], analyzer: EnglishAnalyzer | None = None) -> tuple[Statistics, dict[str, int]]:

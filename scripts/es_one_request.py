@@ -24,15 +24,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def default_folders(domain: Path) -> tuple[Path, Path]:
-    """(encoded folder, Lucene index) of the default model (IDF, K 500) that ``table`` made for a domain."""
-    encoded = sorted(p for p in domain.glob("encoded-*-k500-idf") if (p / "meta.json").is_file())
-    if not encoded:
-        sys.exit(f"{domain}: no encoded-*-k500-idf folder; run sparc-es table with sparc:idf=1 first")
-    index = domain / f"index-{encoded[0].name.removeprefix('encoded-')}"
+def default_folders(domain: Path, fingerprint: str) -> tuple[Path, Path]:
+    """(encoded folder, Lucene index) of the default model (IDF, K 500) that ``table`` made for a
+    domain: the folders keyed by the default model's fingerprint (a workdir may hold other models')."""
+    encoded = domain / f"encoded-{fingerprint}-k500-idf"
+    if not (encoded / "meta.json").is_file():
+        sys.exit(f"{domain}: no {encoded.name} folder; run sparc-es table with sparc:idf=1 (the default model) first")
+    index = domain / f"index-{encoded.name.removeprefix('encoded-')}"
     if not (index / "blend.json").is_file():
         sys.exit(f"{index}: missing or built without BM25 terms; run sparc-es table with a hybrid=sum system")
-    return encoded[0], index
+    return encoded, index
 
 
 def top10(run: Path) -> dict[str, list[str]]:
@@ -60,14 +61,16 @@ def main(argv: list[str] | None = None) -> int:
     from sparc_es.engines.elastic.loopback import noida_server
     from sparc_es.evaluation.measures import evaluate_file
     from sparc_es.evaluation.trec import read_qrels
+    from sparc_es.model import SparcModel
 
+    fingerprint = SparcModel.load("default").fingerprint
     url = os.environ.get("SPARC_ES_URL")
     rows = []
     with (nullcontext(url) if url else noida_server()) as url:
         client = Connection(url).client()
         for name in args.domains.split(","):
             domain = args.workdir / name
-            encoded, index = default_folders(domain)
+            encoded, index = default_folders(domain, fingerprint)
             topics, qrels = domain / "evalset" / "topics.tsv", domain / "evalset" / "qrels.txt"
             if args.limit:
                 lines = topics.read_text().splitlines()[: args.limit]

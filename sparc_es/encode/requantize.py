@@ -76,7 +76,7 @@ def _requantize(encoded: Path, out: Path, manifest: Manifest, factor: float | No
             impact_sum += sum(vector.values())
             empty += not vector
             f.write(record_line(vector_record(record["id"], record["contents"], vector, floats, parts,
-                                                     record.get("headings"))))
+                                              record.get("headings"))))
     copy_into(encoded, out)
     changes = {"idf": True, "idf_weighting": idf_record} if idf else {}
     manifest = manifest.replace(factor=factor, min_impact=min_impact, postings=postings, impact_sum=impact_sum,

@@ -10,7 +10,7 @@ import torch
 
 from sparc_es.model import SparcModel
 from sparc_es.training.examples import load_examples
-from sparc_es.training.train import TrainConfig, Trainer, sample_batch
+from sparc_es.training.train import TrainConfig, Trainer, flops, sample_batch
 
 from shared_data import need_data
 
@@ -82,13 +82,15 @@ def _norm(grads: dict[str, torch.Tensor]) -> float:
 
 @pytest.mark.data
 @pytest.mark.jvm
-def test_gradient_cache_gives_the_gradients_of_one_big_batch(tiny_model_dir, examples, tmp_path):
+@pytest.mark.parametrize("flops_weight", [0.0, 0.05])
+def test_gradient_cache_gives_the_gradients_of_one_big_batch(tiny_model_dir, examples, tmp_path, flops_weight):
     import random
 
     questions, sentences = sample_batch(examples, list(range(8)), random.Random(1))
     grads, losses = [], []
     for chunk in (96, 5):  # 24 sentences: one pass, then five chunks through the gradient cache
-        trainer = make_trainer(tiny_model_dir, examples, tmp_path / str(chunk), chunk_size=chunk)
+        trainer = make_trainer(tiny_model_dir, examples, tmp_path / str(chunk), chunk_size=chunk,
+                               flops_weight=flops_weight)
         losses.append(trainer.backward(questions, sentences))
         named = [(n, p) for n, p in trainer.model.encoder.named_parameters() if p.requires_grad]
         grads.append({n: p.grad.detach().clone() for n, p in named if p.grad is not None}
@@ -102,7 +104,7 @@ def test_gradient_cache_gives_the_gradients_of_one_big_batch(tiny_model_dir, exa
     assert not different, f"gradients differ beyond float32 noise: {different}"
 
     # The check can fail: a cache that dropped the last chunk's sentences gives other gradients.
-    trainer = make_trainer(tiny_model_dir, examples, tmp_path / "short", chunk_size=5)
+    trainer = make_trainer(tiny_model_dir, examples, tmp_path / "short", chunk_size=5, flops_weight=flops_weight)
     trainer.backward(questions[:7], sentences[:21])
     assert not all(_close_in_norm(one[n], p.grad, scale) for n, p in trainer.model.encoder.named_parameters()
                    if p.grad is not None)
@@ -192,7 +194,8 @@ def test_top_k_aware_scores_are_what_the_index_holds(tiny_model_dir, tiny_mlm_di
     tok = model.tokenizer
     vocab = sorted({tok.convert_tokens_to_ids(t) for q in questions for t in model.queries.bag(q)})
     with torch.no_grad():
-        scores = trainer._scores(sentences, torch.tensor(vocab))
+        scores, full = trainer._scores(sentences, torch.tensor(vocab))
+    assert full is None  # the whole vocabulary's scores are kept only for the FLOPS regulariser
     encoded = model.encode_batch([s.text for s in sentences], [s.context for s in sentences], corpus=trainer.corpus)
     kept = 0
     for i, e in enumerate(encoded):
@@ -204,6 +207,41 @@ def test_top_k_aware_scores_are_what_the_index_holds(tiny_model_dir, tiny_mlm_di
     assert kept > 0 and (scores == 0).sum() > 0  # some question tokens in, some cut
     if base != tiny_model_dir:
         assert model.config.stem_weight == 0.5 and any(t.siblings for t in trainer.lexical.values())
+
+
+@pytest.mark.data
+@pytest.mark.jvm
+def test_flops_regulariser_is_in_the_loss_and_shortens_what_sentences_store(tiny_model_dir, examples, tmp_path):
+    """The loss is cross-entropy plus weight x sum over tokens of the squared batch mean of what the
+    sentences store; trained with it, the sentences of a held batch keep fewer positive tokens than
+    after the same steps without it."""
+    import random
+
+    questions, sentences = sample_batch(examples, list(range(8)), random.Random(1))
+    held = sample_batch(examples, list(range(8, 16)), random.Random(2))[1]
+    plain = make_trainer(tiny_model_dir, examples, tmp_path / "plain")
+    sparse = make_trainer(tiny_model_dir, examples, tmp_path / "sparse", flops_weight=1.0)
+    vocab = torch.tensor(sorted({plain.model.tokenizer.convert_tokens_to_ids(t)
+                                 for q in questions for t in plain.model.queries.bag(q)}))
+    with torch.no_grad():
+        full = sparse.model.token_scores(*sparse.model.hidden_states(
+            *sparse.model.tokenize_pairs([s.text for s in sentences], [s.context for s in sentences])[:2]))
+    before = plain.backward(questions, sentences)
+    assert sparse.backward(questions, sentences) == pytest.approx(before + float(flops(full)), rel=1e-4)
+    assert float(flops(full)) == pytest.approx(float(sum(full[:, v].mean() ** 2 for v in range(full.shape[1]))),
+                                               rel=1e-4)
+    assert vocab.numel() < full.shape[1]  # the regulariser reads the whole vocabulary, not the questions' tokens
+
+    def positives(trainer) -> int:
+        model = trainer.model
+        model.encoder.eval()
+        with torch.no_grad():
+            ids, seg, _, _ = model.tokenize_pairs([s.text for s in held], [s.context for s in held])
+            return int((model.token_scores(*model.hidden_states(ids, seg)) > 0).sum())
+
+    start = positives(plain)
+    plain.train(), sparse.train()
+    assert positives(sparse) < min(start, positives(plain))
 
 
 def test_defaults_are_the_shipped_recipe():

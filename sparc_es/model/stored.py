@@ -373,13 +373,14 @@ class Pipeline:
     # --- training: dense scores over the question tokens -----------------------------------
 
     def training_scores(self, hidden, mask, vocab_ids, passage=None, full_passage=None, top_k_aware: bool = False,
-                        lexical=None):
+                        lexical=None, full=None):
         """Steps 1-5 as dense, differentiable scores of a batch over the question tokens ``vocab_ids``.
 
         ``passage``: lambda x f_P over ``vocab_ids`` (lambda learnable); ``full_passage``: the same
         over the whole vocabulary, for ``top_k_aware`` (a question token scores only if it is among
         the sentence's top K over the whole vocabulary, as the index will hold it; the cut is not
-        differentiated). ``lexical``: (alpha, own, beta, siblings) dense over ``vocab_ids``. No IDF:
+        differentiated; ``full``, where the caller has it already, is that whole-vocabulary score,
+        detached). ``lexical``: (alpha, own, beta, siblings) dense over ``vocab_ids``. No IDF:
         training scores the source corpus, where encode's IDF is computed later, per corpus.
         """
         torch = _torch()
@@ -387,7 +388,8 @@ class Pipeline:
         f = model.token_scores(hidden, mask, vocab_ids, passage)
         if top_k_aware:
             with torch.no_grad():
-                full = model.token_scores(hidden.detach(), mask, passage=full_passage)
+                if full is None:
+                    full = model.token_scores(hidden.detach(), mask, passage=full_passage)
                 kth = full.topk(min(model.config.top_k, full.shape[1]), dim=1).values[:, -1:]
                 # Membership from the same full product the K-th came from: f, a product over fewer
                 # columns, sums in another order and may put the K-th token itself a bit below it.

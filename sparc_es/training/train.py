@@ -19,7 +19,8 @@ would lose.
 Beyond the paper (each measured on the validation split, docs/training.md): scoring through the
 base's MLM head (``head="mlm"``), passage expansion (each sentence also stores lambda times its
 passage's scores from a frozen passage encoder, precomputed once per training passage; lambda is
-learned), learned per-token weights, and top-K-aware scoring. The slice's last
+learned), learned per-token weights, top-K-aware scoring, and (off by default) the FLOPS
+regulariser that SPLADE trains for sparsity with, over what each sentence stores. The slice's last
 ``validation_articles`` articles are never trained on: they are the ``val`` domain of
 ``sparc-es table``, where models are chosen.
 
@@ -85,6 +86,10 @@ class TrainConfig:
     lexical_weight: float = setting(0.0, "the lexical term: each sentence's own tokens also get alpha x their BM25 "
                                           "weight over the training sentences; alpha's starting value, learned from "
                                           "there; 0 turns it off")
+    flops_weight: float = setting(0.0, "the FLOPS regulariser (Paria et al. 2020, as SPLADE trains for sparsity): adds "
+                                        "this weight x the sum over the vocabulary of each token's squared mean "
+                                        "stored score over the batch's sentences, which pushes towards shorter "
+                                        "posting lists; 0 turns it off")
     warmup_steps: int = setting(500, "linear warm-up, at most a tenth of the run")
     weight_decay: float = setting(0.01, "AdamW weight decay of the encoder")
     bm25_depth: int = setting(100, "BM25 candidates per question, from which hard negatives are drawn")
@@ -104,7 +109,7 @@ class TrainConfig:
         if self.max_steps is not None and self.max_steps < 1:
             raise SparcError("training max_steps must be at least 1")
         for name in ("same_passage_negatives", "bm25_negatives", "warmup_steps", "validation_articles",
-                     "passage_weight", "lexical_weight", "weight_decay"):
+                     "passage_weight", "lexical_weight", "weight_decay", "flops_weight"):
             if not getattr(self, name) >= 0:
                 raise SparcError(f"training {name} must be at least 0")
         for name in ("epochs", "lr", "w_lr", "token_weight_lr"):
@@ -268,20 +273,28 @@ class Trainer:
 
     def _scores(self, sentences: list[Sentence], vocab_ids):
         """What the batch's sentences store for the question tokens, as dense differentiable scores
-        (:meth:`sparc_es.model.stored.Pipeline.training_scores`)."""
+        (:meth:`sparc_es.model.stored.Pipeline.training_scores`), and with ``flops_weight`` what they
+        store over the whole vocabulary before the top-K cut (differentiable, for the regulariser;
+        else None)."""
         ids, seg, _, _ = self.model.tokenize_pairs([s.text for s in sentences], [s.context for s in sentences])
         hidden, mask = self.model.hidden_states(ids, seg)
         passage = full_passage = None
         if self.passages is not None:
             passage = self._passage_term(sentences, vocab_ids)
-            if self.config.top_k_aware:
-                full_passage = self._passage_term(sentences).detach()
+            if self.config.top_k_aware or self.config.flops_weight:
+                full_passage = self._passage_term(sentences)
+        full = None
+        if self.config.flops_weight:
+            full = self.model.token_scores(hidden, mask, passage=full_passage)
         lexical = None
         if self.log_alpha is not None:
             own, siblings = self._lexical_term(sentences, vocab_ids)
             lexical = (self.log_alpha.exp(), own, self.model.config.stem_weight, siblings)
-        return self.model.pipeline.training_scores(hidden, mask, vocab_ids, passage, full_passage,
-                                                   self.config.top_k_aware, lexical)
+        f = self.model.pipeline.training_scores(hidden, mask, vocab_ids, passage,
+                                                None if full_passage is None else full_passage.detach(),
+                                                self.config.top_k_aware, lexical,
+                                                full=None if full is None else full.detach())
+        return f, full
 
     def _lexical_term(self, sentences: list[Sentence], vocab_ids):
         """BM25(v, s) over the training corpus for the batch's sentences and the question tokens:
@@ -334,23 +347,39 @@ class Trainer:
         if self.model.head is not None:
             self.model.head.train()
         chunk = self.config.chunk_size
+        weight = self.config.flops_weight
         if len(sentences) <= chunk:
-            loss = torch.nn.functional.cross_entropy(Q @ self._scores(sentences, vocab_ids).T, labels)
+            f, full = self._scores(sentences, vocab_ids)
+            loss = torch.nn.functional.cross_entropy(Q @ f.T, labels)
+            if full is not None:
+                loss = loss + weight * flops(full)
             loss.backward()
         else:
             # Gradient cache: the loss over the whole batch, then chunk by chunk back-propagation.
-            states, parts = [], []
+            # FLOPS is a function of the batch's column means, so its gradient with respect to one
+            # sentence's scores, 2 x weight x mean / N, is known after the first pass too.
+            states, parts, sums = [], [], 0.0
             with torch.no_grad():
                 for start in range(0, len(sentences), chunk):
                     states.append(_rng_state(self.device))
-                    parts.append(self._scores(sentences[start: start + chunk], vocab_ids))
+                    f, full = self._scores(sentences[start: start + chunk], vocab_ids)
+                    parts.append(f)
+                    if full is not None:
+                        sums = sums + full.sum(dim=0)
             F = torch.cat(parts).requires_grad_(True)
             loss = torch.nn.functional.cross_entropy(Q @ F.T, labels)
             loss.backward()
+            mean = sums / len(sentences) if weight else None
+            if mean is not None:
+                loss = loss + weight * float((mean ** 2).sum())
             for n, start in enumerate(range(0, len(sentences), chunk)):
                 _set_rng_state(states[n], self.device)  # the same dropout as in the first pass
-                f = self._scores(sentences[start: start + chunk], vocab_ids)
-                f.backward(F.grad[start: start + chunk])
+                f, full = self._scores(sentences[start: start + chunk], vocab_ids)
+                if full is None:
+                    f.backward(F.grad[start: start + chunk])
+                else:
+                    torch.autograd.backward([f, full], [F.grad[start: start + chunk],
+                                                        (2 * weight / len(sentences) * mean).expand_as(full)])
         return float(loss.detach())
 
     # --- the loop ----------------------------------------------------------------------------
@@ -427,6 +456,12 @@ class Trainer:
         (self.output / "training.json").write_text(json.dumps(summary, indent=2) + "\n")
         shutil.rmtree(self.output / CHECKPOINT, ignore_errors=True)
         return summary
+
+
+def flops(scores):
+    """The FLOPS regulariser of a batch's (sentences, vocabulary) scores: the sum over tokens of the
+    squared mean score, a smooth stand-in for the expected number of postings a question walks."""
+    return (scores.mean(dim=0) ** 2).sum()
 
 
 def resume_checkpoint(output: Path) -> None:

@@ -5,8 +5,8 @@ Copies of evaluation sets whose sentences carry their code block into what retri
 (research script). Each set's ``corpus.jsonl`` holds the code a sentence leads into (``code``); a
 copy puts it after the sentence's context (``ctx``: the encoder and passage expansion read it) or
 after its text (``text``: the sentence itself, BM25 included), or only where the default's BM25 side
-reads it (``bm25``: after the section titles, which BM25 reads with the text; the encoder does not). Ids, topics and qrels are kept, so
-``sparc-es table`` scores the copies against the same answers:
+reads it (``bm25``: after the section titles, which BM25 reads with the text; the encoder does not).
+Ids, topics and qrels are kept, so ``sparc-es table`` scores the copies against the same answers:
 
     .venv/bin/python scripts/studies/code_in_retrieval.py work/docsqa-sets/docs-pip ... --output work/code
     .venv/bin/sparc-es table --domains work/code/ctx/docs-pip,... --systems bm25,sparc:idf=1,hybrid=sum

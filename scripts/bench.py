@@ -569,6 +569,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=2, help="torch threads for encoding (default: %(default)s)")
     p.add_argument("--data", type=Path, default=None, help="data folder (default: $SPARC_ES_DATA or ../shared/data)")
     p.add_argument("--limit", type=int, default=None, help="use only the first N SQuAD dev sentences (smoke runs)")
+    p.add_argument("--model", default="default", help="the model to benchmark (a folder; default: the shipped "
+                   "one); give another model its own --workdir, so the default's replicas are kept")
     p.add_argument("--workdir", type=Path, default=ROOT / "bench" / "work")
     p.add_argument("--json", type=Path, default=ROOT / "bench" / "bench.json")
     p.add_argument("--markdown", type=Path, default=ROOT / "bench" / "bench.md")
@@ -604,7 +606,7 @@ def main(argv: list[str] | None = None) -> int:
     args.workdir.mkdir(parents=True, exist_ok=True)
     sentences = list(squad_dev_sentences(root))[: args.limit]
     questions = squad_questions(root, args.queries)
-    model = SparcModel.load("default")
+    model = SparcModel.load(args.model)
     started = time.time()
     if args.scales_only:
         return scales_only(args, questions)

@@ -369,8 +369,9 @@ class Trainer:
             F = torch.cat(parts).requires_grad_(True)
             loss = torch.nn.functional.cross_entropy(Q @ F.T, labels)
             loss.backward()
-            mean = sums / len(sentences) if weight else None
-            if mean is not None:
+            mean = None
+            if weight:
+                mean = sums / len(sentences)
                 loss = loss + weight * float((mean ** 2).sum())
             for n, start in enumerate(range(0, len(sentences), chunk)):
                 _set_rng_state(states[n], self.device)  # the same dropout as in the first pass

@@ -94,7 +94,7 @@ def test_adapted_folder_loads_and_encodes(tmp_path):
     adapt("splade-bert-tiny", [DEMO], out, AdaptConfig(steps=2, batch_size=8), progress=False)
     model = SparcModel.load(out)
     assert model.fingerprint != SparcModel.load("splade-bert-tiny").fingerprint
-    meta = encode_corpus([DEMO], tmp_path / "encoded", model, progress=False)
+    meta = encode_corpus([DEMO], tmp_path / "encoded", model, progress=False, idf=False)
     assert meta.sentences > 0 and meta.empty_vectors == 0
     assert meta.model.adaptation["steps"] == 2
 
@@ -312,7 +312,7 @@ def test_adapt_with_vocabulary_expansion_scores_and_stores_the_new_words(tmp_pat
 
     # the tiny untrained SPARTA model ranks the new word near its top-500 cut: keep every scored token
     wide = SparcModel.load(out, top_k=30_000)
-    meta = encode_corpus([corpus], tmp_path / "encoded", wide, progress=False)
+    meta = encode_corpus([corpus], tmp_path / "encoded", wide, progress=False, idf=False)
     assert meta.sentences > 0
     records = list(iter_vectors(tmp_path / "encoded"))
     with_word = [r for r in records if "storedocvectors" in r["vector"]]

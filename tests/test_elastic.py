@@ -120,7 +120,7 @@ def squad_both(tmp_path_factory, tiny_model, squad_sample, es_url):
     root = tmp_path_factory.mktemp("es")
     corpus = root / "corpus.jsonl"
     corpus.write_text("".join(json.dumps(s.to_json()) + "\n" for s in sentences))
-    encode_corpus([corpus], root / "encoded", tiny_model, factor=100, progress=False)
+    encode_corpus([corpus], root / "encoded", tiny_model, factor=100, progress=False, idf=False)
     build_index(root / "encoded", root / "index")
     client = Connection(es_url).client()
     index = f"sparc-test-{os.getpid()}"
@@ -186,7 +186,7 @@ def test_ties_go_to_input_order_on_both_engines_and_after_an_update(tmp_path, ti
             if step == "inserted":
                 rows.insert(0, {"id": "y9", "text": twin})
             corpus.write_text("".join(json.dumps(r) + "\n" for r in rows))
-            encode_corpus([corpus], tmp_path / "enc", tiny_model, progress=False, update=step != "load")
+            encode_corpus([corpus], tmp_path / "enc", tiny_model, progress=False, idf=False, update=step != "load")
             build_index(tmp_path / "enc", tmp_path / "index", overwrite=True)
             load_es(tmp_path / "enc", client, name, progress=False, recreate=step == "load")
             client.indices.refresh(index=name)
@@ -241,7 +241,7 @@ def test_reloading_is_idempotent_and_other_weights_are_refused(squad_both, tiny_
     assert client.count(index=index)["count"] == before
     corpus = tmp_path / "c.jsonl"
     corpus.write_text('{"id": "x", "text": "Other weights."}\n')
-    encode_corpus([corpus], tmp_path / "other", tiny_model, factor=7, progress=False)
+    encode_corpus([corpus], tmp_path / "other", tiny_model, factor=7, progress=False, idf=False)
     with pytest.raises(EngineError, match="already holds other weights"):
         load_es(tmp_path / "other", client, index, progress=False)
 
@@ -442,7 +442,7 @@ def test_a_killed_bulk_load_resumes_with_every_record_once(tmp_path, tiny_model,
     corpus = tmp_path / "c.jsonl"
     corpus.write_text("".join(json.dumps({"id": f"s{i}", "text": f"Sentence number {i} about stored weights."})
                               + "\n" for i in range(n)))
-    encode_corpus([corpus], tmp_path / "enc", tiny_model, progress=False)
+    encode_corpus([corpus], tmp_path / "enc", tiny_model, progress=False, idf=False)
     expected = sum(1 for r in iter_vectors(tmp_path / "enc") if es_features(r["vector"]))
     name = f"killed-{os.getpid()}"
     client = Connection(es_url).client()

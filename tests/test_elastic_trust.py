@@ -43,7 +43,7 @@ def encoded(tmp_path_factory, tiny_model) -> Path:
     corpus = root / "c.jsonl"
     corpus.write_text("".join(json.dumps({"id": f"s{i:02d}", "text": f"Sentence {i} about port {8000 + i}."}) + "\n"
                               for i in range(40)))
-    encode_corpus([corpus], root / "enc", tiny_model, progress=False)
+    encode_corpus([corpus], root / "enc", tiny_model, progress=False, idf=False)
     return root / "enc"
 
 
@@ -416,7 +416,7 @@ def test_a_paragraph_inserted_at_the_top_writes_only_its_sentences(es_url, tiny_
     docs.mkdir()
     body = "".join(f"Paragraph {i} says the port is {8000 + i}. It has a second sentence.\n\n" for i in range(10))
     (docs / "guide.md").write_text("# Guide\n\n" + body)
-    encode_corpus([docs], tmp_path / "enc", tiny_model, progress=False)
+    encode_corpus([docs], tmp_path / "enc", tiny_model, progress=False, idf=False)
     real = Connection(es_url).client()
     name = f"inserted-{os.getpid()}"
     try:
@@ -424,7 +424,7 @@ def test_a_paragraph_inserted_at_the_top_writes_only_its_sentences(es_url, tiny_
         assert first["loaded"] == 20
         before = {r["id"] for r in iter_vectors(tmp_path / "enc")}
         (docs / "guide.md").write_text("# Guide\n\nA new first paragraph. With two sentences.\n\n" + body)
-        manifest = encode_corpus([docs], tmp_path / "enc", tiny_model, progress=False, update=True)
+        manifest = encode_corpus([docs], tmp_path / "enc", tiny_model, progress=False, idf=False, update=True)
         assert manifest.sentences == 22 and manifest.reused == 20
         after = {r["id"] for r in iter_vectors(tmp_path / "enc")}
         assert before < after and len(after - before) == 2
@@ -455,7 +455,7 @@ def test_elasticsearch_hits_are_collapsed_by_paragraph_as_lucenes_are(es_url, ti
     docs.mkdir()
     (docs / "ports.md").write_text("# Ports\n\nThe server listens on port 8081. The port is set with --port. "
                                    "A busy port is one line.\n\nAnother paragraph about the proxy port.\n")
-    encode_corpus([docs], tmp_path / "enc", tiny_model, progress=False)
+    encode_corpus([docs], tmp_path / "enc", tiny_model, progress=False, idf=False)
     real = Connection(es_url).client()
     name = f"collapse-{os.getpid()}"
     try:

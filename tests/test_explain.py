@@ -236,7 +236,7 @@ def test_a_nonsense_question_is_said_and_a_real_one_is_not(index, cli):
 def test_explain_parts_sum_to_the_stored_impacts_and_to_the_engines_score(index, cli):
     from sparc_es.engines import open_engine
 
-    engine = open_engine("lucene", index)  # SPARC alone: the engine whose score explain sums
+    engine = open_engine("lucene", index, hybrid="none")  # SPARC alone: the engine whose score explain sums
     try:
         hits = engine.search(JAVA, 4)
     finally:

@@ -69,9 +69,9 @@ def floats(folder) -> dict[str, dict[str, float]]:
 def test_stored_weights_add_alpha_times_bm25_of_the_sentences_own_tokens(tiny_model_dir, tmp_path, stem_weight):
     corpus = write(tmp_path / "c.jsonl", TEXTS)
     plain = encode_corpus([corpus], tmp_path / "plain", SparcModel.load(tiny_model_dir, top_k=20), keep_floats=True,
-                          progress=False)
+                          progress=False, idf=False)
     model = SparcModel.load(tiny_model_dir, top_k=20, lexical_weight=0.5, stem_weight=stem_weight)
-    manifest = encode_corpus([corpus], tmp_path / "lex", model, keep_floats=True, progress=False)
+    manifest = encode_corpus([corpus], tmp_path / "lex", model, keep_floats=True, progress=False, idf=False)
     assert manifest.model.fingerprint != plain.model.fingerprint and manifest.model.lexical_weight == 0.5
     assert manifest.model.stem_weight == stem_weight
     assert manifest.lexical["sentences"] == len(TEXTS) and CorpusStatistics.read(tmp_path / "lex").sentences == 5
@@ -95,11 +95,11 @@ def test_stored_weights_add_alpha_times_bm25_of_the_sentences_own_tokens(tiny_mo
 def test_an_update_keeps_the_statistics_it_started_with(tiny_model_dir, tmp_path):
     model = SparcModel.load(tiny_model_dir, top_k=20, lexical_weight=0.5, stem_weight=0.7)
     out = tmp_path / "enc"
-    encode_corpus([write(tmp_path / "a.jsonl", TEXTS)], out, model, progress=False)
+    encode_corpus([write(tmp_path / "a.jsonl", TEXTS)], out, model, progress=False, idf=False)
     statistics = (out / "lexical.json").read_bytes()
     before = (out / "vectors/vectors.jsonl").read_bytes().splitlines()
     edited = [*TEXTS[:4], "Celsius defined a temperature scale."]
-    manifest = encode_corpus([write(tmp_path / "b.jsonl", edited)], out, model, progress=False, update=True)
+    manifest = encode_corpus([write(tmp_path / "b.jsonl", edited)], out, model, progress=False, idf=False, update=True)
     after = (out / "vectors/vectors.jsonl").read_bytes().splitlines()
     assert (out / "lexical.json").read_bytes() == statistics and manifest.reused == 0  # every context changed
     # every weight is the one the first corpus's statistics give, not the new corpus's
@@ -118,7 +118,7 @@ def test_an_update_keeps_the_statistics_it_started_with(tiny_model_dir, tmp_path
         cut = float(n.weights[-1]) if len(n.tokens) >= model.config.top_k else 0.0
         assert_impacts_match_floats(vector, e.tokens, e.weights, manifest.factor, cut=cut, what=i)
     assert before != after
-    same = encode_corpus([write(tmp_path / "c.jsonl", edited)], out, model, progress=False, update=True)
+    same = encode_corpus([write(tmp_path / "c.jsonl", edited)], out, model, progress=False, idf=False, update=True)
     assert same.reused == 5 and (out / "vectors/vectors.jsonl").read_bytes().splitlines() == after
     assert Manifest.read(out).lexical["sentences"] == 5
 

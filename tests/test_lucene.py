@@ -18,7 +18,7 @@ def squad_index(tmp_path_factory, tiny_model, squad_sample):
     root = tmp_path_factory.mktemp("lucene")
     corpus = root / "corpus.jsonl"
     corpus.write_text("".join(json.dumps(s.to_json()) + "\n" for s in sentences))
-    encode_corpus([corpus], root / "encoded", tiny_model, factor=100, shard_size=128, progress=False)
+    encode_corpus([corpus], root / "encoded", tiny_model, factor=100, shard_size=128, progress=False, idf=False)
     build_index(root / "encoded", root / "index")
     return root, questions
 

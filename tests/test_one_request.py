@@ -119,14 +119,14 @@ def test_headings_reach_the_records_and_an_update_rewrites_a_changed_one(tmp_pat
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "a.md").write_text("# Serving\n\n## Options\n\nPass the port number.\n")
-    encode_corpus([docs], tmp_path / "md", tiny_model, progress=False)
+    encode_corpus([docs], tmp_path / "md", tiny_model, progress=False, idf=False)
     assert [r.get("headings") for r in iter_vectors(tmp_path / "md")] == ["Serving > Options"]
 
     corpus = tmp_path / "c.jsonl"
     corpus.write_text(json.dumps({"id": "s1", "text": "Pass the port number.", "headings": "Old"}) + "\n")
-    encode_corpus([corpus], tmp_path / "enc", tiny_model, progress=False)
+    encode_corpus([corpus], tmp_path / "enc", tiny_model, progress=False, idf=False)
     corpus.write_text(json.dumps({"id": "s1", "text": "Pass the port number.", "headings": "New"}) + "\n")
-    manifest = encode_corpus([corpus], tmp_path / "enc", tiny_model, progress=False, update=True)
+    manifest = encode_corpus([corpus], tmp_path / "enc", tiny_model, progress=False, idf=False, update=True)
     (record,) = iter_vectors(tmp_path / "enc")
     assert record["headings"] == "New" and manifest.sentences == 1
 
@@ -152,9 +152,40 @@ def docs_index(tmp_path_factory):
     from sparc_es.model import SparcModel
 
     root = tmp_path_factory.mktemp("one-request")
-    encode_corpus([DOCS], root / "encoded", SparcModel.load("default"), idf=True, progress=False)
+    encode_corpus([DOCS], root / "encoded", SparcModel.load("default"), progress=False)  # the defaults: IDF
     build_index(root / "encoded", root / "index")
     return root
+
+
+@pytest.mark.jvm
+def test_the_librarys_defaults_are_the_clis(docs_index, tmp_path, capsys):
+    """encode_corpus and open_engine with no options encode and search as sparc-es encode and
+    sparc-es search do: IDF-weighted impacts, one request summing SPARC and BM25."""
+    from sparc_es.engines import open_engine
+    from sparc_es.layout.manifest import Manifest
+    from sparc_es.layout.records import iter_vectors
+
+    assert main(["encode", "--corpus", str(DOCS), "--output", str(tmp_path / "cli"), "--quiet"]) == 0
+    assert Manifest.read(docs_index / "encoded").idf and Manifest.read(tmp_path / "cli").idf
+    ours, theirs = list(iter_vectors(docs_index / "encoded")), list(iter_vectors(tmp_path / "cli"))
+    assert [r["id"] for r in ours] == [r["id"] for r in theirs]
+    # the same weights up to a rounding step (the two encodes may batch differently)
+    for a, b in zip(ours, theirs):
+        assert set(a["vector"]) ^ set(b["vector"]) <= {f for f, v in {**a["vector"], **b["vector"]}.items() if v <= 1}
+        assert all(abs(v - b["vector"].get(f, 0)) <= 1 for f, v in a["vector"].items()), a["id"]
+    capsys.readouterr()
+    engine, default = open_engine("lucene", docs_index / "index"), open_engine("lucene", docs_index / "index",
+                                                                              hybrid="default")
+    try:
+        assert engine.describe() == default.describe() and engine.bm25_weight == BM25_SHARE
+        for question in QUESTIONS:
+            assert main(["search", "--index", str(docs_index / "index"), "--json", "--no-collapse", "-k", "5",
+                         question]) == 0
+            printed = json.loads(capsys.readouterr().out)
+            assert [h.id for h in engine.search(question, k=5)] == [h["id"] for h in printed], question
+    finally:
+        engine.close()
+        default.close()
 
 
 @pytest.mark.jvm

@@ -95,7 +95,7 @@ def test_index_checks_ids_not_only_counts(tmp_path, tiny_model, cli, change):
     from sparc_es.encode.run import encode_corpus
 
     enc = tmp_path / "enc"
-    encode_corpus([write_corpus(tmp_path / "c.jsonl")], enc, tiny_model, progress=False)
+    encode_corpus([write_corpus(tmp_path / "c.jsonl")], enc, tiny_model, progress=False, idf=False)
     vectors = enc / "vectors" / "vectors.jsonl"
     lines = vectors.read_text().splitlines(keepends=True)
     if change == "repeated":  # what two writers into one folder produced
@@ -181,16 +181,16 @@ def test_an_update_reuses_the_passage_of_an_edited_sentence(tmp_path, tiny_model
         return path
 
     enc = tmp_path / "enc"
-    encode_corpus([corpus(tmp_path / "old.jsonl", False)], enc, model, progress=False)
+    encode_corpus([corpus(tmp_path / "old.jsonl", False)], enc, model, progress=False, idf=False)
     assert len(PassageCache(enc / PASSAGES, write=False)) == 3
     computed: list[str] = []
     passage_scores = model.passage_scores
     monkeypatch.setattr(model, "passage_scores", lambda texts: computed.extend(texts) or passage_scores(texts))
     edited = corpus(tmp_path / "new.jsonl", True)
-    manifest = encode_corpus([edited], enc, model, progress=False, update=True)
+    manifest = encode_corpus([edited], enc, model, progress=False, idf=False, update=True)
     assert computed == ["A new passage. With two sentences."]
     assert (manifest.sentences, manifest.reused) == (5, 3)
-    encode_corpus([edited], tmp_path / "fresh", model, progress=False)
+    encode_corpus([edited], tmp_path / "fresh", model, progress=False, idf=False)
     # two sentences (one passage from the cache) against five in one batch: equal but for float noise
     assert_same_records((enc / "vectors/vectors.jsonl").read_bytes().splitlines(),
                         (tmp_path / "fresh/vectors/vectors.jsonl").read_bytes().splitlines())
@@ -349,7 +349,7 @@ def test_long_questions_do_not_warn(tmp_path, tiny_model, cli):
     from sparc_es.encode.run import encode_corpus
     from sparc_es.engines.lucene import build_index
 
-    encode_corpus([write_corpus(tmp_path / "c.jsonl")], tmp_path / "enc", tiny_model, progress=False)
+    encode_corpus([write_corpus(tmp_path / "c.jsonl")], tmp_path / "enc", tiny_model, progress=False, idf=False)
     build_index(tmp_path / "enc", tmp_path / "idx")
     rc, out, err = cli("search", "--index", tmp_path / "idx", "--json", "stored weights " * 5000)
     assert rc == 0 and json.loads(out) and err == ""
@@ -360,7 +360,7 @@ def test_search_json_is_one_document(tmp_path, tiny_model, cli):
     from sparc_es.encode.run import encode_corpus
     from sparc_es.engines.lucene import build_index
 
-    encode_corpus([write_corpus(tmp_path / "c.jsonl")], tmp_path / "enc", tiny_model, progress=False)
+    encode_corpus([write_corpus(tmp_path / "c.jsonl")], tmp_path / "enc", tiny_model, progress=False, idf=False)
     build_index(tmp_path / "enc", tmp_path / "idx")
     rc, out, _ = cli("search", "--index", tmp_path / "idx", "--json", "-k", 2, "tokens", "weights")
     answers = json.loads(out)
@@ -394,7 +394,7 @@ def test_disk_full_while_indexing_keeps_the_old_index(tmp_path, tiny_model, cli,
     from sparc_es.encode.run import encode_corpus
     from sparc_es.engines import lucene
 
-    encode_corpus([write_corpus(tmp_path / "c.jsonl")], tmp_path / "enc", tiny_model, progress=False)
+    encode_corpus([write_corpus(tmp_path / "c.jsonl")], tmp_path / "enc", tiny_model, progress=False, idf=False)
     assert cli("index", "--input", tmp_path / "enc", "--index", tmp_path / "idx")[0] == 0
     before = sorted(p.name for p in (tmp_path / "idx").iterdir())
 
@@ -539,7 +539,7 @@ def test_many_threads_get_the_same_answers_as_one(squad_sample, tiny_model, tmp_
     sentences, questions = squad_sample
     corpus = tmp_path / "c.jsonl"
     corpus.write_text("".join(json.dumps(s.to_json()) + "\n" for s in sentences))
-    encode_corpus([corpus], tmp_path / "enc", tiny_model, progress=False)
+    encode_corpus([corpus], tmp_path / "enc", tiny_model, progress=False, idf=False)
     build_index(tmp_path / "enc", tmp_path / "idx")
     engine = open_engine("lucene", tmp_path / "idx")
     try:

@@ -257,13 +257,13 @@ def test_an_index_built_while_an_update_swaps_its_input_fails_cleanly(tmp_path, 
 
     corpus = write_jsonl(tmp_path / "c.jsonl", range(10))
     enc = tmp_path / "enc"
-    encode_corpus([corpus], enc, tiny_model, progress=False)
+    encode_corpus([corpus], enc, tiny_model, progress=False, idf=False)
     real = lucene.write_impact_index
 
     def meanwhile_an_update_finishes(*a, **kw):
         result = real(*a, **kw)
         write_jsonl(corpus, range(10), prefix="t")
-        encode_corpus([corpus], enc, tiny_model, progress=False, update=True)
+        encode_corpus([corpus], enc, tiny_model, progress=False, idf=False, update=True)
         return result
 
     monkeypatch.setattr(lucene, "write_impact_index", meanwhile_an_update_finishes)

@@ -39,7 +39,7 @@ def encoded(tmp_path_factory, words_model):
     root = tmp_path_factory.mktemp("words")
     corpus = root / "c.jsonl"
     corpus.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in SENTENCES.items()))
-    encode_corpus([corpus], root / "enc", words_model, progress=False, keep_floats=True)
+    encode_corpus([corpus], root / "enc", words_model, progress=False, idf=False, keep_floats=True)
     build_index(root / "enc", root / "idx", bm25=False)
     return root
 

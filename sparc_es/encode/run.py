@@ -66,7 +66,7 @@ from sparc_es.layout.records import (
 )
 from sparc_es.layout.store import SentenceStore
 from sparc_es.model import EncodedSentence, SparcModel, passage_text
-from sparc_es.model.idf import idf_from_statistics
+from sparc_es.model.idf import IDF_DEFAULT, idf_from_statistics
 from sparc_es.model.lexical import CorpusStatistics
 
 
@@ -147,15 +147,16 @@ _AGAIN = "encode it again: the same command without --update, with --overwrite"
 def encode_corpus(corpus: Source | Iterable[str | Path], output: str | Path, model: SparcModel,
                   factor: float = DEFAULT_FACTOR, batch_size: int = 32, shard_size: int = 10_000,
                   shard_seconds: float = 5.0, overwrite: bool = False, progress: bool = True,
-                  keep_floats: bool = False, idf: bool = False, update: bool = False,
+                  keep_floats: bool = False, idf: bool = IDF_DEFAULT, update: bool = False,
                   backend: Backend | None = None, min_impact: int = 1) -> Manifest:
     """Encode every sentence of ``corpus`` (file and folder paths, or a :class:`~sparc_es.corpus.sources.Source`
     such as an Elasticsearch index) into ``output``; returns the manifest written.
 
     ``keep_floats`` also stores each sentence's unquantised weights (exact scoring, re-quantising);
-    ``idf`` weights them by the corpus's IDF first (see the module docstring). Work is committed
-    in shards of at most ``shard_size`` sentences or ``shard_seconds`` of encoding, whichever
-    comes first, so an interrupted run loses only the shard in flight and resumes when run again.
+    ``idf`` (the default, as ``sparc-es encode``'s) weights them by the corpus's IDF first (see the
+    module docstring). Work is committed in shards of at most ``shard_size`` sentences or
+    ``shard_seconds`` of encoding, whichever comes first, so an interrupted run loses only the
+    shard in flight and resumes when run again.
 
     ``update``: ``output`` may hold a finished encode of an earlier version of the corpus; a
     sentence whose text and context are unchanged keeps its stored weights (same model, K and

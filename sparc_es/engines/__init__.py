@@ -22,7 +22,7 @@ __all__ = ["Engine", "EngineKind", "Hit", "Topics", "open_engine"]
 
 
 def open_engine(kind: EngineKind | str = EngineKind.LUCENE, index: str | Path | None = None, *,
-                hybrid: str | None = None, hybrid_weight: float | None = None, connection=None,
+                hybrid: str | None = "default", hybrid_weight: float | None = None, connection=None,
                 es_index: str | None = None, tokenizer: str | Path | None = None, query_mode: str = "rank_feature",
                 notice: Callable[[str], None] | None = None) -> Engine:
     """Open a search engine.
@@ -34,9 +34,10 @@ def open_engine(kind: EngineKind | str = EngineKind.LUCENE, index: str | Path | 
     ``hybrid`` (:mod:`~sparc_es.engines.hybrid`, the same on both SPARC engines): ``sum``, SPARC and
     BM25 summed by the engine in one request (BM25's share ``hybrid_weight``, default
     :data:`~sparc_es.engines.hybrid.BM25_WEIGHT`); ``minmax`` or ``rrf``, two searches fused here;
-    ``none`` or None, SPARC alone; ``default``, :data:`~sparc_es.engines.hybrid.DEFAULT_METHOD`
-    where the index stores BM25 terms, else the ``minmax`` fusion where it can be searched by BM25
-    (an index built by an older sparc-es), else SPARC alone, said through ``notice``. A
+    ``none`` or None, SPARC alone; ``default`` (the default, as ``sparc-es search``'s),
+    :data:`~sparc_es.engines.hybrid.DEFAULT_METHOD` where the index stores BM25 terms, else the
+    ``minmax`` fusion where it can be searched by BM25 (an index built by an older sparc-es), else
+    SPARC alone, said through ``notice``. A
     ``hybrid_weight`` without a sum to weigh is an error, never ignored.
     """
     from sparc_es.engines.blend import OLDER_TITLES

@@ -223,7 +223,7 @@ def _engine(system: System, evalset: EvalSet, paths: dict[str, Path], folder: Pa
     if hybrid == "sum":  # one request: the engine sums SPARC and the BM25 terms each sentence stores
         settings["hybrid"] = f"{weight:g} x BM25 + {1 - weight:g} x SPARC in one query, each over its attainable score"
         return open_engine("lucene", index, hybrid="sum", hybrid_weight=weight), settings
-    return open_engine("lucene", index), settings
+    return open_engine("lucene", index, hybrid="none"), settings
 
 
 class _SharedRun:

@@ -82,15 +82,16 @@ def _norm(grads: dict[str, torch.Tensor]) -> float:
 
 @pytest.mark.data
 @pytest.mark.jvm
-@pytest.mark.parametrize("flops_weight", [0.0, 0.05])
-def test_gradient_cache_gives_the_gradients_of_one_big_batch(tiny_model_dir, examples, tmp_path, flops_weight):
+@pytest.mark.parametrize("flops_weight, sparsity", [(0.0, "flops"), (0.05, "flops"), (0.05, "walk")])
+def test_gradient_cache_gives_the_gradients_of_one_big_batch(tiny_model_dir, examples, tmp_path, flops_weight,
+                                                             sparsity):
     import random
 
     questions, sentences = sample_batch(examples, list(range(8)), random.Random(1))
     grads, losses = [], []
     for chunk in (96, 5):  # 24 sentences: one pass, then five chunks through the gradient cache
         trainer = make_trainer(tiny_model_dir, examples, tmp_path / str(chunk), chunk_size=chunk,
-                               flops_weight=flops_weight)
+                               flops_weight=flops_weight, sparsity=sparsity)
         losses.append(trainer.backward(questions, sentences))
         named = [(n, p) for n, p in trainer.model.encoder.named_parameters() if p.requires_grad]
         grads.append({n: p.grad.detach().clone() for n, p in named if p.grad is not None}
@@ -104,7 +105,8 @@ def test_gradient_cache_gives_the_gradients_of_one_big_batch(tiny_model_dir, exa
     assert not different, f"gradients differ beyond float32 noise: {different}"
 
     # The check can fail: a cache that dropped the last chunk's sentences gives other gradients.
-    trainer = make_trainer(tiny_model_dir, examples, tmp_path / "short", chunk_size=5, flops_weight=flops_weight)
+    trainer = make_trainer(tiny_model_dir, examples, tmp_path / "short", chunk_size=5, flops_weight=flops_weight,
+                           sparsity=sparsity)
     trainer.backward(questions[:7], sentences[:21])
     assert not all(_close_in_norm(one[n], p.grad, scale) for n, p in trainer.model.encoder.named_parameters()
                    if p.grad is not None)
@@ -239,6 +241,47 @@ def test_flops_regulariser_is_in_the_loss_and_shortens_what_sentences_store(tiny
     start = positives(plain)
     plain.train(), sparse.train()
     assert positives(sparse) < min(start, positives(plain))
+
+
+@pytest.mark.data
+@pytest.mark.jvm
+def test_walk_term_weighs_each_token_by_the_share_of_questions_that_use_it(tiny_model_dir, examples, tmp_path):
+    """sparsity walk: the loss is cross-entropy plus weight x the sum over tokens of (share of the
+    training questions whose bag holds the token) x (the batch's mean stored score); trained with
+    it, a held batch stores fewer positive scores on the tokens questions use than after the same
+    steps without it."""
+    import random
+
+    from sparc_es.training.train import question_share
+
+    tok = SparcModel.load(tiny_model_dir).tokenizer
+    share = question_share(tok, ["Who won?", "Who lost the game?"], len(tok))
+    who, game = tok.convert_tokens_to_ids(["who", "game"])
+    assert share[who] == 1.0 and share[game] == 0.5 and float(share.sum()) == pytest.approx((3 + 5) / 2)
+
+    questions, sentences = sample_batch(examples, list(range(8)), random.Random(1))
+    held = sample_batch(examples, list(range(8, 16)), random.Random(2))[1]
+    plain = make_trainer(tiny_model_dir, examples, tmp_path / "plain")
+    walk = make_trainer(tiny_model_dir, examples, tmp_path / "walk", flops_weight=1.0, sparsity="walk")
+    p = walk.question_share
+    assert p.shape == (walk.model.scorable.numel(),) and 0 < float(p.max()) <= 1
+    with torch.no_grad():
+        full = walk.model.token_scores(*walk.model.hidden_states(
+            *walk.model.tokenize_pairs([s.text for s in sentences], [s.context for s in sentences])[:2]))
+    before = plain.backward(questions, sentences)
+    assert walk.backward(questions, sentences) == pytest.approx(before + float((p * full.mean(dim=0)).sum()),
+                                                                rel=1e-4)
+
+    def walked(trainer) -> float:
+        model = trainer.model
+        model.encoder.eval()
+        with torch.no_grad():
+            ids, seg, _, _ = model.tokenize_pairs([s.text for s in held], [s.context for s in held])
+            return float(((model.token_scores(*model.hidden_states(ids, seg)) > 0).float() * p).sum())
+
+    start = walked(plain)
+    plain.train(), walk.train()
+    assert walked(walk) < min(start, walked(plain))
 
 
 def test_defaults_are_the_shipped_recipe():

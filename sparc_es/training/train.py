@@ -90,6 +90,11 @@ class TrainConfig:
                                         "this weight x the sum over the vocabulary of each token's squared mean "
                                         "stored score over the batch's sentences, which pushes towards shorter "
                                         "posting lists; 0 turns it off")
+    sparsity: str = setting("flops", "what --flops-weight weighs: flops, SPLADE's sum over the vocabulary of each "
+                                     "token's squared mean score; walk, the postings a training question walks: the "
+                                     "sum over tokens of the share of training questions that use the token x its "
+                                     "mean score (the lists a search reads are those of the tokens questions use)",
+                            choices=("flops", "walk"))
     warmup_steps: int = setting(500, "linear warm-up, at most a tenth of the run")
     weight_decay: float = setting(0.01, "AdamW weight decay of the encoder")
     bm25_depth: int = setting(100, "BM25 candidates per question, from which hard negatives are drawn")
@@ -217,6 +222,10 @@ class Trainer:
             self.log_lambda = torch.nn.Parameter(torch.tensor(math.log(self.model.config.passage_weight),
                                                               device=self.device))
             groups.append({"params": [self.log_lambda], "lr": config.w_lr, "weight_decay": 0.0})
+        self.question_share = None
+        if config.flops_weight and config.sparsity == "walk":
+            self.question_share = question_share(self.model.tokenizer, [e.question for e in examples],
+                                                 self.model.scorable.numel()).to(self.device)
         self.log_alpha, self.corpus, self.lexical = None, None, {}
         if config.lexical_weight:
             import math
@@ -296,6 +305,11 @@ class Trainer:
                                                 full=None if full is None else full.detach())
         return f, full
 
+    def _sparsity(self, mean):
+        """The sparsity term of the batch's mean score per token (``config.sparsity``): FLOPS, or the
+        postings a training question walks."""
+        return (mean ** 2).sum() if self.question_share is None else (self.question_share * mean).sum()
+
     def _lexical_term(self, sentences: list[Sentence], vocab_ids):
         """BM25(v, s) over the training corpus for the batch's sentences and the question tokens:
         (own tokens, stem siblings), the second all zeros without a stem weight (which stays fixed)."""
@@ -352,7 +366,7 @@ class Trainer:
             f, full = self._scores(sentences, vocab_ids)
             loss = torch.nn.functional.cross_entropy(Q @ f.T, labels)
             if full is not None:
-                loss = loss + weight * flops(full)
+                loss = loss + weight * self._sparsity(full.mean(dim=0))
             loss.backward()
         else:
             # Gradient cache: the loss over the whole batch, then chunk by chunk back-propagation.
@@ -372,15 +386,16 @@ class Trainer:
             mean = None
             if weight:
                 mean = sums / len(sentences)
-                loss = loss + weight * float((mean ** 2).sum())
+                loss = loss + weight * float(self._sparsity(mean))
+                # d(term)/d(mean), and each sentence's share of the mean is 1 / N
+                slope = (2 * mean if self.question_share is None else self.question_share) * (weight / len(sentences))
             for n, start in enumerate(range(0, len(sentences), chunk)):
                 _set_rng_state(states[n], self.device)  # the same dropout as in the first pass
                 f, full = self._scores(sentences[start: start + chunk], vocab_ids)
                 if full is None:
                     f.backward(F.grad[start: start + chunk])
                 else:
-                    torch.autograd.backward([f, full], [F.grad[start: start + chunk],
-                                                        (2 * weight / len(sentences) * mean).expand_as(full)])
+                    torch.autograd.backward([f, full], [F.grad[start: start + chunk], slope.expand_as(full)])
         return float(loss.detach())
 
     # --- the loop ----------------------------------------------------------------------------
@@ -463,6 +478,17 @@ def flops(scores):
     """The FLOPS regulariser of a batch's (sentences, vocabulary) scores: the sum over tokens of the
     squared mean score, a smooth stand-in for the expected number of postings a question walks."""
     return (scores.mean(dim=0) ** 2).sum()
+
+
+def question_share(tokenizer, questions: list[str], vocab: int):
+    """The share of ``questions`` whose bag of tokens holds each token id, shape (vocab,): how often a
+    search reads each token's posting list."""
+    import torch
+
+    counts = torch.zeros(vocab)
+    for q in questions:
+        counts[tokenizer.convert_tokens_to_ids(list(query_bag(tokenizer, q)))] += 1
+    return counts / max(1, len(questions))
 
 
 def resume_checkpoint(output: Path) -> None:

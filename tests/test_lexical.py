@@ -92,6 +92,38 @@ def test_stored_weights_add_alpha_times_bm25_of_the_sentences_own_tokens(tiny_mo
         assert model.fingerprint != SparcModel.load(tiny_model_dir, top_k=20, lexical_weight=0.5).fingerprint
 
 
+def test_the_lexical_term_can_leave_out_lucenes_stop_words(tiny_model_dir, tmp_path):
+    """lexical_skips_stop_words: a stop word of the sentence gets no lexical weight; every other token
+    gets alpha x its BM25 over the corpus's statistics, with the sentence's length counted without
+    the stop words."""
+    from sparc_es.model.lexical import STOP_WORDS
+
+    corpus = write(tmp_path / "c.jsonl", TEXTS)
+    encode_corpus([corpus], tmp_path / "plain", SparcModel.load(tiny_model_dir, top_k=20), keep_floats=True,
+                  progress=False, idf=False)
+    model = SparcModel.load(tiny_model_dir, top_k=20, lexical_weight=0.5, lexical_skips_stop_words=True)
+    manifest = encode_corpus([corpus], tmp_path / "lex", model, keep_floats=True, progress=False, idf=False)
+    assert manifest.model.lexical_skips_stop_words and Manifest.read(tmp_path / "lex").model.lexical_skips_stop_words
+    assert model.fingerprint != SparcModel.load(tiny_model_dir, top_k=20, lexical_weight=0.5).fingerprint
+    tok = model.tokenizer
+    bags = [Counter(tok.tokenize(x)) for x in TEXTS]
+    n, avgdl = len(bags), sum(sum(c.values()) for c in bags) / len(bags)  # the corpus's length: every token
+    df = Counter(t for c in bags for t in c)
+    before, after = floats(tmp_path / "plain"), floats(tmp_path / "lex")
+    skipped = 0
+    for i, bag in enumerate(bags):
+        sid, length = f"s{i}", sum(tf for t, tf in bag.items() if t not in STOP_WORDS)
+        for t, tf in bag.items():
+            if t in STOP_WORDS:
+                skipped += 1
+                assert after[sid].get(t, 0.0) == before[sid].get(t, 0.0), (sid, t)
+            else:
+                bm25 = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) * tf * 1.9 / (tf + 0.9 * (0.6 + 0.4 * length
+                                                                                                  / avgdl))
+                assert after[sid][t] == pytest.approx(before[sid].get(t, 0.0) + 0.5 * bm25, rel=1e-5), (sid, t)
+    assert skipped >= 5  # "the", "of", "is", "and", "at", "a" are in the texts
+
+
 def test_an_update_keeps_the_statistics_it_started_with(tiny_model_dir, tmp_path):
     model = SparcModel.load(tiny_model_dir, top_k=20, lexical_weight=0.5, stem_weight=0.7)
     out = tmp_path / "enc"

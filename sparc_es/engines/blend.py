@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sparc_es.errors import SparcError, StoreError
+from sparc_es.model.lexical import STOP_WORDS
 
 PREFIX = "b|"  # BM25 term features: no WordPiece token starts with it (WORD_PREFIX is "w|")
 K1, B = 0.9, 0.4  # Pyserini's BM25 settings, as the Lucene BM25 baseline uses them
@@ -50,10 +51,6 @@ BLEND_FILE = "blend.json"  # in a Lucene index folder: the settings and each fea
 # BM25's share of the score by default: chosen on the validation domains (docs/evaluation.md).
 BM25_SHARE = 0.35
 
-# Lucene's EnglishAnalyzer.ENGLISH_STOP_WORDS_SET, which Anserini's default analyser uses.
-STOP_WORDS = frozenset(
-    "a an and are as at be but by for if in into is it no not of on or such that the their then there these "
-    "they this to was will with".split())
 # Unicode words as Lucene's StandardTokenizer cuts them, near enough: letters and digits, joined
 # across an apostrophe or a full stop between them (don't, e.g, example.com, 3.5) and a comma
 # between digits (1,000).

@@ -13,6 +13,7 @@ Systems (``--systems``, comma-separated; options after a colon)::
           head=dot|mlm (score a plain checkpoint through its MLM head), passage_weight=LAMBDA (passage
           expansion with the model itself as passage encoder, for a model trained without it),
           lexical_weight=ALPHA (the lexical term, sparc_es.model.lexical, with this alpha),
+          stop_words=0|1 (1: the lexical term leaves out Lucene's English stop words),
           stem_weight=BETA (its stem term, sparc_es.model.lexical, with this beta),
           word_weight=GAMMA (its whole-word term, sparc_es.model.lexical.Words, with this gamma),
           idf=1 (IDF-weighted encoding), min_impact=N (static pruning: impacts below N dropped),
@@ -94,7 +95,8 @@ def _factor(value: str) -> float:
 # Each option's converter: a ValueError is the option's one-line error (the same bounds as the CLI's flags).
 SPARC_OPTIONS = {"model": str, "top_k": _positive, "factor": _factor, "max_over": str, "max_length": _positive,
                  "head": str, "passage_weight": _weight, "lexical_weight": _weight, "stem_weight": _weight,
-                 "word_weight": _weight, "idf": _flag, "min_impact": _positive, "hybrid": str, "hybrid_weight": _share}
+                 "stop_words": _flag, "word_weight": _weight, "idf": _flag, "min_impact": _positive, "hybrid": str,
+                 "hybrid_weight": _share}
 
 
 def split_systems(text: str) -> list[str]:
@@ -157,6 +159,8 @@ def _sparc_encoded(system: System, evalset: EvalSet, corpus: Path, folder: Path)
                                    ("head", Head(o["head"]) if "head" in o else None),
                                    ("passage_weight", o.get("passage_weight")),
                                    ("lexical_weight", o.get("lexical_weight")),
+                                   ("lexical_skips_stop_words",
+                                    None if "stop_words" not in o else bool(o["stop_words"])),
                                    ("stem_weight", o.get("stem_weight")),
                                    ("word_weight", o.get("word_weight"))) if v is not None}
     model = SparcModel.load(o.get("model", "default").replace("{domain}", folder.name), **overrides)
@@ -195,7 +199,8 @@ def _engine(system: System, evalset: EvalSet, paths: dict[str, Path], folder: Pa
     settings = {"model": model.fingerprint, "base": model.base_model.get("name"), "w": model.w, "K": manifest.top_k,
                 "max_over": model.max_over, "max_length": model.max_length, "head": model.head,
                 "passage_weight": model.passage_weight, "lexical_weight": model.lexical_weight,
-                "stem_weight": model.stem_weight, "median_nonzero_before_top_k": manifest.median_nonzero_before_top_k,
+                "stem_weight": model.stem_weight, "lexical_skips_stop_words": model.lexical_skips_stop_words,
+                "median_nonzero_before_top_k": manifest.median_nonzero_before_top_k,
                 "postings_per_sentence": round(manifest.postings / max(manifest.sentences, 1), 1),
                 "idf": manifest.idf, **({"min_impact": manifest.min_impact} if manifest.min_impact > 1 else {})}
     if model.adaptation:

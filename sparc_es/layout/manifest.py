@@ -33,6 +33,7 @@ class ModelInfo:
     lexical_weight: float = 0.0
     stem_weight: float = 0.0
     word_weight: float = 0.0
+    lexical_skips_stop_words: bool = False
     base_model: dict = field(default_factory=dict)
     adaptation: dict = field(default_factory=dict)
 
@@ -43,7 +44,7 @@ class ModelInfo:
         return cls(fingerprint=model.fingerprint, w=float(model.w.detach()), max_over=c.max_over.value,
                    max_length=c.max_length, head=c.head.value, token_weights=c.token_weights,
                    passage_weight=c.passage_weight, lexical_weight=c.lexical_weight, stem_weight=c.stem_weight,
-                   word_weight=c.word_weight,
+                   word_weight=c.word_weight, lexical_skips_stop_words=c.lexical_skips_stop_words,
                    base_model=c.base_model, adaptation=c.adaptation)
 
 

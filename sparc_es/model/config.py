@@ -37,8 +37,8 @@ class MaxOver(str, Enum):
 _KINDS: dict[str, type] = {
     "w": float, "top_k": int, "max_length": int, "max_over": str, "head": str, "token_weights": bool,
     "passage_weight": float, "passage_encoder": str, "passage_max_length": int, "lexical_weight": float,
-    "lexical_k1": float, "lexical_b": float, "stem_weight": float, "word_weight": float, "base_model": dict,
-    "adaptation": dict}
+    "lexical_k1": float, "lexical_b": float, "lexical_skips_stop_words": bool, "stem_weight": float,
+    "word_weight": float, "base_model": dict, "adaptation": dict}
 _WRITTEN_BESIDE = ("format", "versions")  # keys SparcModel.save writes next to the fields
 
 
@@ -95,6 +95,8 @@ class SparcConfig:
     lexical_weight: float = 0.0
     lexical_k1: float = 0.9
     lexical_b: float = 0.4
+    # ... leaving out the tokens that are Lucene's English stop words (sparc_es.model.lexical.STOP_WORDS).
+    lexical_skips_stop_words: bool = False
     # ... and beta x BM25 of each word's Porter stem for the vocabulary's other words with that stem.
     stem_weight: float = 0.0
     # ... and gamma x BM25 of each whole word WordPiece splits (identifiers, flags, numbers), stored
@@ -175,6 +177,8 @@ class SparcConfig:
             settings["passage"] = [self.passage_weight, self.passage_encoder, self.passage_max_length]
         if self.lexical_weight:
             settings["lexical"] = [self.lexical_weight, self.lexical_k1, self.lexical_b]
+            if self.lexical_skips_stop_words:
+                settings["lexical_stop_words"] = "lucene-english"
         if self.stem_weight:
             settings["stems"] = [self.stem_weight, "porter", self.lexical_k1, self.lexical_b]
         if self.word_weight:

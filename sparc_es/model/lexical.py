@@ -10,6 +10,11 @@ log(1 + (N - N_v + 0.5) / (N_v + 0.5)) and avgdl over the N sentences of the cor
 the top K; the lexical term is added to those tokens and to the sentence's own tokens outside
 them. Queries stay plain bags: the engines score the sum as they score any impact.
 
+With ``lexical_skips_stop_words`` the term leaves out the tokens that are Lucene's English stop
+words (:data:`STOP_WORDS`), as the BM25 it mirrors does, and the sentence's length is counted
+without them: the neural scores store almost none of them, so without the rule "the", "of" and "in"
+sat in half a corpus's sentences, lists that a question with such a word walks (docs/training.md).
+
 With ``stem_weight`` beta > 0, the words of the sentence also lend their weight to the other
 whole-word vocabulary tokens with the same Porter stem (the stemmer of Lucene's default English
 analyzer): a sentence with "architects" stores beta x BM25("architect") for "architect",
@@ -39,6 +44,12 @@ from pathlib import Path
 import numpy as np
 
 from sparc_es.layout.names import LEXICAL_FILE
+
+# Lucene's EnglishAnalyzer.ENGLISH_STOP_WORDS_SET, which Anserini's default analyser uses (the BM25
+# side of the one-request default, sparc_es.engines.blend, and a model with lexical_skips_stop_words).
+STOP_WORDS = frozenset(
+    "a an and are as at be but by for if in into is it no not of on or such that the their then there these "
+    "they this to was will with".split())
 
 
 @dataclass
@@ -279,6 +290,12 @@ def count_corpus(texts: Iterable[str], tokenizer, scorable=None, batch: int = 10
         stats.add(sentence_token_ids(tokenizer, chunk, scorable), None if stems is None else map(stems.of, chunk),
                   None if words is None else map(words.of, chunk))
     return stats
+
+
+def stop_word_ids(tokenizer) -> frozenset[int]:
+    """The vocabulary ids of :data:`STOP_WORDS` (each is one WordPiece token)."""
+    vocab = tokenizer.get_vocab()
+    return frozenset(vocab[w] for w in STOP_WORDS if w in vocab)
 
 
 def bm25_weights(ids: list[int], stats: CorpusStatistics, k1: float, b: float) -> dict[int, float]:

@@ -42,6 +42,7 @@ from sparc_es.model.lexical import (
     count_corpus,
     sentence_token_ids,
     stem_weights,
+    stop_word_ids,
     word_weights,
 )
 
@@ -195,7 +196,8 @@ class Pipeline:
         if c.word_weight and corpus.word_df is None:
             raise ModelError("the model has a word weight but the corpus statistics were counted without whole words")
         stems, words = self.stems, self.words
-        return [LexicalTerm(bm25_weights(x, corpus, c.lexical_k1, c.lexical_b),
+        skipped = stop_word_ids(self.model.tokenizer) if c.lexical_skips_stop_words else frozenset()
+        return [LexicalTerm(bm25_weights([i for i in x if i not in skipped], corpus, c.lexical_k1, c.lexical_b),
                             {} if stems is None else stem_weights(stems.of(t), x, corpus, stems, c.lexical_k1,
                                                                   c.lexical_b),
                             {} if words is None else word_weights(words.of(t), len(x), corpus, c.lexical_k1,

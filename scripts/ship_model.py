@@ -35,9 +35,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--stem-weight", type=float, default=None,
                    help="set the lexical term's stem weight beta (sparc_es.model.lexical), as chosen on the "
                    "validation split")
+    p.add_argument("--lexical-skips-stop-words", action="store_true",
+                   help="the lexical term leaves out Lucene's English stop words (sparc_es.model.lexical), as chosen "
+                        "on the validation domains")
     args = p.parse_args(argv)
 
-    overrides = {k: v for k, v in (("lexical_weight", args.lexical_weight), ("stem_weight", args.stem_weight))
+    overrides = {k: v for k, v in (("lexical_weight", args.lexical_weight), ("stem_weight", args.stem_weight),
+                                   ("lexical_skips_stop_words", args.lexical_skips_stop_words or None))
                  if v is not None}
     model = SparcModel.load(args.trained, **overrides)
     fingerprint = model.fingerprint
@@ -62,7 +66,9 @@ def main(argv: list[str] | None = None) -> int:
               f"passage expansion, lambda = {c.passage_weight:.2f} (frozen {cfg.get('passage_model')} passage "
               f"encoder, {c.passage_max_length} tokens)" if c.passage_weight else "",
               f"lexical term alpha = {c.lexical_weight:g} x BM25 (k1 {c.lexical_k1:g}, b {c.lexical_b:g}) over the "
-              f"encoded corpus's WordPiece statistics{shipping_note}" if c.lexical_weight else "",
+              f"encoded corpus's WordPiece statistics"
+              f"{', leaving out Lucene English stop words' if c.lexical_skips_stop_words else ''}{shipping_note}"
+              if c.lexical_weight else "",
               f"stem term beta = {c.stem_weight:g} x BM25 of each word's Porter stem for the vocabulary's other "
               f"words with that stem{shipping_note}" if c.stem_weight else "",
               f"{cfg.get('same_passage_negatives', 1)} same-passage and {cfg.get('bm25_negatives', 1)} BM25 "
@@ -70,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     base = model.config.base_model
     seen = training["steps"] * cfg["batch_size"]
     top_k_aware = ", top-K-aware scoring in training" if cfg.get("top_k_aware") else ""
-    flags = "".join(f" --{k.replace('_', '-')} {v:g}" for k, v in overrides.items())
+    flags = "".join(f" --{k.replace('_', '-')}" + ("" if v is True else f" {v:g}") for k, v in overrides.items())
 
     def weights_of(r: dict) -> str:
         if r["system"] == "bm25":

@@ -284,6 +284,14 @@ def test_walk_term_weighs_each_token_by_the_share_of_questions_that_use_it(tiny_
     assert walked(walk) < min(start, walked(plain))
 
 
+def test_a_sparsity_term_without_a_weight_is_refused():
+    from sparc_es.errors import SparcError
+
+    with pytest.raises(SparcError, match="--flops-weight"):
+        TrainConfig(sparsity="walk")
+    assert TrainConfig(sparsity="walk", flops_weight=0.1).sparsity == "walk"
+
+
 def test_defaults_are_the_shipped_recipe():
     config = TrainConfig()
     assert (config.model, config.head, config.top_k_aware, config.passage_weight, config.token_weights, config.epochs) \

@@ -37,8 +37,8 @@ def open_engine(kind: EngineKind | str = EngineKind.LUCENE, index: str | Path | 
     ``none`` or None, SPARC alone; ``default`` (the default, as ``sparc-es search``'s),
     :data:`~sparc_es.engines.hybrid.DEFAULT_METHOD` where the index stores BM25 terms, else the
     ``minmax`` fusion where it can be searched by BM25 (an index built by an older sparc-es), else
-    SPARC alone, said through ``notice``. A
-    ``hybrid_weight`` without a sum to weigh is an error, never ignored.
+    SPARC alone, said through ``notice``. A ``hybrid_weight`` without a sum to weigh is an error,
+    never ignored.
     """
     from sparc_es.engines.blend import OLDER_TITLES
     from sparc_es.engines.hybrid import DEFAULT_METHOD, HybridChoice, HybridEngine, HybridMethod

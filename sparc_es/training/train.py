@@ -117,6 +117,11 @@ class TrainConfig:
                      "passage_weight", "lexical_weight", "weight_decay", "flops_weight"):
             if not getattr(self, name) >= 0:
                 raise SparcError(f"training {name} must be at least 0")
+        if self.sparsity not in ("flops", "walk"):
+            raise SparcError(f"training sparsity must be flops or walk, not {self.sparsity!r}")
+        if self.sparsity != "flops" and not self.flops_weight:
+            raise SparcError(f"training sparsity {self.sparsity} is weighed by flops_weight (--flops-weight W): "
+                             "give it a weight above 0")
         for name in ("epochs", "lr", "w_lr", "token_weight_lr"):
             if not getattr(self, name) > 0:
                 raise SparcError(f"training {name} must be above 0")

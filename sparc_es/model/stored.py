@@ -157,6 +157,7 @@ class Pipeline:
         self.config = model.config
         self._stems: Stems | None = None
         self._words: Words | None = None
+        self._skipped: frozenset[int] | None = None
 
     # --- the lexical term's pieces ---------------------------------------------------------
 
@@ -178,6 +179,15 @@ class Pipeline:
             self._stems = Stems(self.model.tokenizer, self.model.scorable.cpu().numpy())
         return self._stems
 
+    @property
+    def skipped(self) -> frozenset[int]:
+        """The token ids the lexical term leaves out: the stop words, with ``lexical_skips_stop_words``."""
+        if not self.model.config.lexical_skips_stop_words:
+            return frozenset()
+        if self._skipped is None:
+            self._skipped = stop_word_ids(self.model.tokenizer)
+        return self._skipped
+
     def count_corpus(self, texts: Iterable[str]) -> CorpusStatistics:
         """The statistics of :mod:`sparc_es.model.lexical` over a stream of sentence texts, as this model
         needs them (IDF weighting and the lexical term)."""
@@ -196,8 +206,9 @@ class Pipeline:
         if c.word_weight and corpus.word_df is None:
             raise ModelError("the model has a word weight but the corpus statistics were counted without whole words")
         stems, words = self.stems, self.words
-        skipped = stop_word_ids(self.model.tokenizer) if c.lexical_skips_stop_words else frozenset()
-        return [LexicalTerm(bm25_weights([i for i in x if i not in skipped], corpus, c.lexical_k1, c.lexical_b),
+        skipped = self.skipped
+        return [LexicalTerm(bm25_weights([i for i in x if i not in skipped] if skipped else x, corpus, c.lexical_k1,
+                                         c.lexical_b),
                             {} if stems is None else stem_weights(stems.of(t), x, corpus, stems, c.lexical_k1,
                                                                   c.lexical_b),
                             {} if words is None else word_weights(words.of(t), len(x), corpus, c.lexical_k1,

@@ -251,3 +251,26 @@ def test_table_streams_runs_a_batch_at_a_time_into_its_workdir(tmp_path, beir, t
     tags = [{line.split()[5] for line in run.splitlines()} for run in tables[1][1].values()]
     assert tags == [{"sparc-es-bm25"}, {"sparc-es-lucene"}, {"sparc-es-lucene-sum0.5"}, {"sparc-es-lucene-rrf"}]
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.jvm
+def test_table_rebuilds_a_cached_index_whose_bm25_terms_have_other_settings(tmp_path, beir, tiny_model_dir, cli):
+    """An index cached in the workdir by a sparc-es that stored its BM25 terms with other settings (k1
+    0.9 before 2026-11-28) is rebuilt by table, not refused, and gives a fresh index's figures."""
+    from sparc_es.engines.blend import BLEND_FILE, K1
+
+    assert cli("evalset", "--beir", beir, "--output", tmp_path / "set")[0] == 0
+    work = tmp_path / "work"
+    args = ("table", "--domains", tmp_path / "set", "--systems", f"sparc:model={tiny_model_dir},hybrid=sum",
+            "--workdir", work)
+    rc, _, err = cli(*args)
+    assert rc == 0, err
+    fresh = json.loads((work / "table.json").read_text())
+    (stored,) = work.glob(f"*/index-*/{BLEND_FILE}")
+    record = json.loads(stored.read_text())
+    stored.write_text(json.dumps({**record, "k1": 0.9}))
+    rc, _, err = cli(*args)
+    assert rc == 0, err
+    assert json.loads(stored.read_text())["k1"] == K1
+    again = json.loads((work / "table.json").read_text())
+    assert [r["MRR@1000"] for r in again] == [r["MRR@1000"] for r in fresh]

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sparc_es.engines.hybrid import BM25_WEIGHT
-from sparc_es.errors import SparcError
+from sparc_es.errors import SparcError, StoreError
 from sparc_es.evaluation.evalsets import DOMAINS, EvalSet, build_eval_set
 from sparc_es.evaluation.measures import MEASURES, evaluate_file
 from sparc_es.evaluation.runs import RunFile, write_runs
@@ -219,7 +219,7 @@ def _engine(system: System, evalset: EvalSet, paths: dict[str, Path], folder: Pa
     from sparc_es.engines.lucene import build_index
 
     index = folder / f"index-{encoded.name.removeprefix('encoded-')}"
-    if not (index / META).is_file():
+    if not _current(index):
         build_index(encoded, index, overwrite=True, bm25=False)  # hybrids share the domain's BM25 index
     info = Manifest.read(index).index
     settings = {**settings, "factor": manifest.factor, "scoring": "Lucene impact index",
@@ -245,6 +245,20 @@ class _SharedRun:
             self.depth = max(k, self.depth)
             self.results, self.qids = self.engine.batch_search(topics, k=self.depth, threads=threads), qids
         return {qid: hits[:k] for qid, hits in self.results.items()}
+
+
+def _current(index: Path) -> bool:
+    """A cached index this sparc-es can search: built, and its BM25 terms stored with today's settings
+    (an index from before a change of k1, b or the scale is rebuilt, not refused)."""
+    from sparc_es.engines.blend import Blend
+
+    if not (index / META).is_file():
+        return False
+    try:
+        Blend.read(index)
+    except StoreError:
+        return False
+    return True
 
 
 def _hybrid(system: System, engine, settings: dict, bm25: _SharedRun):

@@ -218,6 +218,25 @@ def bench_updates(model, sentences, workdir: Path, full_seconds: float) -> dict:
     return out
 
 
+def latencies(engines, questions: list[str], k: int) -> dict[str, dict]:
+    """``{name_k{k}: {p50, p99}}`` in ms for each ``(name, engine)``: the engines' own search, as a
+    user calls it (hits as Hit objects, ids included; no texts: batch_search of one question, so the
+    SQLite text lookup is not timed). The engines take turns question by question, so that load on
+    the machine falls on all of them alike."""
+    times: dict[str, list[float]] = {name: [] for name, _ in engines}
+    for timed in (False, True):
+        # One untimed pass warms the page cache and the JIT: after the 20 questions this used to
+        # be, the first scale of a run still ran up to 1.6x slower at k=1000 than the next.
+        for q in questions:
+            for name, engine in engines:
+                t = time.perf_counter()
+                engine.batch_search([("q", q)], k)
+                if timed:
+                    times[name].append(1000 * (time.perf_counter() - t))
+    return {f"{name}_k{k}": {"p50": round(statistics.median(times[name]), 3),
+                             "p99": round(percentile(times[name], 0.99), 3)} for name, _ in engines}
+
+
 def squad_questions(root: Path, n: int) -> list[str]:
     """The benchmark's queries: the first ``n`` distinct SQuAD dev questions."""
     from sparc_es.evaluation.evalsets import read_mrqa
@@ -322,22 +341,7 @@ def bench_scale(encoded: Path, workdir: Path, questions: list[str], label: str) 
                      "sparc_over_bm25_size": round(impact.bytes / bm25_info["bytes"], 1)},
            "latency_ms": {}, "throughput_qps_2_threads": {}}
     for k in (10, 100, 1000):
-        # The engines' own search, as a user calls it (hits as Hit objects, ids included; no texts:
-        # batch_search of one question, so the SQLite text lookup is not timed). The engines take
-        # turns question by question, so that load on the machine falls on all of them alike.
-        times: dict[str, list[float]] = {name: [] for name, _ in engines}
-        for timed in (False, True):
-            # One untimed pass warms the page cache and the JIT: after the 20 questions this used to
-            # be, the first scale of a run still ran up to 1.6x slower at k=1000 than the next.
-            for q in questions:
-                for name, engine in engines:
-                    t = time.perf_counter()
-                    engine.batch_search([("q", q)], k)
-                    if timed:
-                        times[name].append(1000 * (time.perf_counter() - t))
-        for name, _ in engines:
-            out["latency_ms"][f"{name}_k{k}"] = {"p50": round(statistics.median(times[name]), 3),
-                                                 "p99": round(percentile(times[name], 0.99), 3)}
+        out["latency_ms"].update(latencies(engines, questions, k))
         for name in ("sparc", "default", "previous_default_minmax"):
             for q in ("p50", "p99"):
                 out["latency_ms"][f"{name}_over_bm25_{q}_k{k}"] = round(

@@ -14,9 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import statistics
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,7 +33,7 @@ def main() -> None:
     from sparc_es.engines.lucene import build_index
     from sparc_es.evaluation.evalsets import data_dir
 
-    from bench import cpu_model, percentile, squad_questions
+    from bench import cpu_model, latencies, squad_questions
 
     current = blend.K1
     older = a.index.with_name(a.index.name + "-k0.9")
@@ -54,19 +52,10 @@ def main() -> None:
     out = {"cpu": cpu_model(), "sentences": now.manifest.index.documents, "queries": len(questions),
            "latency_ms": {}}
     for k in (10, 100):
-        times: dict[str, list[float]] = {name: [] for name, _ in engines}
-        for timed in (False, True):  # one untimed pass warms the page cache and the JIT
-            for q in questions:
-                for name, engine in engines:
-                    t = time.perf_counter()
-                    engine.batch_search([("q", q)], k)
-                    if timed:
-                        times[name].append(1000 * (time.perf_counter() - t))
+        out["latency_ms"].update(latencies(engines, questions, k))
         for name, _ in engines:
-            out["latency_ms"][f"{name}_k{k}"] = {"p50": round(statistics.median(times[name]), 3),
-                                                 "p99": round(percentile(times[name], 0.99), 3)}
-            print(f"k={k:<4} {name:8} p50 {out['latency_ms'][f'{name}_k{k}']['p50']:.3f} ms  "
-                  f"p99 {out['latency_ms'][f'{name}_k{k}']['p99']:.3f} ms", flush=True)
+            got = out["latency_ms"][f"{name}_k{k}"]
+            print(f"k={k:<4} {name:8} p50 {got['p50']:.3f} ms  p99 {got['p99']:.3f} ms", flush=True)
     if a.json:
         a.json.write_text(json.dumps(out, indent=1) + "\n")
 

@@ -93,11 +93,12 @@ class Statistics:
         self.terms += len(terms)
         self.df.update(set(terms))
 
-    def weights(self, terms: list[str], k1: float = K1, b: float = B) -> dict[str, int]:
+    def weights(self, terms: list[str], k1: float | None = None, b: float | None = None) -> dict[str, int]:
         """The stored BM25 features of a sentence with these terms: ``{b|term: round(bm25 * SCALE)}``
-        (``k1`` and ``b`` other than the stored settings: for studies, scripts/studies/bm25_side.py)."""
+        with :data:`K1` and :data:`B` (others given: for studies, scripts/studies/bm25_side.py)."""
         if not terms:
             return {}
+        k1, b = K1 if k1 is None else k1, B if b is None else b
         avgdl = self.terms / self.sentences if self.sentences else 1.0
         norm = k1 * (1 - b + b * len(terms) / avgdl)
         out = {}

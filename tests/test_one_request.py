@@ -23,17 +23,13 @@ from sparc_es.cli import main
 from sparc_es.engines.blend import (
     BLEND_FILE,
     BM25_SHARE,
-    HEAD,
     PREFIX,
     SCALE,
-    WINDOW,
     Blend,
     EnglishAnalyzer,
     Statistics,
     blended,
-    bm25_text,
     count,
-    head,
 )
 
 DOCS = Path(__file__).parent / "data" / "docs"
@@ -96,17 +92,9 @@ def test_records_gain_bm25_features_and_their_maxima(tmp_path):
     out = list(blended(records, stats, maxima))
     assert set(out[0]["vector"]) == {"flag", "bool", PREFIX + "boolean", PREFIX + "flag"}
     assert out[1]["vector"] == {}  # no neural weights: stays unretrievable, as encode counted it
-    assert out[0]["hash"] == f"h1+{stats.digest()}.{HEAD}"  # a load that skips unchanged documents sees new
-    # statistics, and a new rule for the short field
-    assert out[0]["head"] == out[0]["vector"] and "head" not in out[1]  # fewer than HEAD impacts: all of them
+    assert out[0]["hash"] == f"h1+{stats.digest()}"  # a load that skips unchanged documents sees new statistics
     assert maxima[PREFIX + "flag"] == max(r["vector"].get(PREFIX + "flag", 0) for r in out)
     assert all(0 < v < 512 for r in out for f, v in r["vector"].items() if f.startswith(PREFIX))
-
-
-def test_the_short_field_keeps_the_largest_sparc_impacts_and_every_bm25_term():
-    vector = {"b": 5, "a": 5, "c": 9, "d": 1, PREFIX + "x": 3, PREFIX + "y": 40, "z": 0}
-    assert head(vector, 2) == {"c": 9, "a": 5, PREFIX + "x": 3, PREFIX + "y": 40}  # a tie: code-point order
-    assert head(vector, 10) == {t: v for t, v in vector.items() if v > 0}
 
 
 def test_the_bm25_side_reads_a_sentences_section_titles_with_its_text():
@@ -210,7 +198,7 @@ def test_default_is_one_lucene_query_whose_score_is_the_weighted_sum_of_the_stor
         assert isinstance(engine, LuceneEngine) and engine.bm25_weight == BM25_SHARE  # not a client-side fusion
         calls = []
         weighted = engine.searcher.weighted
-        engine.searcher.weighted = lambda bag, k, window=0: calls.append(bag) or weighted(bag, k, window)
+        engine.searcher.weighted = lambda bag, k: calls.append(bag) or weighted(bag, k)
         for question in QUESTIONS:
             hits = engine.search(question, k=10)
             assert len(calls) == 1 and hits, question  # one request a question
@@ -222,53 +210,6 @@ def test_default_is_one_lucene_query_whose_score_is_the_weighted_sum_of_the_stor
                 assert h.score == pytest.approx(expected, rel=1e-5), (question, h.id)
                 assert 0 < h.score <= 1 + 1e-6
             assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
-    finally:
-        engine.close()
-
-
-@pytest.mark.jvm
-def test_the_default_searches_in_two_steps_over_a_short_field_of_each_sentences_largest_impacts(
-        docs_index, tmp_path, monkeypatch):
-    """Each sentence's short ``head`` field holds what :func:`head` keeps of its full vector (both
-    read back from the postings); the first step proposes max(WINDOW, k) sentences; where the short
-    field matches fewer sentences than the window, the search is one query over the full field (the
-    same hits); and an index built before the short field (no ``head`` in its blend record) is
-    searched in one step. (That the two steps' scores are the whole sum is the test above.)"""
-    import shutil
-
-    from sparc_es.engines import blend, open_engine
-    from sparc_es.layout.records import iter_vectors
-
-    engine = open_engine("lucene", docs_index / "index", hybrid="default")
-    try:
-        assert engine.blend.head == HEAD and engine.window(10) == WINDOW and engine.window(400) == 400
-        analyzer = EnglishAnalyzer()
-        records = list(iter_vectors(docs_index / "encoded"))[::25]
-        docids = engine.searcher.docids([r["id"] for r in records])
-        for r in records:
-            features = [*r["vector"], *(PREFIX + t for t in analyzer.terms(bm25_text(r)))]
-            full = engine.searcher.freqs(features, [docids[r["id"]]])[docids[r["id"]]]
-            short = engine.searcher.freqs(features, [docids[r["id"]]], field="head")[docids[r["id"]]]
-            assert short == head(full) and len(short) < len(full), r["id"]
-        bags = [engine.weights(q) for q in QUESTIONS]
-        one_step = [engine.searcher.weighted(bag, 10) for bag in bags]
-        monkeypatch.setattr(blend, "WINDOW", 10**6)
-        for bag, expected in zip(bags, one_step):
-            got = engine.searcher.weighted(bag, 10, engine.window(10))
-            assert [h[2] for h in got] == [h[2] for h in expected]
-            assert [h[1] for h in got] == pytest.approx([h[1] for h in expected], rel=1e-6)
-    finally:
-        engine.close()
-    monkeypatch.undo()
-    old = tmp_path / "old"
-    shutil.copytree(docs_index / "index", old)
-    record = json.loads((old / BLEND_FILE).read_text())
-    del record["head"]  # as the sparc-es of 2026-11-28 wrote it
-    (old / BLEND_FILE).write_text(json.dumps(record))
-    engine = open_engine("lucene", old, hybrid="default")
-    try:
-        assert engine.window(10) == 0
-        assert engine.searcher.weighted(bags[0], 10, engine.window(10)) == one_step[0]
     finally:
         engine.close()
 
@@ -440,23 +381,8 @@ def test_the_default_is_one_search_request_on_elasticsearch(docs_index, docs_es,
         hits = engine.search(QUESTIONS[1], k=5)
         assert len(hits) == 5 and [kind for kind, _ in sent] == ["search"]
         assert sent[0][1]["size"] == 5  # not a depth of 1,000
-        # in two steps: the short field proposes WINDOW sentences, the rescore scores them in full
-        assert sent[0][1]["rescore"]["window_size"] == WINDOW and "sort" not in sent[0][1]
-        assert all(c["rank_feature"]["field"].startswith("weights_head.")
-                   for c in sent[0][1]["query"]["bool"]["should"])
-        asked = []
-        engine.client.search = lambda **kw: asked.append(kw) or sent.append(("search", search(**kw))) or sent[-1][1]
-        twice = 0
-        for question in QUESTIONS:
-            del asked[:]
-            engine.search(question, k=5)
-            twice += len(asked) == 2
-            # one search a question; a second, in one step without the rescore, only where the short field
-            # matched fewer sentences than the window (this small corpus: 2 questions of 10)
-            first = sent[-len(asked)][1]
-            assert len(asked) == 1 + (first["hits"]["total"]["value"] < WINDOW), question
-            assert "rescore" in asked[0] and all("rescore" not in kw for kw in asked[1:]), question
-        assert [kind for kind, _ in sent] == ["search"] * len(sent) and 0 < twice < len(QUESTIONS)  # no _msearch
+        engine.batch_search([(f"q{i}", q) for i, q in enumerate(QUESTIONS)], k=5)
+        assert [kind for kind, _ in sent[1:]] == ["search"] * len(QUESTIONS)  # one search a question
     finally:
         engine.close()
 

@@ -56,23 +56,17 @@ def command(args: argparse.Namespace) -> int:
     queries = QueryEncoder.load(args.tokenizer or "default")
     mode = args.query_mode or "rank_feature"
     bag = queries.bag(args.question)
-    window = 0
     if method == "sum":
-        blend = _blend(args, name)
-        bag, window = blend.weights(args.question, bag, weight), blend.window(args.k)
+        bag = _blend(args, name).weights(args.question, bag, weight)
     if not bag:
         raise SparcError("no token of the question is in the index: there is nothing to ask")
     if method in ("sum", "none"):
         comment = (f"one request: _score = {1 - weight:g} x SPARC + {weight:g} x BM25, each over the most this "
                    "question can score there (a fraction of its attainable score, 0 to 1); any licence"
                    if method == "sum" else _impact_comment(args))
-        if window:
-            comment += (f"; in two steps: the query over each sentence's short field proposes {window} sentences, "
-                        "the rescore scores them by the whole sum (where it matches fewer, sparc-es asks the "
-                        "sum again in one step, without the rescore, over the full field)")
         print(f"# {comment}")
         print(f"GET /{name}/_search")
-        print(json.dumps(query_body(bag, size=args.k, mode=mode, window=window), indent=2, ensure_ascii=False))
+        print(json.dumps(query_body(bag, size=args.k, mode=mode), indent=2, ensure_ascii=False))
         return 0
     depth = max(args.k, DEPTH)
     sparc, bm25 = query_body(bag, size=depth, mode=mode), bm25_body(args.question, depth)

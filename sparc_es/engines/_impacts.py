@@ -11,8 +11,7 @@ merge docids follow input order (ties in score go to the earlier sentence).
 
 The index is the one Anserini builds, read by the same searchers: stored ``id`` with its binary
 doc values, ``contents`` with documents and frequencies (no norms: the impact similarity ignores
-them), plus the ``order`` doc values the sort needs; and ``head``, indexed as ``contents`` is, from
-a record's ``head`` where it has one (the short field of the default's two steps, ``blend.head``).
+them), plus the ``order`` doc values the sort needs.
 """
 
 from __future__ import annotations

@@ -148,29 +148,20 @@ class TopK:
             cast("org.apache.lucene.index.IndexReader", reader))
         self.searcher.setSimilarity(similarity)
 
-    def weighted(self, bag: dict[str, float], k: int, window: int = 0) -> list[tuple[int, float, str]]:
-        """(docid, score, id) of the k best documents for a bag of weighted terms of ``contents``
-        (``window``: in two steps, :meth:`weighted_batch`)."""
-        return self.weighted_batch([bag], k, window=window)[0]
+    def weighted(self, bag: dict[str, float], k: int) -> list[tuple[int, float, str]]:
+        """(docid, score, id) of the k best documents for a bag of weighted terms of ``contents``."""
+        return self.weighted_batch([bag], k)[0]
 
-    def weighted_batch(self, bags: list[dict[str, float]], k: int, threads: int = 1,
-                       window: int = 0) -> list[list[tuple[int, float, str]]]:
-        """:meth:`weighted` for many bags, ``threads`` Java threads; results in input order.
-
-        ``window`` > 0: in two steps, the bag asked first of the short ``head`` field, its ``window``
-        best documents then scored by the whole bag over ``contents`` (``Search.rescored``)."""
+    def weighted_batch(self, bags: list[dict[str, float]], k: int,
+                       threads: int = 1) -> list[list[tuple[int, float, str]]]:
+        """:meth:`weighted` for many bags, ``threads`` Java threads; results in input order."""
         terms, weights, starts = [], [], [0]
         for bag in bags:
             terms.extend(bag)
             weights.extend(float(w) for w in bag.values())
             starts.append(len(terms))
-        if window:
-            found = self._search.twoStepBatch(self.searcher, "head", "contents", terms, weights, starts, window, k,
-                                              "id", max(1, threads))
-        else:
-            found = self._search.impactBatch(self.searcher, "contents", terms, weights, starts, k, "id",
-                                             max(1, threads))
-        return [self._unpack(h) for h in found]
+        return [self._unpack(h) for h in self._search.impactBatch(self.searcher, "contents", terms, weights, starts,
+                                                                  k, "id", max(1, threads))]
 
     def queries(self, queries: list, k: int, threads: int = 1) -> list[list[tuple[int, float, str]]]:
         """The k best documents for each of ``queries`` (Lucene ``Query`` objects), in input order."""

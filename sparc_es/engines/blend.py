@@ -28,15 +28,6 @@ the fraction of the question's attainable score, between 0 and 1, comparable acr
 it can be thresholded (``--min-score``). A side the question has nothing of scores 0.
 
 ``a`` is BM25's share (:data:`BM25_SHARE`, chosen on the validation domains: docs/evaluation.md).
-
-The engine computes that sum in two steps (:func:`head`; Lassance et al., "Two-Step SPLADE", ECIR
-2024): each sentence also stores, in a second field, its :data:`HEAD` largest SPARC impacts and all
-its BM25 terms; the question's clauses over that short field propose the :data:`WINDOW` best
-sentences (or k, if more are asked), and each is scored by the whole sum over the full field (a
-Lucene rescoring in the same call; Elasticsearch's ``rescore`` in the same ``_search``). A hit's score
-is the whole sum, as before; what the first step cannot see is a sentence that reaches the top
-through its small impacts alone: on the validation domains MRR@10 moves by -0.24 to 0.00, and a
-question walks about an eighth of the postings (docs/benchmarks.md, "Two steps").
 """
 
 from __future__ import annotations
@@ -61,9 +52,6 @@ BLEND_FILE = "blend.json"  # in a Lucene index folder: the settings and each fea
 
 # BM25's share of the score by default: chosen on the validation domains (docs/evaluation.md).
 BM25_SHARE = 0.35
-# The two steps: SPARC impacts a sentence keeps in its short field, and the sentences the first step
-# proposes (at least k), chosen on the validation domains (docs/evaluation.md, "Two steps").
-HEAD, WINDOW = 32, 50
 
 # Unicode words as Lucene's StandardTokenizer cuts them, near enough: letters and digits, joined
 # across an apostrophe or a full stop between them (don't, e.g, example.com, 3.5) and a comma
@@ -141,15 +129,6 @@ class Statistics:
         return h.hexdigest()[:16]
 
 
-def head(vector: Mapping[str, int], size: int = HEAD) -> dict[str, int]:
-    """What a sentence stores in its short field: its ``size`` largest SPARC impacts (ties: the
-    token first in code-point order) and all its BM25 terms."""
-    sparc = sorted(((-v, t) for t, v in vector.items() if not t.startswith(PREFIX) and v > 0))[:size]
-    out = {t: -v for v, t in sparc}
-    out.update((t, v) for t, v in vector.items() if t.startswith(PREFIX) and v > 0)
-    return out
-
-
 @dataclass
 class Blend:
     """The query side of the one-request sum: each feature's largest stored value (SPARC tokens and
@@ -158,7 +137,6 @@ class Blend:
     maxima: dict[str, int]
     statistics: str = ""  # Statistics.digest() of the BM25 weights stored
     titles: bool = True  # the BM25 side read section titles with the text (False: built before it did)
-    head: int = 0  # SPARC impacts a sentence keeps in its short field (0: none, one step; built before it had one)
     analyzer: EnglishAnalyzer = field(default_factory=EnglishAnalyzer, repr=False, compare=False)
 
     def weights(self, question: str, tokens: Mapping[str, float], bm25_share: float = BM25_SHARE) -> dict[str, float]:
@@ -182,7 +160,7 @@ class Blend:
 
     def to_json(self) -> dict:
         return {"k1": K1, "b": B, "scale": SCALE, "statistics": self.statistics, "maxima": self.maxima,
-                "titles": self.titles, "head": self.head}
+                "titles": self.titles}
 
     def write(self, folder: str | Path) -> None:
         (Path(folder) / BLEND_FILE).write_text(json.dumps(self.to_json(), ensure_ascii=False, sort_keys=True))
@@ -195,15 +173,8 @@ class Blend:
             raise StoreError(f"{where}: BM25 weights stored with k1 {record.get('k1')}, b {record.get('b')}, scale "
                              f"{record.get('scale')}; this sparc-es stores {K1}, {B}, {SCALE}: rebuild the index "
                              "(sparc-es index --overwrite; on Elasticsearch, --engine es --recreate)")
-        size = record.get("head", 0)
-        if not isinstance(size, int) or size < 0:
-            raise StoreError(f"{where}: the short field's size is {size!r}, not a count")
         return cls({str(k): int(v) for k, v in record["maxima"].items()}, str(record.get("statistics", "")),
-                   titles=record.get("titles") is True, head=size)
-
-    def window(self, k: int) -> int:
-        """How many sentences the first step proposes for k hits (0: one step, no short field)."""
-        return max(WINDOW, k) if self.head else 0
+                   titles=record.get("titles") is True)
 
     @classmethod
     def read(cls, folder: str | Path) -> Blend | None:
@@ -247,10 +218,9 @@ def count(records: Iterable[dict], analyzer: EnglishAnalyzer | None = None) -> t
 def blended(records: Iterable[dict], stats: Statistics, maxima: dict[str, int],
             analyzer: EnglishAnalyzer | None = None) -> Iterator[dict]:
     """The records with each sentence's BM25 features added to its vector (a record without
-    neural weights gets none: it stays unretrievable, as encode counted it) and its short field,
-    ``head`` (:func:`head`); ``maxima`` gains the largest value of each ``b|`` feature. A record's
-    ``hash`` gains the statistics' digest, so a load that skips unchanged documents rewrites them
-    when the statistics changed."""
+    neural weights gets none: it stays unretrievable, as encode counted it); ``maxima`` gains the
+    largest value of each ``b|`` feature. A record's ``hash`` gains the statistics' digest, so a
+    load that skips unchanged documents rewrites them when the statistics changed."""
     analyzer = analyzer or EnglishAnalyzer()
     digest = stats.digest()
     for r in records:
@@ -259,8 +229,7 @@ def blended(records: Iterable[dict], stats: Statistics, maxima: dict[str, int],
             for f, v in features.items():
                 if v > maxima.get(f, 0):
                     maxima[f] = v
-            vector = {**r["vector"], **features}
-            r = {**r, "vector": vector, "head": head(vector)}
+            r = {**r, "vector": {**r["vector"], **features}}
         if r.get("hash"):
-            r = {**r, "hash": f"{r['hash']}+{digest}.{HEAD}"}  # a new short-field rule rewrites them too
+            r = {**r, "hash": f"{r['hash']}+{digest}"}
         yield r

@@ -6,8 +6,7 @@ Index layout (``sparc-es index --input ENCODED --index INDEX``)::
     INDEX/tokenizer/         question tokenizer (a question is a bag of WordPiece tokens)
     INDEX/sentences.sqlite   texts and offsets shown with hits
     INDEX/lucene/            Lucene impact index, the one Anserini's JsonVectorCollection -impact
-                             -pretokenized builds, written directly (``_impacts.py``: 1.7x faster),
-                             with each sentence's short ``head`` field for the default's two steps
+                             -pretokenized builds, written directly (``_impacts.py``: 1.7x faster)
     INDEX/bm25/lucene/       Lucene BM25 index of the same sentences' texts (for hybrids)
 
 Scores are exact integer dot products of the question's token counts with the stored impacts,
@@ -90,7 +89,7 @@ def _build(encoded: Path, folder: Path, manifest: Manifest, bm25: bool, progress
             f.write(orjson.dumps(record) + b"\n")
     write_impact_index(vectors, folder / LUCENE, manifest.retrievable, progress)
     vectors.unlink()
-    blend.Blend(maxima, stats.digest(), head=blend.HEAD).write(folder)
+    blend.Blend(maxima, stats.digest()).write(folder)
     seconds = time.perf_counter() - started
     docs = index_documents(folder / LUCENE)
     # Lucene drops documents with no terms; encode counted and reported those as empty vectors.
@@ -167,19 +166,15 @@ class LuceneEngine:
             return self.queries.encode(question)
         return self.blend.weights(question, self.queries.bag(question), self.bm25_weight)
 
-    def window(self, k: int) -> int:
-        """How many sentences the sum's first step proposes for k hits (0: one step over the full field)."""
-        return self.blend.window(k) if self.blend is not None else 0
-
     def search(self, question: str, k: int = 10) -> list[Hit]:
-        return self._hits(self.searcher.weighted(self.weights(question), k, self.window(k)))
+        return self._hits(self.searcher.weighted(self.weights(question), k))
 
     def batch_search(self, topics: Iterable[tuple[str, str]], k: int = 1000, threads: int = 1) -> dict[str, list[Hit]]:
         """Search many (qid, question) pairs; results keyed by qid."""
         topics = list(topics)
         out: dict[str, list[Hit]] = {}
         for part in parts(topics):
-            results = self.searcher.weighted_batch([self.weights(q) for _, q in part], k, threads, self.window(k))
+            results = self.searcher.weighted_batch([self.weights(q) for _, q in part], k, threads)
             out.update((qid, self._hits(hits, with_text=False)) for (qid, _), hits in zip(part, results))
         return out
 

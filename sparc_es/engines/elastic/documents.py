@@ -12,12 +12,8 @@
   the token's count: the score is the dot product (the default ``saturation`` function is not).
   ``sparse_vector`` with a ``query_vector`` is the alternative on servers that have it (8.15+),
   and needs the field mapped as ``sparse_vector`` (:func:`query_body`).
-* The default, the one-request sum (:mod:`sparc_es.engines.blend`), is that ``bool`` over the short
-  field :data:`HEAD_FIELD` (each sentence's largest impacts and its BM25 terms), whose best
-  sentences a ``rescore`` in the same ``_search`` scores by the whole ``bool`` over :data:`FIELD`:
-  the two steps of the Lucene engine (``window`` in :func:`query_body`).
-* BM25 alone is a ``match`` query on the ``text`` field (:func:`bm25_body`): the client-side
-  fusions (:mod:`sparc_es.engines.hybrid`) fuse it with SPARC's list, as on the Lucene engine.
+* BM25 is a second request, a ``match`` query on the ``text`` field (:func:`bm25_body`): a hybrid
+  fuses the two lists client-side (:mod:`sparc_es.engines.hybrid`), as on the Lucene engine.
 
 No cluster is needed here: these are plain values and functions.
 """
@@ -32,7 +28,6 @@ from sparc_es.errors import choice
 from sparc_es.layout.manifest import Manifest
 
 FIELD = "weights"
-HEAD_FIELD = "weights_head"  # each sentence's short field: the first of the default's two steps (blend.head)
 BLEND_META = "sparc_es_blend"  # the mapping's _meta key of the one-request sum's maxima (blend.py)
 
 
@@ -85,7 +80,6 @@ BASE_MAPPING = {
         "hash": {"type": "keyword", "index": False},  # of text and context: an update skips unchanged sentences
         "order": {"type": "integer", "index": False},  # the place in the encoded folder: ties in score go to the lower
         FIELD: {"type": "rank_features"},
-        HEAD_FIELD: {"type": "rank_features"},
     },
 }
 
@@ -93,8 +87,7 @@ BASE_MAPPING = {
 def mapping(manifest: Manifest | None = None, field_type: FieldType | str = FieldType.RANK_FEATURES) -> dict:
     """The index mapping (also in ``mappings/sparc.json``), ``_meta`` describing the encoded weights."""
     body = copy.deepcopy(BASE_MAPPING)
-    for name in (FIELD, HEAD_FIELD):
-        body["properties"][name]["type"] = choice(FieldType, field_type, "field type").value
+    body["properties"][FIELD]["type"] = choice(FieldType, field_type, "field type").value
     if manifest is not None:
         body["_meta"] = {"sparc_es": _identity(manifest)}
     return body
@@ -143,32 +136,15 @@ SOURCE = ["text", "doc", "start", "end", "code", "context"]  # what a hit brings
 SORT = ["_score", {"order": {"order": "asc", "unmapped_type": "integer"}}]
 
 
-def query_body(bag: dict[str, float], size: int = 10, mode: QueryMode | str = QueryMode.RANK_FEATURE,
-               window: int = 0) -> dict:
-    """Search request whose score is the sum over the question's features of weight x stored value.
-
-    ``window`` > 0: in two steps, the ``bool`` over :data:`HEAD_FIELD` proposes ``window`` sentences
-    (at least ``size``), which a ``rescore`` scores by the ``bool`` over :data:`FIELD` alone
-    (``query_weight`` 0). Elasticsearch allows no sort but ``_score`` with a rescore: ties come back
-    in the index's own order, and :class:`ElasticEngine` puts them in the order field's."""
-    mode = choice(QueryMode, mode, "query mode")
-    if not window:
-        return {"size": size, "query": _bool(bag, FIELD, mode), "sort": list(SORT), "_source": list(SOURCE)}
-    return {"size": size, "query": _bool(bag, HEAD_FIELD, mode),
-            "rescore": {"window_size": max(window, size),
-                        "query": {"rescore_query": _bool(bag, FIELD, mode), "query_weight": 0,
-                                  "rescore_query_weight": 1}},
-            "_source": [*SOURCE, "order"]}
-
-
-def _bool(bag: dict[str, float], field: str, mode: QueryMode) -> dict:
+def query_body(bag: dict[str, float], size: int = 10, mode: QueryMode | str = QueryMode.RANK_FEATURE) -> dict:
+    """Search request whose score is sum over the question's tokens of count x stored impact."""
     features = {feature_name(t): c for t, c in bag.items()}
-    if mode is QueryMode.SPARSE_VECTOR:
-        should = [{"sparse_vector": {"field": field, "query_vector": {k: float(v) for k, v in features.items()}}}]
+    if choice(QueryMode, mode, "query mode") is QueryMode.SPARSE_VECTOR:
+        should = [{"sparse_vector": {"field": FIELD, "query_vector": {k: float(v) for k, v in features.items()}}}]
     else:
-        should = [{"rank_feature": {"field": f"{field}.{name}", "linear": {}, "boost": count}}
+        should = [{"rank_feature": {"field": f"{FIELD}.{name}", "linear": {}, "boost": count}}
                   for name, count in features.items()]
-    return {"bool": {"should": should}}
+    return {"size": size, "query": {"bool": {"should": should}}, "sort": list(SORT), "_source": list(SOURCE)}
 
 
 def bm25_body(question: str, size: int = 10) -> dict:

@@ -67,13 +67,11 @@ class ElasticEngine:
         bag = self.queries.bag(question)
         return bag if self.method is not HybridMethod.SUM else self.blend.weights(question, bag, self.bm25_weight)
 
-    def body(self, question: str, k: int = 10, two_steps: bool = True) -> dict | None:
+    def body(self, question: str, k: int = 10) -> dict | None:
         """The request body for ``question`` (what ``sparc-es query-dsl`` prints); None when the
-        question has no token to score. The sum is asked in two steps where the index has the short
-        field (``two_steps`` False: in one)."""
+        question has no token to score."""
         bag = self.weights(question)
-        window = self.blend.window(k) if self.method is HybridMethod.SUM and two_steps else 0
-        return query_body(bag, size=k, mode=self.mode, window=window) if bag else None
+        return query_body(bag, size=k, mode=self.mode) if bag else None
 
     def bm25(self, notice: Callable[[str], None] | None = None) -> ElasticBM25:
         """BM25 over this index's ``text`` field, through the same client (the BM25 side of a
@@ -87,35 +85,33 @@ class ElasticEngine:
         return ElasticBM25(self.client, self.index)
 
     def search(self, question: str, k: int = 10) -> list[Hit]:
-        return self._ask(question, k, f"searching {self.index!r}")
-
-    def _ask(self, question: str, k: int, doing: str) -> list[Hit]:
-        """One ``_search``; and when the sum's first step matched fewer sentences than its window (a
-        small corpus, rare words), the sum in one step over the full field, as the Lucene engine
-        does: sentences that only the full field matches could rank."""
         body = self.body(question, k)
         if body is None:
             return []
-        with _cluster_errors(doing, slow=_SLOW):
+        with _cluster_errors(f"searching {self.index!r}", slow=_SLOW):
             response = self.client.search(index=self.index, **body)
-            total = response["hits"].get("total") or {}
-            if "rescore" in body and total.get("relation") == "eq" and total.get("value", 0) < \
-                    body["rescore"]["window_size"]:
-                response = self.client.search(index=self.index, **self.body(question, k, two_steps=False))
         return self._hits(response)
 
     def batch_search(self, topics: Iterable[tuple[str, str]], k: int = 1000, threads: int = 1) -> dict[str, list[Hit]]:
         """Many questions, one ``_search`` each, as :meth:`search` asks them: a slow cluster's
         timeout bounds one question, never a batch of them (``threads`` is not used: the cluster
         searches in parallel)."""
-        return {qid: self._ask(question, k, f"searching {self.index!r} for question {qid}")
-                for qid, question in topics}
+        results: dict[str, list[Hit]] = {}
+        for qid, question in topics:
+            body = self.body(question, k)
+            if body is None:
+                results[qid] = []
+                continue
+            with _cluster_errors(f"searching {self.index!r} for question {qid}", slow=_SLOW):
+                response = self.client.search(index=self.index, **body)
+            results[qid] = self._hits(response)
+        return results
 
     def _hits(self, response) -> list[Hit]:
         hits = []
         for h in response["hits"]["hits"]:
             src = h.get("_source", {})
-            sort = h.get("sort") or [None, src.get("order")]  # a rescored search is sorted by score alone
+            sort = h.get("sort") or []
             order = sort[1] if len(sort) > 1 and isinstance(sort[1], int) and sort[1] < 2**31 else None
             score, impact = h["_score"], None
             if self.integers:  # impacts: integers, as Lucene's engine gives them
@@ -128,9 +124,6 @@ class ElasticEngine:
             # The cluster sums floats and can land one ulp under the integer, which would put a hit
             # after its ties: the page re-sorted by (integer, place), as Lucene's engine does.
             hits.sort(key=lambda h: (-h.impact, h.order if h.order is not None else 2**31))
-        elif hits and "sort" not in response["hits"]["hits"][0]:
-            # rescored: ties in the index's own order; Lucene's engine puts them in input order
-            hits.sort(key=lambda h: (-h.score, h.order if h.order is not None else 2**31))
         return hits
 
     @property

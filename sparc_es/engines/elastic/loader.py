@@ -23,9 +23,9 @@ from pathlib import Path
 from sparc_es.engines import blend
 from sparc_es.engines.elastic.connection import _cluster_errors, check_index_name, check_server, scan
 from sparc_es.engines.elastic.documents import (
+    BASE_MAPPING,
     BLEND_META,
     FIELD,
-    HEAD_FIELD,
     SETTINGS,
     FieldType,
     _differs,
@@ -153,9 +153,9 @@ def _create_or_check_index(load: _Load, body: dict, recreate: bool) -> bool:
         client.indices.refresh(index=index)  # a count sees only refreshed documents
         resume = client.count(index=index)["count"] > 0
         properties = client.indices.get_mapping(index=index)[index]["mappings"].get("properties", {})
-        added = {name: body["properties"][name] for name in ("hash", "code", "order", HEAD_FIELD)
+        added = {name: BASE_MAPPING["properties"][name] for name in ("hash", "code", "order")
                  if name not in properties}
-        if added:  # made before content hashes, the code a sentence leads into, its place or short field
+        if added:  # made before content hashes, the code a sentence leads into, or its place were stored
             client.indices.put_mapping(index=index, properties=added)
         return resume
 
@@ -255,7 +255,7 @@ def _write_build_record(load: _Load, count: int) -> None:
                                "sentences": manifest.sentences, "documents": count,
                                "at": datetime.now(UTC).isoformat(timespec="seconds")},
             # as one string: feature names are not field names, and integers survive any server
-            BLEND_META: json.dumps({**blend.Blend(load.maxima, load.statistics.digest(), head=blend.HEAD).to_json(),
+            BLEND_META: json.dumps({**blend.Blend(load.maxima, load.statistics.digest()).to_json(),
                                     "counts": load.statistics.to_json()}, ensure_ascii=False, sort_keys=True)})
 
 
@@ -339,8 +339,6 @@ def _action(record: dict, s, index_name: str) -> dict:
     """The index action of one record: its weights, with the text, context, document, offsets and
     code of its stored sentence ``s``."""
     source = {"text": s.text, FIELD: es_features(record["vector"]), "order": record["order"]}
-    if record.get("head"):
-        source[HEAD_FIELD] = es_features(record["head"])
     if record.get("hash"):
         where = f"{s.doc}\0{s.start}\0{s.end}\0{s.code or ''}\0{record['order']}"
         source["hash"] = f"{record['hash']}+{hashlib.sha1(where.encode()).hexdigest()[:12]}"

@@ -249,14 +249,12 @@ public final class ImpactIndexer {
     contentsType.setOmitNorms(true);
     contentsType.freeze();
     Impacts impacts = new Impacts();
-    Impacts head = new Impacts();  // the record's "head": its short field, where it has one
     StringField id = new StringField("id", "", Field.Store.YES);
     BinaryDocValuesField idOrder = new BinaryDocValuesField("id", new BytesRef());
     Document document = new Document();
     document.add(id);
     document.add(idOrder);
     document.add(new Field("contents", impacts, contentsType));
-    document.add(new Field("head", head, contentsType));
 
     long documents = 0;
     long line = 0;
@@ -268,7 +266,6 @@ public final class ImpactIndexer {
         while ((token = parser.nextToken()) != null) {
           String sentenceId = null;
           impacts.clear();
-          head.clear();
           try {
             if (token != JsonToken.START_OBJECT) {
               throw new IllegalArgumentException("not a JSON object");
@@ -278,8 +275,20 @@ public final class ImpactIndexer {
               JsonToken value = parser.nextToken();
               if ("id".equals(name) && value == JsonToken.VALUE_STRING) {
                 sentenceId = parser.getText();
-              } else if ("vector".equals(name) || "head".equals(name)) {
-                read(parser, name, value, "vector".equals(name) ? impacts : head);
+              } else if ("vector".equals(name)) {
+                if (value != JsonToken.START_OBJECT) {
+                  throw new IllegalArgumentException("\"vector\" is not an object");
+                }
+                while (parser.nextToken() == JsonToken.FIELD_NAME) {
+                  String tokenText = parser.currentName();
+                  if (parser.nextToken() != JsonToken.VALUE_NUMBER_INT) {
+                    throw new IllegalArgumentException("the impact of \"" + tokenText + "\" is not an integer");
+                  }
+                  int impact = parser.getIntValue();
+                  if (impact > 0) {  // non-positive impacts dropped, as Anserini does
+                    impacts.add(tokenText, impact);
+                  }
+                }
               } else {
                 parser.skipChildren();
               }
@@ -306,23 +315,6 @@ public final class ImpactIndexer {
       }
     }
     return documents;
-  }
-
-  /** A record's {@code name} object of token impacts into {@code into}; non-positive impacts dropped, as Anserini does. */
-  private static void read(JsonParser parser, String name, JsonToken value, Impacts into) throws IOException {
-    if (value != JsonToken.START_OBJECT) {
-      throw new IllegalArgumentException("\"" + name + "\" is not an object");
-    }
-    while (parser.nextToken() == JsonToken.FIELD_NAME) {
-      String tokenText = parser.currentName();
-      if (parser.nextToken() != JsonToken.VALUE_NUMBER_INT) {
-        throw new IllegalArgumentException("the impact of \"" + tokenText + "\" is not an integer");
-      }
-      int impact = parser.getIntValue();
-      if (impact > 0) {
-        into.add(tokenText, impact);
-      }
-    }
   }
 
   /** How many lines the file holds before byte {@code offset} (only to name a bad record). */

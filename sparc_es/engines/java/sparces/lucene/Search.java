@@ -25,7 +25,10 @@ import org.apache.lucene.index.Term;
 import org.apache.lucene.search.BooleanClause;
 import org.apache.lucene.search.BooleanQuery;
 import org.apache.lucene.search.BoostQuery;
+import org.apache.lucene.search.Collector;
 import org.apache.lucene.search.IndexSearcher;
+import org.apache.lucene.search.LeafCollector;
+import org.apache.lucene.search.Scorable;
 import org.apache.lucene.search.DocIdSetIterator;
 import org.apache.lucene.search.Query;
 import org.apache.lucene.search.ScoreDoc;
@@ -35,6 +38,7 @@ import org.apache.lucene.search.TermQuery;
 import org.apache.lucene.search.TopDocs;
 import org.apache.lucene.search.TopScoreDocCollector;
 import org.apache.lucene.search.Weight;
+import org.apache.lucene.util.PriorityQueue;
 
 public final class Search {
   private Search() {}
@@ -90,16 +94,11 @@ public final class Search {
    * Two steps: the {@code window} best documents for {@code first} (a query over fewer postings,
    * whose scores are lower bounds of {@code full}'s), then each of them scored by {@code full} on
    * {@code fullSearcher} (the same documents under the same docids), and the k best by that score,
-   * ties to the lower docid. The hits' ids come from {@code searcher}. When {@code first} matches
-   * fewer than {@code window} documents, documents that only {@code full} matches could rank: then
-   * {@code full} alone is searched, in one step.
+   * ties to the lower docid. The hits' ids come from {@code searcher}.
    */
   public static Hits rescored(IndexSearcher searcher, Query first, int window, IndexSearcher fullSearcher,
                               Query full, int k, String idField) throws IOException {
     ScoreDoc[] found = searcher.search(first, TopScoreDocCollector.createSharedManager(window, null, window)).scoreDocs;
-    if (found.length < window) {
-      return top(fullSearcher, full, k, idField);
-    }
     int[] cand = new int[found.length];
     for (int i = 0; i < found.length; i++) {
       cand[i] = found[i].doc;
@@ -140,6 +139,114 @@ public final class Search {
   }
 
   /**
+   * The exact top k of {@code full}, found faster: {@code first} (a query whose scores are lower
+   * bounds of {@code full}'s, over fewer postings) proposes {@code window} documents, each is scored
+   * by {@code full}, and the k-th best of those scores, known to be reached by k documents, is the
+   * minimum competitive score {@code full} starts its search with, so that block-max pruning skips
+   * from the first block. The hits are {@code full}'s own top k (ties to the lower docid).
+   */
+  public static Hits floored(IndexSearcher firstSearcher, Query first, int window, IndexSearcher searcher, Query full,
+                             int k, String idField) throws IOException {
+    Hits proposed = rescored(firstSearcher, first, window, searcher, full, k, null);
+    // A float sum in another order can differ in the last bits: start just below the k-th score.
+    float floor = proposed.scores.length < k ? 0f : Math.nextDown(proposed.scores[k - 1] * (1f - 1e-5f));
+    Floored collector = new Floored(k, floor);
+    searcher.search(full, collector);
+    int n = collector.queue.size();
+    int[] docs = new int[n];
+    float[] scores = new float[n];
+    for (int i = n - 1; i >= 0; i--) {
+      ScoreDoc hit = collector.queue.pop();
+      docs[i] = hit.doc;
+      scores[i] = hit.score;
+    }
+    return new Hits(docs, scores, ids(searcher, docs, idField));
+  }
+
+  /** {@link #floored} for one bag of weighted terms, asked of {@code firstField} then {@code fullField}. */
+  public static Hits flooredBag(IndexSearcher firstSearcher, String firstField, IndexSearcher searcher,
+                                String fullField, String[] terms, float[] weights, int window, int k, String idField)
+      throws IOException {
+    Query full = weighted(fullField, terms, weights, 0, terms.length);
+    Query first = firstSearcher == searcher && firstField.equals(fullField) ? prefixed(fullField, terms, weights, "b|")
+        : weighted(firstField, terms, weights, 0, terms.length);
+    return floored(firstSearcher, first, window, searcher, full, k, idField);
+  }
+
+  /** The clauses of a weighted bag whose terms start with {@code prefix}. */
+  static Query prefixed(String field, String[] terms, float[] weights, String prefix) {
+    BooleanQuery.Builder builder = new BooleanQuery.Builder();
+    for (int i = 0; i < terms.length; i++) {
+      if (terms[i].startsWith(prefix)) {
+        Query term = new TermQuery(new Term(field, terms[i]));
+        builder.add(weights[i] == 1f ? term : new BoostQuery(term, weights[i]), BooleanClause.Occur.SHOULD);
+      }
+    }
+    return builder.build();
+  }
+
+  /** Top k by score, ties to the lower docid, with documents under {@code floor} never competitive. */
+  static final class Floored implements Collector {
+    final PriorityQueue<ScoreDoc> queue;
+    final int k;
+    final float floor;
+
+    Floored(int k, float floor) {
+      this.k = k;
+      this.floor = floor;
+      this.queue = new PriorityQueue<ScoreDoc>(k) {
+        @Override
+        protected boolean lessThan(ScoreDoc a, ScoreDoc b) {
+          return a.score != b.score ? a.score < b.score : a.doc > b.doc;
+        }
+      };
+    }
+
+    @Override
+    public ScoreMode scoreMode() {
+      return ScoreMode.TOP_SCORES;
+    }
+
+    @Override
+    public LeafCollector getLeafCollector(LeafReaderContext context) {
+      final int base = context.docBase;
+      return new LeafCollector() {
+        Scorable scorer;
+
+        @Override
+        public void setScorer(Scorable scorer) throws IOException {
+          this.scorer = scorer;
+          scorer.setMinCompetitiveScore(minimum());
+        }
+
+        @Override
+        public void collect(int doc) throws IOException {
+          float score = scorer.score();
+          if (score < floor) {
+            return;
+          }
+          if (queue.size() < k) {
+            queue.add(new ScoreDoc(base + doc, score));
+            if (queue.size() == k) {
+              scorer.setMinCompetitiveScore(minimum());
+            }
+          } else if (score > queue.top().score) {  // docids rise: an equal score loses the tie
+            ScoreDoc top = queue.top();
+            top.doc = base + doc;
+            top.score = score;
+            queue.updateTop();
+            scorer.setMinCompetitiveScore(minimum());
+          }
+        }
+
+        private float minimum() {
+          return queue.size() < k ? floor : Math.max(floor, Math.nextUp(queue.top().score));
+        }
+      };
+    }
+  }
+
+  /**
    * Many weighted-term queries on a pool of threads: query q holds terms[starts[q]..starts[q+1]).
    * Results are in query order.
    */
@@ -152,49 +259,23 @@ public final class Search {
     return batch(searcher, queries, k, idField, threads);
   }
 
-  /**
-   * Many weighted-term queries in two steps ({@link #twoStep} over {@code firstField}, then
-   * {@code fullField}, of one index) on a pool of threads, results in query order.
-   */
-  public static Hits[] twoStepBatch(IndexSearcher searcher, String firstField, String fullField, String[] terms,
-                                    float[] weights, int[] starts, int window, int k, String idField, int threads)
-      throws Exception {
-    Query[] first = new Query[starts.length - 1];
-    Query[] full = new Query[starts.length - 1];
-    for (int q = 0; q < first.length; q++) {
-      first[q] = weighted(firstField, terms, weights, starts[q], starts[q + 1]);
-      full[q] = weighted(fullField, terms, weights, starts[q], starts[q + 1]);
-    }
-    return run(first.length, q -> rescored(searcher, first[q], window, searcher, full[q], k, idField), threads);
-  }
-
   /** Many queries (built by the caller) on a pool of threads, results in query order. */
   public static Hits[] batch(IndexSearcher searcher, Query[] queries, int k, String idField, int threads)
       throws Exception {
-    return run(queries.length, q -> top(searcher, queries[q], k, idField), threads);
-  }
-
-  private interface Task {
-    Hits search(int query) throws IOException;
-  }
-
-  /** Queries 0..n-1, on a pool of {@code threads} threads (or this one), results in query order. */
-  private static Hits[] run(int n, Task task, int threads) throws Exception {
-    Hits[] out = new Hits[n];
+    Hits[] out = new Hits[queries.length];
     if (threads <= 1) {
-      for (int q = 0; q < n; q++) {
-        out[q] = task.search(q);
+      for (int q = 0; q < queries.length; q++) {
+        out[q] = top(searcher, queries[q], k, idField);
       }
       return out;
     }
     ExecutorService pool = Executors.newFixedThreadPool(threads);
     try {
-      List<Future<Hits>> futures = new ArrayList<>(n);
-      for (int q = 0; q < n; q++) {
-        final int query = q;
-        futures.add(pool.submit(() -> task.search(query)));
+      List<Future<Hits>> futures = new ArrayList<>(queries.length);
+      for (Query query : queries) {
+        futures.add(pool.submit(() -> top(searcher, query, k, idField)));
       }
-      for (int q = 0; q < n; q++) {
+      for (int q = 0; q < queries.length; q++) {
         try {
           out[q] = futures.get(q).get();
         } catch (ExecutionException e) {

@@ -72,6 +72,38 @@ def test_a_top_k_cut_keeps_the_brute_force_ranking(squad_index):
 
 @pytest.mark.jvm
 @pytest.mark.data
+def test_two_steps_rescore_the_first_steps_window_by_the_whole_query(squad_index):
+    """``Search.twoStep`` (the lever of scripts/studies/two_step.py): the window's sentences get the
+    whole query's score (the brute force's), best first; a window covering every match is the
+    one-step ranking. Asked here of one index as both steps, with the first step's query cut to
+    each question's first two tokens."""
+    from jnius import autoclass
+
+    root, questions = squad_index
+    vectors = list(iter_vectors(root / "encoded"))
+    engine = LuceneEngine(root / "index")
+    search = autoclass("sparces.lucene.Search")
+    searcher = engine.searcher.searcher
+    checked = 0
+    for q in questions[:40]:
+        bag = engine.queries.bag(q)
+        if len(bag) < 3:
+            continue
+        expected = dict(brute_force(vectors, bag))
+        terms, weights = list(bag), [float(c) for c in bag.values()]
+        everything = search.twoStep(searcher, "contents", searcher, "contents", terms, weights, len(vectors), 10, "id")
+        assert list(zip(everything.ids, [round(s) for s in everything.scores])) == brute_force(vectors, bag)[:10], q
+        first = search.weighted("contents", terms, weights, 0, 2)
+        full = search.weighted("contents", terms, weights, 0, len(terms))
+        hits = search.rescored(searcher, first, 20, searcher, full, 10, "id")
+        assert [round(s) for s in hits.scores] == [expected[i] for i in hits.ids], q  # the whole query's scores
+        assert list(hits.scores) == sorted(hits.scores, reverse=True)
+        checked += 1
+    assert checked >= 20
+
+
+@pytest.mark.jvm
+@pytest.mark.data
 def test_bm25_scores_what_pyserinis_searcher_scores(squad_index):
     """LuceneBM25 runs its own top-k search; Pyserini's LuceneSearcher is the reference. Pyserini
     rounds scores to 4 decimals and nudges ties apart, ordering them by id: equal within 1e-3,

@@ -25,10 +25,7 @@ import org.apache.lucene.index.Term;
 import org.apache.lucene.search.BooleanClause;
 import org.apache.lucene.search.BooleanQuery;
 import org.apache.lucene.search.BoostQuery;
-import org.apache.lucene.search.Collector;
 import org.apache.lucene.search.IndexSearcher;
-import org.apache.lucene.search.LeafCollector;
-import org.apache.lucene.search.Scorable;
 import org.apache.lucene.search.DocIdSetIterator;
 import org.apache.lucene.search.Query;
 import org.apache.lucene.search.ScoreDoc;
@@ -38,7 +35,6 @@ import org.apache.lucene.search.TermQuery;
 import org.apache.lucene.search.TopDocs;
 import org.apache.lucene.search.TopScoreDocCollector;
 import org.apache.lucene.search.Weight;
-import org.apache.lucene.util.PriorityQueue;
 
 public final class Search {
   private Search() {}
@@ -80,7 +76,8 @@ public final class Search {
   }
 
   /**
-   * {@link #rescored} for one bag of weighted terms: the same terms and weights asked of
+   * {@link #rescored} for one bag of weighted terms (scripts/studies/two_step.py, the two-step lever
+   * measured in docs/benchmarks.md): the same terms and weights asked of
    * {@code firstField} on {@code first} (which holds each document's largest weights) and of
    * {@code fullField} on {@code full}.
    */
@@ -136,114 +133,6 @@ public final class Search {
       scores[j] = score[order[j]];
     }
     return new Hits(docs, scores, ids(searcher, docs, idField));
-  }
-
-  /**
-   * The exact top k of {@code full}, found faster: {@code first} (a query whose scores are lower
-   * bounds of {@code full}'s, over fewer postings) proposes {@code window} documents, each is scored
-   * by {@code full}, and the k-th best of those scores, known to be reached by k documents, is the
-   * minimum competitive score {@code full} starts its search with, so that block-max pruning skips
-   * from the first block. The hits are {@code full}'s own top k (ties to the lower docid).
-   */
-  public static Hits floored(IndexSearcher firstSearcher, Query first, int window, IndexSearcher searcher, Query full,
-                             int k, String idField) throws IOException {
-    Hits proposed = rescored(firstSearcher, first, window, searcher, full, k, null);
-    // A float sum in another order can differ in the last bits: start just below the k-th score.
-    float floor = proposed.scores.length < k ? 0f : Math.nextDown(proposed.scores[k - 1] * (1f - 1e-5f));
-    Floored collector = new Floored(k, floor);
-    searcher.search(full, collector);
-    int n = collector.queue.size();
-    int[] docs = new int[n];
-    float[] scores = new float[n];
-    for (int i = n - 1; i >= 0; i--) {
-      ScoreDoc hit = collector.queue.pop();
-      docs[i] = hit.doc;
-      scores[i] = hit.score;
-    }
-    return new Hits(docs, scores, ids(searcher, docs, idField));
-  }
-
-  /** {@link #floored} for one bag of weighted terms, asked of {@code firstField} then {@code fullField}. */
-  public static Hits flooredBag(IndexSearcher firstSearcher, String firstField, IndexSearcher searcher,
-                                String fullField, String[] terms, float[] weights, int window, int k, String idField)
-      throws IOException {
-    Query full = weighted(fullField, terms, weights, 0, terms.length);
-    Query first = firstSearcher == searcher && firstField.equals(fullField) ? prefixed(fullField, terms, weights, "b|")
-        : weighted(firstField, terms, weights, 0, terms.length);
-    return floored(firstSearcher, first, window, searcher, full, k, idField);
-  }
-
-  /** The clauses of a weighted bag whose terms start with {@code prefix}. */
-  static Query prefixed(String field, String[] terms, float[] weights, String prefix) {
-    BooleanQuery.Builder builder = new BooleanQuery.Builder();
-    for (int i = 0; i < terms.length; i++) {
-      if (terms[i].startsWith(prefix)) {
-        Query term = new TermQuery(new Term(field, terms[i]));
-        builder.add(weights[i] == 1f ? term : new BoostQuery(term, weights[i]), BooleanClause.Occur.SHOULD);
-      }
-    }
-    return builder.build();
-  }
-
-  /** Top k by score, ties to the lower docid, with documents under {@code floor} never competitive. */
-  static final class Floored implements Collector {
-    final PriorityQueue<ScoreDoc> queue;
-    final int k;
-    final float floor;
-
-    Floored(int k, float floor) {
-      this.k = k;
-      this.floor = floor;
-      this.queue = new PriorityQueue<ScoreDoc>(k) {
-        @Override
-        protected boolean lessThan(ScoreDoc a, ScoreDoc b) {
-          return a.score != b.score ? a.score < b.score : a.doc > b.doc;
-        }
-      };
-    }
-
-    @Override
-    public ScoreMode scoreMode() {
-      return ScoreMode.TOP_SCORES;
-    }
-
-    @Override
-    public LeafCollector getLeafCollector(LeafReaderContext context) {
-      final int base = context.docBase;
-      return new LeafCollector() {
-        Scorable scorer;
-
-        @Override
-        public void setScorer(Scorable scorer) throws IOException {
-          this.scorer = scorer;
-          scorer.setMinCompetitiveScore(minimum());
-        }
-
-        @Override
-        public void collect(int doc) throws IOException {
-          float score = scorer.score();
-          if (score < floor) {
-            return;
-          }
-          if (queue.size() < k) {
-            queue.add(new ScoreDoc(base + doc, score));
-            if (queue.size() == k) {
-              scorer.setMinCompetitiveScore(minimum());
-            }
-          } else if (score > queue.top().score) {  // docids rise: an equal score loses the tie
-            ScoreDoc top = queue.top();
-            top.doc = base + doc;
-            top.score = score;
-            queue.updateTop();
-            scorer.setMinCompetitiveScore(minimum());
-          }
-        }
-
-        private float minimum() {
-          return queue.size() < k ? floor : Math.max(floor, Math.nextUp(queue.top().score));
-        }
-      };
-    }
   }
 
   /**

@@ -52,9 +52,8 @@ def first_stage(encoded: Path, out: Path, keep: int) -> Path:
     vectors = out / "vectors.jsonl"
     with open(vectors, "wb") as f:
         for r in blend.blended(iter_vectors(encoded), stats, maxima):
-            sparc = sorted(((v, t) for t, v in r["vector"].items() if not t.startswith(blend.PREFIX)),
-                           key=lambda vt: (-vt[0], vt[1]))[:keep]
-            vector = {t: v for v, t in sparc}
+            sparc = sorted((-v, t) for t, v in r["vector"].items() if not t.startswith(blend.PREFIX))[:keep]
+            vector = {t: -v for v, t in sparc}  # the largest first, ties in token order
             vector.update((t, v) for t, v in r["vector"].items() if t.startswith(blend.PREFIX))
             f.write(orjson.dumps({"id": r["id"], "contents": "", "vector": vector}) + b"\n")
     write_impact_index(vectors, out / "lucene", threads=1)
@@ -91,7 +90,7 @@ class TwoStep:
 def quality(a) -> dict:
     from sparc_es.engines import open_engine
     from sparc_es.evaluation.measures import evaluate
-    from sparc_es.evaluation.trec import read_qrels, read_topics
+    from sparc_es.evaluation.trec import read_qrels, read_topics, run_of
 
     measures = {"MRR@10": "RR@10"} if a.k == 10 else {"MRR@10": "RR@10", f"MRR@{a.k}": f"RR@{a.k}"}
     out = {}
@@ -102,14 +101,14 @@ def quality(a) -> dict:
         qrels = read_qrels(folder / "evalset" / "qrels.txt")
         default = open_engine("lucene", index, hybrid="default")
         full = default.batch_search(topics, k=a.k)
-        row = {"default": {m: round(100 * v, 2) for m, v in evaluate(_run(full), qrels, measures).items()}}
+        row = {"default": {m: round(100 * v, 2) for m, v in evaluate(run_of(full), qrels, measures).items()}}
         for keep in a.keep:
             first = first_stage(encoded, folder / f"first-{a.model}-top{keep}", keep)
             for window in a.window:
                 engine = TwoStep(default, first, window)
                 got = engine.batch_search(topics, k=a.k)
                 engine.close()
-                scores = {m: round(100 * v, 2) for m, v in evaluate(_run(got), qrels, measures).items()}
+                scores = {m: round(100 * v, 2) for m, v in evaluate(run_of(got), qrels, measures).items()}
                 same10 = sum([h.id for h in got[q][:10]] == [h.id for h in full[q][:10]] for q, _ in topics)
                 scores["same_top10"] = same10
                 scores["questions"] = len(topics)
@@ -118,10 +117,6 @@ def quality(a) -> dict:
         default.close()
         out[domain] = row
     return out
-
-
-def _run(results) -> dict:
-    return {qid: {h.id: h.score for h in hits} for qid, hits in results.items()}
 
 
 def bench(a) -> dict:

@@ -312,6 +312,26 @@ def test_passage_weight_is_learned_and_saved(tiny_model_dir, tiny_mlm_dir, examp
 
 @pytest.mark.data
 @pytest.mark.jvm
+def test_a_passage_encoder_with_another_vocabulary_is_refused(tiny_model_dir, tiny_mlm_dir, examples, tmp_path):
+    """Passage scores are added token by token: an encoder whose vocabulary differs (an expanded base
+    beside the original passage encoder) is refused in one line, not a tensor shape error."""
+    from transformers import AutoTokenizer, BertForMaskedLM
+
+    from sparc_es.errors import ModelError
+    from sparc_es.training.vocabulary import expand_masked_lm
+
+    base, tokenizer = BertForMaskedLM.from_pretrained(tiny_mlm_dir), AutoTokenizer.from_pretrained(tiny_mlm_dir)
+    tokenizer = expand_masked_lm(base, tokenizer, ["storedocvectors"])
+    base.save_pretrained(tmp_path / "expanded")
+    tokenizer.save_pretrained(tmp_path / "expanded")
+    with pytest.raises(ModelError, match="another vocabulary than the model"):
+        make_trainer(tiny_model_dir, examples, tmp_path / "out", passage_weight=1.5,
+                     passage_model=str(tmp_path / "expanded"))
+    make_trainer(tiny_model_dir, examples, tmp_path / "same", passage_weight=1.5, passage_model=str(tiny_mlm_dir))
+
+
+@pytest.mark.data
+@pytest.mark.jvm
 def test_lexical_weight_is_learned_and_saved(tiny_model_dir, examples, tmp_path):
     summary = make_trainer(tiny_model_dir, examples, tmp_path, lexical_weight=0.3).train()
     model = SparcModel.load(tmp_path)

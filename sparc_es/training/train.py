@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sparc_es.corpus.sources import Sentence
-from sparc_es.errors import SparcError, StoreError
+from sparc_es.errors import ModelError, SparcError, StoreError
 from sparc_es.evaluation.evalsets import VALIDATION_ARTICLES
 from sparc_es.layout.locks import exclusive
 from sparc_es.model import Head, MaxOver, SparcModel, passage_text
@@ -204,6 +204,13 @@ class Trainer:
                                                     passage_encoder="passage", passage_max_length=2 * config.max_length)
             self.model.passage_model = SparcModel.load(config.passage_model, head=Head(config.passage_head),
                                                        max_length=2 * config.max_length)
+            # Passage scores are added to the sentence's token by token: both must count the same tokens
+            # (a base with an expanded vocabulary needs a passage encoder with that vocabulary).
+            theirs, ours = self.model.passage_model.tokenizer, self.model.tokenizer
+            if theirs.get_vocab() != ours.get_vocab():
+                raise ModelError(f"the passage encoder {config.passage_model} has another vocabulary than the model "
+                                 f"{config.model} ({len(theirs)} tokens against {len(ours)}); give --passage-model a "
+                                 "checkpoint with the model's vocabulary")
         self.model.to(self.device)
         self.passages, self.passage_row = None, {}
         if config.passage_weight:

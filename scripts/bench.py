@@ -237,6 +237,20 @@ def latencies(engines, questions: list[str], k: int) -> dict[str, dict]:
                              "p99": round(percentile(times[name], 0.99), 3)} for name, _ in engines}
 
 
+def side_by_side(engines, questions: list[str], ks=(10, 100), base: str = "bm25") -> dict[str, dict]:
+    """:func:`latencies` at each k in ``ks``, each engine's line printed with its ratio to ``base``'s."""
+    out: dict[str, dict] = {}
+    for k in ks:
+        out.update(latencies(engines, questions, k))
+        ref = out[f"{base}_k{k}"]
+        width = max(len(name) for name, _ in engines)
+        for name, _ in engines:
+            got = out[f"{name}_k{k}"]
+            print(f"k={k:<4} {name:{width}} p50 {got['p50']:.3f} ms ({got['p50'] / ref['p50']:.2f}x)  "
+                  f"p99 {got['p99']:.3f} ms ({got['p99'] / ref['p99']:.2f}x)", flush=True)
+    return out
+
+
 def squad_questions(root: Path, n: int) -> list[str]:
     """The benchmark's queries: the first ``n`` distinct SQuAD dev questions."""
     from sparc_es.evaluation.evalsets import read_mrqa

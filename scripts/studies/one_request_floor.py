@@ -51,7 +51,7 @@ def main() -> None:
     from sparc_es.engines.bm25 import LuceneBM25
     from sparc_es.evaluation.evalsets import data_dir
 
-    from bench import cpu_model, latencies, squad_questions
+    from bench import cpu_model, side_by_side, squad_questions
 
     default = open_engine("lucene", a.index, hybrid="default")
     sides = {"bm25_side": Side(default, lambda t: t.startswith(blend.PREFIX)),
@@ -61,17 +61,10 @@ def main() -> None:
     sentences = default.manifest.index.documents
     walked = {name: statistics.median(sum(default.postings(side.weights(q)).values()) for q in questions)
               for name, side in [("default", default), *sides.items()]}
-    out = {"cpu": cpu_model(), "index": str(a.index), "sentences": sentences, "queries": len(questions),
-           "median_postings_walked": walked, "latency_ms": {}}
     print(f"{sentences:,} sentences; median postings a question walks:",
           ", ".join(f"{n} {v:,.0f}" for n, v in walked.items()))
-    for k in (10, 100):
-        out["latency_ms"].update(latencies(engines, questions, k))
-        base = out["latency_ms"][f"bm25_k{k}"]
-        for name, _ in engines:
-            got = out["latency_ms"][f"{name}_k{k}"]
-            print(f"k={k:<4} {name:12} p50 {got['p50']:.3f} ms ({got['p50'] / base['p50']:.2f}x)  "
-                  f"p99 {got['p99']:.3f} ms ({got['p99'] / base['p99']:.2f}x)", flush=True)
+    out = {"cpu": cpu_model(), "index": str(a.index), "sentences": sentences, "queries": len(questions),
+           "median_postings_walked": walked, "latency_ms": side_by_side(engines, questions)}
     if a.json:
         a.json.write_text(json.dumps(out, indent=1) + "\n")
 

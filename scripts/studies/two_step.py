@@ -124,7 +124,7 @@ def bench(a) -> dict:
     from sparc_es.engines.bm25 import LuceneBM25
     from sparc_es.evaluation.evalsets import data_dir
 
-    from bench import cpu_model, latencies, squad_questions
+    from bench import cpu_model, side_by_side, squad_questions
 
     default = open_engine("lucene", a.index, hybrid="default")
     bm25 = LuceneBM25(a.index / "bm25")
@@ -141,13 +141,7 @@ def bench(a) -> dict:
     for name, engine in engines[2:]:
         got = engine.batch_search(topics, k=10)
         out["same_top10"][name] = sum([h.id for h in got[q]] == [h.id for h in full[q]] for q, _ in topics)
-    for k in (10, 100):
-        out["latency_ms"].update(latencies(engines, questions, k))
-        base = out["latency_ms"][f"bm25_k{k}"]
-        for name, _ in engines:
-            got = out["latency_ms"][f"{name}_k{k}"]
-            print(f"k={k:<4} {name:20} p50 {got['p50']:.3f} ms ({got['p50'] / base['p50']:.2f}x)  "
-                  f"p99 {got['p99']:.3f} ms ({got['p99'] / base['p99']:.2f}x)", flush=True)
+    out["latency_ms"] = side_by_side(engines, questions)
     print("same top 10 as the default:", out["same_top10"], "of", len(topics))
     return out
 

@@ -118,8 +118,8 @@ def matrix(scores: list[dict], variant: str, folder: str = "runs/p004") -> dict:
                      "adapted_elsewhere_range": [min(elsewhere), max(elsewhere)] if elsewhere else None,
                      "adapted_elsewhere_n": len(elsewhere),
                      "change": round(here - at[(d, default)], 2),
-                "change_interval": _interval(full, d, models[_corpus_of(d)], default),
-                "reseeded_interval": _interval(full, d, control, default),
+                     "change_interval": _interval(full, d, models[_corpus_of(d)], default),
+                     "reseeded_interval": _interval(full, d, control, default),
                      "corpus_effect": None if off is None else round(here - off, 2)})
     docs = [r for r in rows if r["domain"].startswith("docs-")]
     summary = {"docs_mean_change": round(sum(r["change"] for r in docs) / len(docs), 2) if docs else None,

@@ -51,7 +51,7 @@ def _cost(degree: np.ndarray, size: np.ndarray) -> np.ndarray:
 def bisection_order(doc_of: np.ndarray, term_of: np.ndarray, n_docs: int, min_partition: int = 32,
                     iterations: int = 20) -> tuple[np.ndarray, list[dict]]:
     """A docid order (``order[position] = document``) by recursive graph bisection over the postings
-    ``(doc_of[i], term_of[i])``, and each level's record (swaps per iteration, cost before and after)."""
+    ``(doc_of[i], term_of[i])``, and each level's record (its segments and the swaps of each iteration)."""
     doc_of = np.asarray(doc_of, dtype=np.int64)
     term_of = np.asarray(term_of, dtype=np.int64)
     n_terms = int(term_of.max()) + 1
@@ -85,7 +85,6 @@ def bisection_order(doc_of: np.ndarray, term_of: np.ndarray, n_docs: int, min_pa
             to_left = (_cost(right, nr) - _cost(right - 1, nr)) + (_cost(left, nl) - _cost(left + 1, nl))
             gain_p = np.where(side_p, to_left[inverse], to_right[inverse])
             gain = np.bincount(doc_of, weights=gain_p, minlength=n_docs)
-            swapped = 0
             movable = split[seg_doc]
             pairs = []
             for half in (False, True):
@@ -119,7 +118,8 @@ def log_gap_bits(doc_of: np.ndarray, term_of: np.ndarray, order: np.ndarray) -> 
     keys = np.lexsort((p, term_of))
     t, p = term_of[keys], p[keys]
     gap = np.diff(p, prepend=-1)
-    gap[np.r_[True, t[1:] != t[:-1]]] = p[np.r_[True, t[1:] != t[:-1]]] + 1
+    first = np.r_[True, t[1:] != t[:-1]]  # a list's first posting: its gap is its docid + 1
+    gap[first] = p[first] + 1
     return float(np.mean(np.log2(gap) + 1))
 
 

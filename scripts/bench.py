@@ -321,19 +321,26 @@ def replicate(encoded: Path, out: Path, n: int) -> tuple[Path, int]:
 
 # --- indexing and queries ------------------------------------------------------------------
 
-def bench_scale(encoded: Path, workdir: Path, questions: list[str], label: str) -> dict:
+def build_indexes(encoded: Path, index: Path):
+    """The benchmark's two indexes of an encoded folder: the impact index at ``index`` and Lucene
+    BM25 over the same sentences' texts at ``index/bm25``; their build records."""
     from sparc_es.corpus.sources import Sentence
-    from sparc_es.engines import open_engine
-    from sparc_es.engines.bm25 import LuceneBM25, build_bm25_index
+    from sparc_es.engines.bm25 import build_bm25_index
     from sparc_es.engines.lucene import build_index
     from sparc_es.layout.records import iter_vectors
 
-    index = workdir / f"index-{label}"
     shutil.rmtree(index, ignore_errors=True)
-    manifest = build_index(encoded, index, bm25=False)
-    impact = manifest.index
+    impact = build_index(encoded, index, bm25=False).index
     texts = (Sentence(id=r["id"], text=r["contents"]) for r in iter_vectors(encoded))
-    bm25_info = build_bm25_index(texts, index / "bm25", overwrite=True)
+    return impact, build_bm25_index(texts, index / "bm25", overwrite=True)
+
+
+def bench_scale(encoded: Path, workdir: Path, questions: list[str], label: str) -> dict:
+    from sparc_es.engines import open_engine
+    from sparc_es.engines.bm25 import LuceneBM25
+
+    index = workdir / f"index-{label}"
+    impact, bm25_info = build_indexes(encoded, index)
     from sparc_es.engines.hybrid import BM25_WEIGHT, HybridEngine, HybridMethod
 
     sparc = open_engine("lucene", index, hybrid="none")

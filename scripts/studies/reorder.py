@@ -197,14 +197,9 @@ def permute_command(a) -> None:
 
 def index_command(a) -> None:
     """The impact index and its BM25 index of an encoded folder, as ``scripts/bench.py`` builds them."""
-    from sparc_es.corpus.sources import Sentence
-    from sparc_es.engines.bm25 import build_bm25_index
-    from sparc_es.engines.lucene import build_index
-    from sparc_es.layout.records import iter_vectors
+    from bench import build_indexes
 
-    impact = build_index(a.encoded, a.index, bm25=False).index
-    bm25 = build_bm25_index((Sentence(id=r["id"], text=r["contents"]) for r in iter_vectors(a.encoded)),
-                            a.index / "bm25", overwrite=True)
+    impact, bm25 = build_indexes(a.encoded, a.index)
     print(f"impact index {impact.bytes / 1e6:.1f} MB in {impact.build_seconds:.0f} s; "
           f"BM25 {bm25['bytes'] / 1e6:.1f} MB in {bm25['build_seconds']:.0f} s")
 

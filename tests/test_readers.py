@@ -629,6 +629,39 @@ def test_mkdocs_material_constructs_read_as_rendered():
                    "Get it from GitHub and wrap in <div>.": "Lint > 7.0 Notes"}
 
 
+def test_myst_directives_with_a_prose_body_read_as_sphinx_renders_them():
+    """MyST's fenced directives (pip's and Black's docs, abridged): a note, a version note, an
+    admonition, a tab, a colon fence and a note inside a list item give their body as prose under
+    their label, as the same directives in reStructuredText do; a version note with no body is its
+    own sentence; toctree and a project's own directive (pip-cli) stay code, read by no sentence."""
+    text = ("# Certificates\n\n```{versionadded} 1.3\n\n```\n\n"
+            "By default, pip will perform SSL certificate verification.\n\n"
+            "```{versionadded} 22.2\nExperimental support, behind `--use-feature=truststore`.\n```\n\n"
+            "````{admonition} Example\nCreating the bundle, on a modern Unix system:\n\n"
+            "```\n$ python -m pip wheel -r requirements.txt\n```\n````\n\n"
+            "```{note}\nThe `black-jupyter` hook became available in version 21.8b0.\n```\n\n"
+            "```{tab} Unix\n:sync: unix\n\nThe file lives in `/etc/pip.conf`.\n```\n\n"
+            ":::{warning} Do not expose blackd publicly.\n:::\n\n"
+            "- Quote specifiers in the shell.\n\n  ```{note}\n  Do not use quotes in requirement files.\n  ```\n\n"
+            "```{toctree}\nuser_guide\n```\n\n```{pip-cli}\n$ python -m pip install SomePackage\n```\n")
+    got = {s.text: (s.context.split(". ")[0], s.code) for s in split_document(text, "x.md", "markdown")}
+    assert got == {
+        "New in version 1.3.": ("Certificates", None),
+        "By default, pip will perform SSL certificate verification.": ("Certificates", None),
+        "Experimental support, behind --use-feature=truststore.": ("Certificates > New in version 22.2", None),
+        "Creating the bundle, on a modern Unix system:": ("Certificates > Example",
+                                                           "$ python -m pip wheel -r requirements.txt"),
+        "The black-jupyter hook became available in version 21.8b0.": ("Certificates > Note", None),
+        "The file lives in /etc/pip.conf.": ("Certificates > Unix", None),
+        "Do not expose blackd publicly.": ("Certificates > Warning", None),
+        "Quote specifiers in the shell.": ("Certificates", None),
+        "Do not use quotes in requirement files.": ("Certificates > Note", None),
+    }
+    # every sentence's span is where it is in the file (the version note's: its directive's line)
+    for s in split_document(text, "x.md", "markdown"):
+        assert s.text.split()[-1].strip(".`") in text[s.start:s.end]
+
+
 def test_sphinx_autodoc_content_and_cross_references():
     text = ("API\n===\n\n.. _autoescape-overrides:\n\nOverriding\n----------\n\n"
             "See :ref:`autoescape-overrides`, :ref:`other-label`, :doc:`/templates` and :class:`.Sandboxed`.\n\n"

@@ -197,6 +197,16 @@ def row_block(header: list[str], cells: list[str], headings: tuple[str, ...], st
 # --- roles -----------------------------------------------------------------------------------
 
 # Roles Sphinx shows as code (reStructuredText's :func:`f`, MyST's {func}`f`).
+# Sphinx's and docutils' boxes, in reStructuredText (``.. note::``) and in MyST Markdown
+# (```` ```{note} ````): a version note leads its text in with "Changed in version 2.0"; the others
+# with their label (or, for these, the label below).
+VERSION_LABELS = {"versionadded": "New in version", "versionchanged": "Changed in version",
+                  "deprecated": "Deprecated since version", "versionremoved": "Removed in version"}
+BOX_LABELS = {"seealso": "See also", "todo": "To do", "centered": "", "note": "Note", "warning": "Warning",
+              "tip": "Tip", "hint": "Hint", "important": "Important", "caution": "Caution", "danger": "Danger",
+              "attention": "Attention", "error": "Error"}
+
+
 CODE_ROLES = {"code", "func", "meth", "class", "attr", "mod", "obj", "data", "exc", "const", "option",
               "envvar", "command", "program", "file", "samp", "kbd", "literal", "makevar"}
 

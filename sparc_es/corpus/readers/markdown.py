@@ -3,9 +3,11 @@
 The Python-Markdown extensions MkDocs-Material sites use are read as they show: admonitions and
 collapsible blocks (their title is context, like a heading), content tabs (their label likewise),
 attribute lists, abbreviation definitions, snippet markers and ``[TOC]`` (markup, left out), icon
-shortcodes (images, left out), inline-highlight prefixes and MyST roles. A YAML front matter block is
-skipped; HTML blocks go to :mod:`sparc_es.corpus.readers.html`. Spans are exact lines (markdown-it's
-line maps).
+shortcodes (images, left out), inline-highlight prefixes and MyST roles. MyST directives whose body
+is prose (```` ```{note} ````, ```` ````{admonition} Title ````, ``:::{versionchanged} 2.0``, tabs,
+dropdowns) are read as Sphinx renders them: their body is text under their label, as an
+admonition's is; other directives stay code blocks. A YAML front matter block is skipped; HTML
+blocks go to :mod:`sparc_es.corpus.readers.html`. Spans are exact lines (markdown-it's line maps).
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ from mdit_py_plugins.admon import admon_plugin
 from mdit_py_plugins.attrs import attrs_block_plugin
 
 from sparc_es.corpus.readers.blocks import (
+    BOX_LABELS,
     CODE,
     HEADING,
     ITEM,
     PARAGRAPH,
     QUOTE,
+    VERSION_LABELS,
     Block,
     Report,
     chain,
@@ -46,8 +50,85 @@ def _markdown():
     (``=== "Label"``: :func:`_tabs`), block attribute lists (``{ .annotate }``: mdit-py-plugins)."""
     md = MarkdownIt("commonmark", {"maxNesting": MARKDOWN_NESTING}).enable("table")
     md.use(admon_plugin).use(attrs_block_plugin)
-    md.block.ruler.before("fence", "tabs", _tabs, {"alt": ["paragraph", "reference", "blockquote", "list"]})
+    interrupts = {"alt": ["paragraph", "reference", "blockquote", "list"]}
+    md.block.ruler.before("fence", "tabs", _tabs, interrupts)
+    md.block.ruler.before("fence", "directive", _directive, interrupts)
     return md
+
+
+# A MyST directive written as a fence: ```{name} argument (backticks, tildes, or colons with MyST's
+# colon_fence). Those below have a prose body, as Sphinx renders them; any other (toctree,
+# code-block, literalinclude, eval-rst, a project's own) stays what markdown-it makes of it.
+_DIRECTIVE = re.compile(r"(`{3,}|~{3,}|:{3,})\{([A-Za-z][\w:-]*)\}[ \t]*(.*?)[ \t]*$")
+_TITLED = {"admonition", "tab", "tab-item", "dropdown", "card", "grid-item-card", "topic", "sidebar", "margin"}
+_CONTAINERS = {"tab-set", "grid", "grid-item", "card-carousel", "container", "div"}  # no label of their own
+PROSE_DIRECTIVES = set(BOX_LABELS) | set(VERSION_LABELS) | _TITLED | _CONTAINERS
+_OPTION = re.compile(r":[\w-]+:(?:\s.*)?$")  # a directive's option line, :class: dropdown
+
+
+def _directive(state, start_line: int, end_line: int, silent: bool) -> bool:
+    """A markdown-it block rule for a MyST directive with a prose body: ``directive_open`` (its label
+    in ``meta``), the text its first line holds, the body's blocks, ``directive_close``. The body
+    runs to a closing fence of the same character, at least as long (as markdown-it closes a fence),
+    or to the end of the enclosing block; its option lines (``:key: value``, or a ``---`` block) are
+    left out."""
+    if state.sCount[start_line] - state.blkIndent >= 4:  # an indented code block
+        return False
+    start = state.bMarks[start_line] + state.tShift[start_line]
+    found = _DIRECTIVE.match(state.src[start:state.eMarks[start_line]])
+    if found is None or found.group(2).rpartition(":")[2].lower() not in PROSE_DIRECTIVES:
+        return False
+    if silent:
+        return True
+    marker, name, argument = found.group(1), found.group(2).rpartition(":")[2].lower(), found.group(3)
+    line, closed = start_line + 1, False
+    while line < end_line:
+        text = state.src[state.bMarks[line] + state.tShift[line]:state.eMarks[line]]
+        if text and state.sCount[line] < state.blkIndent:  # the list item or quote holding it ended
+            break
+        if (state.sCount[line] - state.blkIndent < 4 and text.startswith(marker[0] * len(marker))
+                and not text.rstrip().strip(marker[0])):
+            closed = True
+            break
+        line += 1
+    body = start_line + 1
+    lines = lambda n: state.src[state.bMarks[n] + state.tShift[n]:state.eMarks[n]]  # noqa: E731
+    if body < line and lines(body) == "---":  # options as a YAML block
+        end = next((n for n in range(body + 1, line) if lines(n) == "---"), None)
+        body = body if end is None else end + 1
+    while body < line and _OPTION.match(lines(body)):
+        body += 1
+    text = ""  # what the first line holds beyond the label: text of the page
+    if name in VERSION_LABELS:
+        version, _, text = argument.partition(" ")
+        label = f"{VERSION_LABELS[name]} {version}".strip()
+    elif name in BOX_LABELS:
+        label, text = BOX_LABELS[name], argument
+    else:
+        label = "" if name in _CONTAINERS else argument
+    if name in VERSION_LABELS and not text and all(not lines(n).strip() for n in range(body, line)):
+        text, label = label + ".", ""  # a version note with no body still says so, as its own sentence
+    old = state.parentType, state.lineMax
+    token = state.push("directive_open", "div", 1)
+    token.meta, token.map, token.block = {"label": label}, [start_line, line + closed], True
+    if text:
+        _push_paragraph(state, text, start_line)
+    state.parentType, state.lineMax = "directive", line
+    state.md.block.tokenize(state, body, line)
+    token = state.push("directive_close", "div", -1)
+    token.block = True
+    state.parentType, state.lineMax = old
+    state.line = line + closed
+    return True
+
+
+def _push_paragraph(state, text: str, line: int) -> None:
+    """A paragraph of ``text`` on ``line``, as markdown-it's paragraph rule makes one (its inline
+    children are parsed later, with the others)."""
+    state.push("paragraph_open", "p", 1).map = [line, line + 1]
+    inline = state.push("inline", "", 0)
+    inline.content, inline.map, inline.children = text, [line, line + 1], []
+    state.push("paragraph_close", "p", -1)
 
 
 # pymdownx.tabbed: === "Label" (===! starts a new set of tabs, ===+ selects one), its body indented.
@@ -208,7 +289,7 @@ def markdown_blocks(text: str, report: Report) -> Iterator[Block]:
             containers.append("quote")
         elif kind in ("list_item_close", "blockquote_close"):
             containers.pop()
-        elif kind in ("admonition_open", "tab_open"):  # the box's title or the tab's label: context
+        elif kind in ("admonition_open", "tab_open", "directive_open"):  # its title or label: context
             boxes.append(heads[:])
             label = t.content if kind == "admonition_open" else t.meta["label"]
             if label:
@@ -217,7 +298,7 @@ def markdown_blocks(text: str, report: Report) -> Iterator[Block]:
             if kind == "admonition_open":
                 i += 4 if i + 1 < len(tokens) and tokens[i + 1].type == "admonition_title_open" else 1
                 continue
-        elif kind in ("admonition_close", "tab_close"):
+        elif kind in ("admonition_close", "tab_close", "directive_close"):
             heads[:] = boxes.pop()
             prev = None
         elif kind == "paragraph_open":

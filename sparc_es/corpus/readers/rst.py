@@ -30,6 +30,7 @@ from docutils.transforms import Transform
 from docutils.utils import escape2null
 
 from sparc_es.corpus.readers.blocks import (
+    BOX_LABELS,
     CODE,
     CODE_ROLES,
     HEADING,
@@ -37,6 +38,7 @@ from sparc_es.corpus.readers.blocks import (
     LEAD_CHARS,
     PARAGRAPH,
     QUOTE,
+    VERSION_LABELS,
     Block,
     Report,
     chain,
@@ -69,12 +71,6 @@ _RST_DROP = {"toctree", "autosummary", "index", "highlight", "currentmodule", "m
              "default-domain", "tabularcolumns", "sectionauthor",
              "moduleauthor", "codeauthor", "rst-class", "cssclass", "autoprogram", "click",
              "spelling:word-list"}
-_RST_VERSION = {"versionadded": "New in version", "versionchanged": "Changed in version",
-                "deprecated": "Deprecated since version", "versionremoved": "Removed in version"}
-# Directives whose argument is text of the page, after their label (Sphinx's and docutils' boxes).
-_RST_LABEL = {"seealso": "See also", "todo": "To do", "centered": "", "note": "Note", "warning": "Warning",
-              "tip": "Tip", "hint": "Hint", "important": "Important", "caution": "Caution", "danger": "Danger",
-              "attention": "Attention", "error": "Error"}
 # Nothing reported or halted on, nothing read from other files or passed through raw, no config
 # files read; the document's own sections are kept as sections (no title promotion). The line
 # length limit bounds substitutions only (lines: see _LongLines).
@@ -133,11 +129,11 @@ class _Prose(_TolerantDirective):
         node = nodes.container()
         base = self.name.rpartition(":")[2].lower()
         argument = " ".join(self.arguments[0].split()) if self.arguments else ""
-        if base in _RST_VERSION:  # "Changed in version 2.0", then the rest of the line as text
+        if base in VERSION_LABELS:  # "Changed in version 2.0", then the rest of the line as text
             version, _, argument = argument.partition(" ")
-            node["lead"] = f"{_RST_VERSION[base]} {version}"
-        elif base in _RST_LABEL:
-            node["lead"] = _RST_LABEL[base]
+            node["lead"] = f"{VERSION_LABELS[base]} {version}"
+        elif base in BOX_LABELS:
+            node["lead"] = BOX_LABELS[base]
         else:  # a signature, a tab's label: what the content is about, not a sentence
             node["lead"], argument = argument, ""
         if argument:
@@ -500,7 +496,7 @@ class _RstWalker:
             return  # a table of contents: the headings again
         elif isinstance(n, (nodes.Admonition, nodes.topic, nodes.sidebar)):
             title = next((self.text(c) for c in n.children if isinstance(c, nodes.title)), "")
-            label = title or _RST_LABEL.get(n.tagname) or n.tagname.capitalize()
+            label = title or BOX_LABELS.get(n.tagname) or n.tagname.capitalize()
             yield from self.children(n, headings, _nested(lead, label), PARAGRAPH)
         elif isinstance(n, nodes.figure):
             for c in n.children:

@@ -194,12 +194,11 @@ def row_block(header: list[str], cells: list[str], headings: tuple[str, ...], st
     return Block("; ".join(parts), headings, "; ".join(h for h in header if h), ROW, start, end)
 
 
-# --- roles -----------------------------------------------------------------------------------
+# --- boxes -----------------------------------------------------------------------------------
 
-# Roles Sphinx shows as code (reStructuredText's :func:`f`, MyST's {func}`f`).
 # Sphinx's and docutils' boxes, in reStructuredText (``.. note::``) and in MyST Markdown
-# (```` ```{note} ````): a version note leads its text in with "Changed in version 2.0"; the others
-# with their label (or, for these, the label below).
+# (```` ```{note} ````): a version note leads its text in with "Changed in version 2.0", any
+# other box with its label.
 VERSION_LABELS = {"versionadded": "New in version", "versionchanged": "Changed in version",
                   "deprecated": "Deprecated since version", "versionremoved": "Removed in version"}
 BOX_LABELS = {"seealso": "See also", "todo": "To do", "centered": "", "note": "Note", "warning": "Warning",
@@ -207,6 +206,9 @@ BOX_LABELS = {"seealso": "See also", "todo": "To do", "centered": "", "note": "N
               "attention": "Attention", "error": "Error"}
 
 
+# --- roles -----------------------------------------------------------------------------------
+
+# Roles Sphinx shows as code (reStructuredText's :func:`f`, MyST's {func}`f`).
 CODE_ROLES = {"code", "func", "meth", "class", "attr", "mod", "obj", "data", "exc", "const", "option",
               "envvar", "command", "program", "file", "samp", "kbd", "literal", "makevar"}
 

@@ -91,8 +91,10 @@ def _directive(state, start_line: int, end_line: int, silent: bool) -> bool:
             closed = True
             break
         line += 1
+    def lines(n: int) -> str:
+        return state.src[state.bMarks[n] + state.tShift[n]:state.eMarks[n]]
+
     body = start_line + 1
-    lines = lambda n: state.src[state.bMarks[n] + state.tShift[n]:state.eMarks[n]]  # noqa: E731
     if body < line and lines(body) == "---":  # options as a YAML block
         end = next((n for n in range(body + 1, line) if lines(n) == "---"), None)
         body = body if end is None else end + 1

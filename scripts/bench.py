@@ -515,50 +515,49 @@ def update_docs(table: str) -> list[Path]:
     return changed
 
 
-def keep_top(encoded: Path, out: Path, k: int) -> Path:
-    """An encoded folder whose sentences keep only their ``k`` largest impacts (ties: token order):
-    the posting lists of a smaller K, for timing, without encoding again."""
+def filtered_copy(encoded: Path, out: Path, keep, **manifest) -> Path:
+    """A copy of an encoded folder whose sentences keep ``keep(vector)`` of their impacts (a dict),
+    streamed record by record; the manifest gets the new postings, impact sum and empty count and
+    ``manifest``'s other fields. Shared by the timing cuts below and the pruning studies."""
     from sparc_es.layout.manifest import Manifest, copy_into
     from sparc_es.layout.names import VECTORS, VECTORS_FILE
     from sparc_es.layout.records import iter_vectors
 
-    if (out / "meta.json").is_file() and Manifest.read(out).top_k == k:
-        return out
     shutil.rmtree(out, ignore_errors=True)
     (out / VECTORS).mkdir(parents=True)
-    postings = 0
+    postings = impact_sum = empty = 0
     with open(out / VECTORS / VECTORS_FILE, "w", encoding="utf-8") as f:
         for r in iter_vectors(encoded):
-            top = sorted(r["vector"].items(), key=lambda kv: -kv[1])[:k]
-            postings += len(top)
-            f.write(json.dumps({**r, "vector": dict(top)}, ensure_ascii=False) + "\n")
+            kept = keep(r["vector"])
+            postings += len(kept)
+            impact_sum += sum(kept.values())
+            empty += not kept
+            f.write(json.dumps({**r, "vector": kept}, ensure_ascii=False) + "\n")
     copy_into(encoded, out)
-    Manifest.read(encoded).replace(top_k=k, postings=postings).write(out)
+    Manifest.read(encoded).replace(postings=postings, impact_sum=impact_sum, empty_vectors=empty,
+                                   **manifest).write(out)
     return out
+
+
+def keep_top(encoded: Path, out: Path, k: int) -> Path:
+    """An encoded folder whose sentences keep only their ``k`` largest impacts (ties: token order):
+    the posting lists of a smaller K, for timing, without encoding again."""
+    from sparc_es.layout.manifest import Manifest
+
+    if (out / "meta.json").is_file() and Manifest.read(out).top_k == k:
+        return out
+    return filtered_copy(encoded, out, lambda v: dict(sorted(v.items(), key=lambda kv: -kv[1])[:k]), top_k=k)
 
 
 def keep_at_least(encoded: Path, out: Path, floor: int) -> Path:
     """An encoded folder whose sentences keep only their impacts of at least ``floor``: what
     ``requantize --min-impact`` stores (the same integers, the same rounding), for timing, from a
     corpus (a replica) encoded before."""
-    from sparc_es.layout.manifest import Manifest, copy_into
-    from sparc_es.layout.names import VECTORS, VECTORS_FILE
-    from sparc_es.layout.records import iter_vectors
+    from sparc_es.layout.manifest import Manifest
 
     if (out / "meta.json").is_file() and Manifest.read(out).min_impact == floor:
         return out
-    shutil.rmtree(out, ignore_errors=True)
-    (out / VECTORS).mkdir(parents=True)
-    postings = empty = 0
-    with open(out / VECTORS / VECTORS_FILE, "w", encoding="utf-8") as f:
-        for r in iter_vectors(encoded):
-            kept = {t: v for t, v in r["vector"].items() if v >= floor}
-            postings += len(kept)
-            empty += not kept
-            f.write(json.dumps({**r, "vector": kept}, ensure_ascii=False) + "\n")
-    copy_into(encoded, out)
-    Manifest.read(encoded).replace(min_impact=floor, postings=postings, empty_vectors=empty).write(out)
-    return out
+    return filtered_copy(encoded, out, lambda v: {t: i for t, i in v.items() if i >= floor}, min_impact=floor)
 
 
 def scales_only(args, questions: list[str]) -> int:

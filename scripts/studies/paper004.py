@@ -63,7 +63,7 @@ def _corpus_of(domain: str) -> str:
     return domain.removeprefix("docs-")
 
 
-def _interval(scores: dict, domain: str, system: str, baseline: str) -> list[float] | None:
+def interval(scores: dict, domain: str, system: str, baseline: str) -> list[float] | None:
     """The paired bootstrap 95% interval of ``system`` - ``baseline`` on ``domain``'s questions (MRR@1000),
     from the run files the table wrote: what resampling the questions alone moves."""
     from sparc_es.evaluation.measures import compare
@@ -77,7 +77,7 @@ def _interval(scores: dict, domain: str, system: str, baseline: str) -> list[flo
     return [round(100 * d.low, 2), round(100 * d.high, 2)]
 
 
-def _mean_interval(scores: dict, pairs: list[tuple[str, str]], baseline: str, resamples: int = 2000) -> list[float]:
+def mean_interval(scores: dict, pairs: list[tuple[str, str]], baseline: str, resamples: int = 2000) -> list[float]:
     """The 95% interval of the mean over domains of (system - baseline) MRR@1000, each domain's
     questions resampled on their own (a stratified paired bootstrap): ``pairs`` are (domain, system)."""
     import numpy as np
@@ -118,14 +118,14 @@ def matrix(scores: list[dict], variant: str, folder: str = "runs/p004") -> dict:
                      "adapted_elsewhere_range": [min(elsewhere), max(elsewhere)] if elsewhere else None,
                      "adapted_elsewhere_n": len(elsewhere),
                      "change": round(here - at[(d, default)], 2),
-                     "change_interval": _interval(full, d, models[_corpus_of(d)], default),
-                     "reseeded_interval": _interval(full, d, control, default),
+                     "change_interval": interval(full, d, models[_corpus_of(d)], default),
+                     "reseeded_interval": interval(full, d, control, default),
                      "corpus_effect": None if off is None else round(here - off, 2)})
     docs = [r for r in rows if r["domain"].startswith("docs-")]
     summary = {"docs_mean_change": round(sum(r["change"] for r in docs) / len(docs), 2) if docs else None,
-               "docs_mean_change_interval": _mean_interval(
+               "docs_mean_change_interval": mean_interval(
                    full, [(r["domain"], models[_corpus_of(r["domain"])]) for r in docs], default) if docs else None,
-               "docs_mean_reseeded_interval": _mean_interval(
+               "docs_mean_reseeded_interval": mean_interval(
                    full, [(r["domain"], control) for r in docs], default)
                if docs and all((r["domain"], control) in full for r in docs) else None,
                "worst_change": min(((r["change"], r["domain"]) for r in rows), default=None),

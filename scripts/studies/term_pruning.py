@@ -59,28 +59,14 @@ def thresholds(encoded: Path, share: float) -> tuple[dict[str, int], int]:
 
 def prune(encoded: Path, out: Path, share: float) -> Path:
     """A copy of ``encoded`` whose tokens keep their ``share`` x N largest impacts (ties kept)."""
-    import shutil
-
-    from sparc_es.layout.manifest import Manifest, copy_into
-    from sparc_es.layout.names import VECTORS, VECTORS_FILE
-    from sparc_es.layout.records import iter_vectors
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from bench import filtered_copy
 
     if (out / "meta.json").is_file():
         return out
     floor, _ = thresholds(encoded, share)
     partial = out.with_name(out.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    (partial / VECTORS).mkdir(parents=True)
-    postings = empty = impact_sum = 0
-    with open(partial / VECTORS / VECTORS_FILE, "w", encoding="utf-8") as f:
-        for r in iter_vectors(encoded):
-            kept = {t: v for t, v in r["vector"].items() if v >= floor.get(t, 0)}
-            postings += len(kept)
-            impact_sum += sum(kept.values())
-            empty += not kept
-            f.write(json.dumps({**r, "vector": kept}, ensure_ascii=False) + "\n")
-    copy_into(encoded, partial)
-    Manifest.read(encoded).replace(postings=postings, impact_sum=impact_sum, empty_vectors=empty).write(partial)
+    filtered_copy(encoded, partial, lambda v: {t: i for t, i in v.items() if i >= floor.get(t, 0)})
     partial.rename(out)
     return out
 

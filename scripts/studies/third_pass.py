@@ -25,7 +25,7 @@ DEFAULT = "sparc:idf=1,hybrid=sum"
 def summarise(tables: list[Path]) -> dict:
     """Each system's row: MRR@1000 per domain, change against the default with its interval, and
     the documentation mean's change with its interval and the worst domain's change."""
-    from paper004 import _interval, _mean_interval
+    from paper004 import interval, mean_interval
 
     scores, systems, domains = {}, [], []
     for table in tables:
@@ -44,13 +44,13 @@ def summarise(tables: list[Path]) -> dict:
             cell = {"MRR@1000": scores[(d, system)]["MRR@1000"]}
             if system != DEFAULT:
                 cell["change"] = round(scores[(d, system)]["MRR@1000"] - scores[(d, DEFAULT)]["MRR@1000"], 2)
-                cell["interval"] = _interval(scores, d, system, DEFAULT)
+                cell["interval"] = interval(scores, d, system, DEFAULT)
             row["domains"][d] = cell
         have = [d for d in docs if (d, system) in scores]
         if system != DEFAULT and have:
             changes = {d: row["domains"][d]["change"] for d in have}
             row["docs_mean_change"] = round(sum(changes.values()) / len(changes), 2)
-            row["docs_mean_interval"] = _mean_interval(scores, [(d, system) for d in have], DEFAULT)
+            row["docs_mean_interval"] = mean_interval(scores, [(d, system) for d in have], DEFAULT)
             worst = min(row["domains"], key=lambda d: row["domains"][d]["change"])
             row["worst"] = [worst, row["domains"][worst]["change"]]
         rows.append(row)

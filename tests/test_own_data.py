@@ -115,6 +115,28 @@ def test_a_beir_folder_end_to_end_with_documents(tmp_path, beir, tiny_model_dir,
     assert rc == 0 and json.loads(out)["R@1"] == 1.0
 
 
+@pytest.mark.jvm
+def test_a_changed_corpus_is_not_scored_with_the_cached_index_of_the_old_one(tmp_path, beir, cli):
+    """The table's caches are keyed by model and settings; a set rebuilt under the same name (a
+    reader's change) must not be scored with the index of its old corpus."""
+    def table():
+        assert cli("evalset", "--beir", beir, "--output", tmp_path / "set")[0] == 0
+        rc, _, err = cli("table", "--domains", tmp_path / "set", "--systems", "bm25", "--workdir",
+                         tmp_path / "runs", "--json", tmp_path / "t.json", "--markdown", tmp_path / "t.md")
+        assert rc == 0, err
+        return json.loads((tmp_path / "t.json").read_text())[0]["R@1"], err
+
+    assert table() == (100.0, "")
+    # q2's answer moves to a new document: the old corpus's index has no such document
+    lines = (beir / "corpus.jsonl").read_text().splitlines()
+    lines[1] = json.dumps({"_id": "d5", "title": "France", "text": "The capital of France is Paris."})
+    (beir / "corpus.jsonl").write_text("\n".join(lines) + "\n")
+    (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td5\t2\nq3\td3\t1\n")
+    r1, err = table()
+    assert r1 == 100.0 and "beir-mini: the corpus is not the one its 2 cached" in err, err
+    assert table() == (r1, "")  # cached again, for the new corpus
+
+
 def test_idf_and_factor_without_re_encoding(tmp_path, beir, cli):
     model = ["--model", "splade-bert-tiny", "--quiet"]
     corpus = beir / "corpus.jsonl"

@@ -29,7 +29,8 @@ each run is scored per document, a document by its best sentence.
 
 Everything is cached under ``--workdir`` (evaluation sets, encoded folders with float weights,
 indexes, run files), keyed by the model fingerprint and settings, so adding a system or a domain
-re-uses what is there. Output: JSON with every figure and a Markdown table with the model
+re-uses what is there; a domain whose corpus changed (a reader's change, or another set of the same
+name) has its caches made again. Output: JSON with every figure and a Markdown table with the model
 fingerprint and settings beside each row (``table.json`` and ``table.md`` in the workdir).
 
 Memory does not grow with the number of questions: the questions are searched a batch at a time
@@ -261,6 +262,32 @@ def _current(index: Path) -> bool:
     return True
 
 
+CORPUS_STAMP = "corpus.sha256"
+
+
+def _drop_stale(folder: Path, corpus: Path) -> None:
+    """Remove the domain's cached encodings, indexes and runs when its corpus is not the one they were
+    made from (a reader changed, or another set of the same name), and stamp the folder with the
+    corpus it caches for. The caches are keyed by model and settings only, so without this a changed
+    corpus would be scored with the old one's index, without a word. A folder of an older sparc-es,
+    with caches but no stamp, is rebuilt once: what its corpus was cannot be known."""
+    import hashlib
+    import shutil
+    import sys
+
+    digest = hashlib.sha256(corpus.read_bytes()).hexdigest()
+    stamp = folder / CORPUS_STAMP
+    if stamp.is_file() and stamp.read_text().strip() == digest:
+        return
+    cached = sorted(p for p in folder.iterdir() if p.name.startswith(("encoded-", "index-")) or p.name == "runs")
+    if cached:
+        print(f"{folder.name}: the corpus is not the one its {len(cached)} cached encodings, indexes and runs "
+              f"were made from; they are made again", file=sys.stderr)
+        for p in cached:
+            shutil.rmtree(p)
+    stamp.write_text(digest + "\n")
+
+
 def _hybrid(system: System, engine, settings: dict, bm25: _SharedRun):
     from sparc_es.engines.hybrid import HybridEngine
 
@@ -285,6 +312,7 @@ def run_table(systems: list[str], domains: list[str], workdir: str | Path, data:
         domain = evalset.name
         folder = Path(workdir) / domain
         paths = evalset.write(folder / "evalset")
+        _drop_stale(folder, paths["corpus"])
         doc_of = {s.id: s.doc for s in evalset.sentences} if evalset.level == "document" else None
         hybrids = any(s.options.get("hybrid") in ("minmax", "rrf") for s in parsed)  # BM25 run fused here
         bm25 = bm25_settings = None  # one Lucene BM25 engine per domain, shared by the bm25 row and every hybrid

@@ -539,12 +539,20 @@ def filtered_copy(encoded: Path, out: Path, keep, **manifest) -> Path:
     return out
 
 
+def _kept(out: Path, encoded: Path) -> bool:
+    """A copy :func:`filtered_copy` made earlier from ``encoded`` as it is now (the copy keeps its
+    source's generation, which changes whenever the source is encoded again)."""
+    from sparc_es.layout.manifest import Manifest
+
+    return (out / "meta.json").is_file() and Manifest.read(out).generation == Manifest.read(encoded).generation
+
+
 def keep_top(encoded: Path, out: Path, k: int) -> Path:
     """An encoded folder whose sentences keep only their ``k`` largest impacts (ties: token order):
     the posting lists of a smaller K, for timing, without encoding again."""
     from sparc_es.layout.manifest import Manifest
 
-    if (out / "meta.json").is_file() and Manifest.read(out).top_k == k:
+    if _kept(out, encoded) and Manifest.read(out).top_k == k:
         return out
     return filtered_copy(encoded, out, lambda v: dict(sorted(v.items(), key=lambda kv: -kv[1])[:k]), top_k=k)
 
@@ -555,7 +563,7 @@ def keep_at_least(encoded: Path, out: Path, floor: int) -> Path:
     corpus (a replica) encoded before."""
     from sparc_es.layout.manifest import Manifest
 
-    if (out / "meta.json").is_file() and Manifest.read(out).min_impact == floor:
+    if _kept(out, encoded) and Manifest.read(out).min_impact == floor:
         return out
     return filtered_copy(encoded, out, lambda v: {t: i for t, i in v.items() if i >= floor}, min_impact=floor)
 

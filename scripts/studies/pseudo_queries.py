@@ -44,18 +44,14 @@ def section_path(headings: str | None) -> tuple[str, ...]:
     return tuple(path)
 
 
-def sections(corpus: Path) -> list[list]:
-    """The corpus's sentences grouped by (document, heading path), in corpus order; a section's first
+def sections(sentences: list) -> list[list]:
+    """The sentences grouped by (document, heading path), in corpus order; a section's first
     sentence is its first of at least six words."""
-    from sparc_es.corpus.sources import Sentence
-
     groups: dict[tuple, list] = {}
-    with open(corpus, encoding="utf-8") as f:
-        for line in f:
-            s = Sentence(**json.loads(line))
-            path = section_path(s.headings)
-            if path:
-                groups.setdefault((s.doc, path), []).append(s)
+    for s in sentences:
+        path = section_path(s.headings)
+        if path:
+            groups.setdefault((s.doc, path), []).append(s)
     return [sorted(g, key=lambda s: len(s.text.split()) < 6) for g in groups.values()]
 
 
@@ -75,12 +71,11 @@ def pseudo_examples(corpus: Path, depth: int = 100, seed: int = 13, workdir: Pat
     from sparc_es.engines.bm25 import LuceneBM25, build_bm25_index
     from sparc_es.training.train import Example
 
-    groups = sections(corpus)
-    if not groups:
-        return []
-    everything: list[Sentence] = []
     with open(corpus, encoding="utf-8") as f:
         everything = [Sentence(**json.loads(line)) for line in f]
+    groups = sections(everything)
+    if not groups:
+        return []
     by_id = {s.id: s for s in everything}
     by_doc: dict[str | None, list[Sentence]] = {}
     for s in everything:

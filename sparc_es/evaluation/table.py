@@ -41,9 +41,12 @@ scored from its file, query by query (:func:`sparc_es.evaluation.measures.evalua
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
+import shutil
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -271,10 +274,6 @@ def _drop_stale(folder: Path, corpus: Path) -> None:
     corpus it caches for. The caches are keyed by model and settings only, so without this a changed
     corpus would be scored with the old one's index, without a word. A folder of an older sparc-es,
     with caches but no stamp, is rebuilt once: what its corpus was cannot be known."""
-    import hashlib
-    import shutil
-    import sys
-
     digest = hashlib.sha256(corpus.read_bytes()).hexdigest()
     stamp = folder / CORPUS_STAMP
     if stamp.is_file() and stamp.read_text().strip() == digest:

@@ -15,8 +15,10 @@ gives one example:
 
 These are mixed with ``--squad-share`` times as many of the source domain's training examples (so the
 model does not forget how questions look), and the shipped model is fine-tuned on the mix with the
-shipped recipe's settings (``sparc-es train``'s trainer) for ``--epochs`` passes over the pseudo
-examples. A corpus without headings gives no examples and the script says so.
+shipped recipe's settings (``sparc-es train``'s trainer) for ``--epochs`` passes over the mix
+(``--control``: the same steps on source examples only). A corpus without headings gives no
+examples and the script says so. Measured and concluded in docs/adaptation.md ("Pseudo-questions from
+the corpus's own headings"): not a feature.
 
     .venv/bin/python scripts/studies/pseudo_queries.py --corpus work/docsqa-sets-v6/docs-pip/corpus.jsonl \\
         --output runs/pseudo/docs-pip --examples-cache runs/walk/examples.json --threads 1
@@ -56,6 +58,7 @@ def sections(sentences: list) -> list[list]:
 
 
 def pseudo_question(headings: str) -> str:
+    """A section's pseudo-question: its title, with its parent's when the title is under three words."""
     path = section_path(headings)
     title = path[-1]
     if len(title.split()) < 3 and len(path) > 1:
@@ -101,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--corpus", type=Path, required=True, help="the corpus (sentence JSONL with headings)")
     p.add_argument("--output", type=Path, required=True, help="model folder to write")
     p.add_argument("--model", default="default", help="the model to fine-tune (default: %(default)s)")
-    p.add_argument("--epochs", type=float, default=2.0, help="passes over the pseudo examples (default: %(default)s)")
+    p.add_argument("--epochs", type=float, default=3.0,
+                   help="passes over the mix of pseudo and source examples (default: %(default)s)")
     p.add_argument("--squad-share", type=float, default=1.0,
                    help="source-domain examples per pseudo example in the mix (default: %(default)s)")
     p.add_argument("--per-section", type=int, default=1,

@@ -70,12 +70,11 @@ def pseudo_examples(corpus: Path, depth: int = 100, seed: int = 13, workdir: Pat
                     per_section: int = 1) -> list:
     """Training examples from the sections of ``corpus`` (see the module's docstring): the section's
     first ``per_section`` sentences, each with the section's pseudo-question."""
-    from sparc_es.corpus.sources import Sentence
+    from sparc_es.corpus.sources import Sentence, read_corpus
     from sparc_es.engines.bm25 import LuceneBM25, build_bm25_index
     from sparc_es.training.train import Example
 
-    with open(corpus, encoding="utf-8") as f:
-        everything = [Sentence(**json.loads(line)) for line in f]
+    everything = list(read_corpus([corpus]))
     groups = sections(everything)
     if not groups:
         return []

@@ -372,6 +372,16 @@ def test_an_option_that_does_not_apply_is_a_one_line_error(tmp_path, cli, argv, 
     assert not (tmp_path / "run.trec").exists() and not (tmp_path / "idx").exists()
 
 
+def test_an_unknown_option_is_named_with_the_verbs_own_usage(capsys):
+    from sparc_es.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["search", "--index", "IDX", "--bogus", "3", "q"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.startswith("usage: sparc-es search ")
+    assert err.rstrip().endswith("sparc-es search: error: unrecognized arguments: --bogus"), err
+
+
 def test_query_dsl_prints_what_search_on_elasticsearch_sends(cli):
     """The client-side fusions: an _msearch of the SPARC search and the BM25 match search, each to
     the fusion depth, with a # line (a Kibana console comment) saying how sparc-es fuses them; rrf

@@ -409,3 +409,6 @@ def test_query_dsl_pasted_as_kibana_sends_it_returns_the_search_hits(docs_index,
     # the same request from a Lucene index of the same encoded folder: no cluster needed to print it
     assert main(["query-dsl", "--es-index", docs_es, "--tokenizer", str(docs_index / "index"), question]) == 0
     assert capsys.readouterr().out == printed
+    # and with --index, as search names the same folder
+    assert main(["query-dsl", "--es-index", docs_es, "--index", str(docs_index / "index"), question]) == 0
+    assert capsys.readouterr().out == printed

@@ -82,8 +82,11 @@ def es_query_args(g, index: bool = True) -> None:
     the command has an --index the tokenizer defaults to)."""
     from sparc_es.engines.elastic import QueryMode
 
-    g.add_argument("--tokenizer", metavar="DIR", help="encoded folder, index or model folder whose tokenizer "
-                   "splits the question (default: " + ("--index, else " if index else "") + "the default model's"
+    # query-dsl has no --index of its own: there, --index names the Lucene index it reads the tokenizer
+    # and the sum's maxima from, as search's --index does
+    g.add_argument("--tokenizer", *(() if index else ("--index",)), dest="tokenizer", metavar="DIR",
+                   help="encoded folder, index or model folder whose tokenizer splits the question (default: "
+                   + ("--index, else " if index else "") + "the default model's"
                    + ("" if index else "; an encoded folder or index also gives its quantisation factor") + ")")
     g.add_argument("--query-mode", choices=[m.value for m in QueryMode],
                    help="dot product through rank_feature clauses (linear, boost = count) or one "

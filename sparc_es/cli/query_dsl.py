@@ -28,9 +28,9 @@ def add_parser(sub) -> None:
                        "(--hybrid sum) and --hybrid none are one _search, a bool of rank_feature clauses that runs "
                        "on any licence; the sum's clause weights need each feature's largest stored value, read "
                        "from the index's mapping (--es-url, or $SPARC_ES_URL) or from a Lucene index of the same "
-                       "encoded folder (--tokenizer INDEX). --hybrid minmax and rrf print the _msearch of the two "
-                       "searches sparc-es fuses client-side, and for rrf the one-request retriever form that needs "
-                       "an Enterprise licence.")
+                       "encoded folder (--index INDEX, also spelt --tokenizer). --hybrid minmax and rrf print the "
+                       "_msearch of the two searches sparc-es fuses client-side, and for rrf the one-request "
+                       "retriever form that needs an Enterprise licence.")
     p.add_argument("question")
     p.add_argument("-k", type=hit_count, default=10, help="hits (default: %(default)s)")
     p.add_argument("--es-index", help="index name for the request line (default: $SPARC_ES_INDEX or sparc)")
@@ -126,5 +126,5 @@ def _blend(args: argparse.Namespace, name: str):
     blend = Blend.read(args.tokenizer) if args.tokenizer else None
     if blend is None:
         raise SparcError("the sum's clause weights need each feature's largest stored value: give --es-url (read "
-                         "from the index's mapping) or --tokenizer INDEX, a Lucene index of the same encoded folder")
+                         "from the index's mapping) or --index INDEX, a Lucene index of the same encoded folder")
     return blend

@@ -12,6 +12,7 @@ package sparces.lucene;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collection;
 import java.util.List;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
@@ -25,9 +26,16 @@ import org.apache.lucene.index.Term;
 import org.apache.lucene.search.BooleanClause;
 import org.apache.lucene.search.BooleanQuery;
 import org.apache.lucene.search.BoostQuery;
+import org.apache.lucene.search.Collector;
+import org.apache.lucene.search.CollectorManager;
+import org.apache.lucene.search.FilterCollector;
+import org.apache.lucene.search.FilterLeafCollector;
+import org.apache.lucene.search.FilterScorable;
 import org.apache.lucene.search.IndexSearcher;
 import org.apache.lucene.search.DocIdSetIterator;
+import org.apache.lucene.search.LeafCollector;
 import org.apache.lucene.search.Query;
+import org.apache.lucene.search.Scorable;
 import org.apache.lucene.search.ScoreDoc;
 import org.apache.lucene.search.ScoreMode;
 import org.apache.lucene.search.Scorer;
@@ -73,6 +81,63 @@ public final class Search {
       scores[i] = hits[i].score;
     }
     return new Hits(docs, scores, ids(searcher, docs, idField));
+  }
+
+  /**
+   * {@link #top} with the threshold over-estimated (Broder et al., CIKM 2003; the lever
+   * scripts/studies/threshold_factor.py measures, not the default): the scorer is told that a hit
+   * must beat {@code factor} times the k-th best score so far, so block-max pruning skips more. A
+   * hit between the k-th best and that bound is kept when the scorer reaches it and lost when it
+   * skips it; {@code factor} 1 is {@link #top}.
+   */
+  public static Hits overestimated(IndexSearcher searcher, Query query, int k, float factor, String idField)
+      throws IOException {
+    CollectorManager<TopScoreDocCollector, TopDocs> inner = TopScoreDocCollector.createSharedManager(k, null, k);
+    List<TopScoreDocCollector> made = new ArrayList<>();
+    TopDocs top = searcher.search(query, new CollectorManager<Collector, TopDocs>() {
+      @Override
+      public Collector newCollector() throws IOException {
+        TopScoreDocCollector collector = inner.newCollector();
+        synchronized (made) {
+          made.add(collector);
+        }
+        return new FilterCollector(collector) {
+          @Override
+          public LeafCollector getLeafCollector(LeafReaderContext context) throws IOException {
+            return new FilterLeafCollector(super.getLeafCollector(context)) {
+              @Override
+              public void setScorer(Scorable scorer) throws IOException {
+                super.setScorer(new FilterScorable(scorer) {
+                  @Override
+                  public void setMinCompetitiveScore(float minScore) throws IOException {
+                    in.setMinCompetitiveScore(minScore * factor);
+                  }
+                });
+              }
+            };
+          }
+        };
+      }
+
+      @Override
+      public TopDocs reduce(Collection<Collector> collectors) throws IOException {
+        return inner.reduce(made);
+      }
+    });
+    ScoreDoc[] hits = top.scoreDocs;
+    int[] docs = new int[hits.length];
+    float[] scores = new float[hits.length];
+    for (int i = 0; i < hits.length; i++) {
+      docs[i] = hits[i].doc;
+      scores[i] = hits[i].score;
+    }
+    return new Hits(docs, scores, ids(searcher, docs, idField));
+  }
+
+  /** {@link #overestimated} for one bag of weighted terms of {@code field}. */
+  public static Hits overestimatedBag(IndexSearcher searcher, String field, String[] terms, float[] weights, int k,
+                                      float factor, String idField) throws IOException {
+    return overestimated(searcher, weighted(field, terms, weights, 0, terms.length), k, factor, idField);
   }
 
   /**

@@ -23,6 +23,7 @@ from sparc_es.cli import main
 from sparc_es.engines.blend import (
     BLEND_FILE,
     BM25_SHARE,
+    COVERAGE_FLOOR,
     PREFIX,
     SCALE,
     Blend,
@@ -79,8 +80,22 @@ def test_clause_weights_make_each_side_reach_exactly_its_share():
     bm25 = sum(w * blend.maxima[f] for f, w in weights.items() if f.startswith(PREFIX))
     assert sparc == pytest.approx(0.6) and bm25 == pytest.approx(0.4)
     assert weights[PREFIX + "flag"] == pytest.approx(0.4 * 2 / (2 * 90 + 120))  # counted twice
-    # a question with no word in the index: the BM25 side is empty, the most it can score is 0.6
-    assert sum(w * blend.maxima[f] for f, w in blend.weights("zzz", {"how": 1}, 0.4).items()) == pytest.approx(0.6)
+    # a question with no word in the index: the BM25 side is empty, and the SPARC side's 0.6 is
+    # scaled to the floor of the share of its words the index holds
+    assert sum(w * blend.maxima[f] for f, w in blend.weights("zzz", {"how": 1}, 0.4).items()) == pytest.approx(
+        0.6 * COVERAGE_FLOOR)
+
+
+def test_a_question_whose_words_the_corpus_lacks_scales_every_weight_by_the_share_it_holds():
+    """The coverage factor is one constant of the question: every clause weight (so every score,
+    and no ranking) is scaled by the share of its words that some sentence stores."""
+    blend = Blend({"how": 7, "flag": 40, PREFIX + "flag": 90, PREFIX + "boolean": 120})
+    tokens = {"how": 1, "flag": 1}
+    whole = blend.weights("boolean flags", tokens, 0.4)
+    part = blend.weights("boolean flags xylophone zither", tokens, 0.4)  # 2 of its 4 words stored
+    assert set(part) == set(whole) and all(part[f] == pytest.approx(whole[f] / 2) for f in whole)
+    assert blend.weights("how is it", tokens, 0.4) == blend.weights("how", tokens, 0.4)  # stop words: no words
+    assert Blend.coverage({}, {}) == 1.0 and Blend.coverage({PREFIX + "a": 3}, {}) == COVERAGE_FLOOR
 
 
 def test_records_gain_bm25_features_and_their_maxima(tmp_path):

@@ -217,6 +217,13 @@ def test_search_drops_hits_under_min_score_and_says_when_no_word_is_in_the_index
     assert status == 200 and posted == body
     status, body, _ = search_get(server, "zzzzqqq xyzzy", 10)
     assert status == 200 and body["notice"].startswith("no word of the question is in the index"), body
+    # tokens the sentences store but none of its words: it ranks by them, at most at the floor
+    from sparc_es.engines.blend import COVERAGE_FLOOR
+
+    status, body, _ = search_get(server, "javascript", 10)  # java ##script: a word no sentence has
+    assert status == 200 and body["notice"].startswith("no word of the question is in the index"), body
+    assert body["hits"] and all(0 < h["score"] <= COVERAGE_FLOOR for h in body["hits"]), body["hits"]
+    assert body["hits"][0]["id"] == "docs/setup.md#1", body["hits"]
     status, body, _ = search_get(server, question, 10, min_score="nan")
     assert status == 422
 

@@ -16,16 +16,19 @@ integers, ``round(bm25 * SCALE)``, below 512 so that Elasticsearch keeps them ex
 A question is then one bag of weighted features, summed by the engine over one field: one Lucene
 ``BooleanQuery``, one Elasticsearch ``bool`` of ``rank_feature`` clauses (any licence)::
 
-    score(q, s) = (1 - a) * sum_t c_t I(t, s) / S(q)  +  a * sum_u c_u bm25(u, s) / B(q)
+    score(q, s) = C(q) * ( (1 - a) * sum_t c_t I(t, s) / S(q)  +  a * sum_u c_u bm25(u, s) / B(q) )
 
 with c the counts of the question's WordPiece tokens t and terms u, I the stored SPARC impacts and
 S(q), B(q) the largest score each side can reach for that question, ``sum c x (the feature's
 largest stored value)``, known before the search from the index's :data:`BLEND_FILE` (or the
 Elasticsearch mapping's ``_meta``). This is the convex combination with theoretical-maximum
 normalisation (Bruch, Gai and Ingber, "An Analysis of Fusion Functions for Hybrid Retrieval",
-TOIS 2023), written as clause weights, so the engine's block-max pruning still skips. A score is
-the fraction of the question's attainable score, between 0 and 1, comparable across questions:
-it can be thresholded (``--min-score``). A side the question has nothing of scores 0.
+TOIS 2023), written as clause weights, so the engine's block-max pruning still skips. C(q) is
+:meth:`Blend.coverage`, the share of the question's words that the corpus holds: a constant of the
+question, so it ranks nothing differently, but a question whose words the corpus lacks cannot
+score high through the word pieces it shares with it. A score is then the fraction of the
+question's attainable score, between 0 and 1, comparable across questions: it can be thresholded
+(``--min-score``). A side the question has nothing of scores 0.
 
 ``a`` is BM25's share (:data:`BM25_SHARE`, chosen on the validation domains: docs/evaluation.md).
 """
@@ -52,6 +55,9 @@ BLEND_FILE = "blend.json"  # in a Lucene index folder: the settings and each fea
 
 # BM25's share of the score by default: chosen on the validation domains (docs/evaluation.md).
 BM25_SHARE = 0.35
+# The least Blend.coverage gives: a question none of whose words the index holds keeps its ranking
+# (its scores are not all 0) at a twentieth of its attainable score.
+COVERAGE_FLOOR = 0.05
 
 # Unicode words as Lucene's StandardTokenizer cuts them, near enough: letters and digits, joined
 # across an apostrophe or a full stop between them (don't, e.g, example.com, 3.5) and a comma
@@ -141,22 +147,32 @@ class Blend:
 
     def weights(self, question: str, tokens: Mapping[str, float], bm25_share: float = BM25_SHARE) -> dict[str, float]:
         """The question as ``{feature: clause weight}``: the two sides' features, each side's weights
-        dividing by the largest score it can reach, shares ``1 - bm25_share`` and ``bm25_share``.
-        Features no sentence stores are left out (they add nothing to any score)."""
+        dividing by the largest score it can reach, shares ``1 - bm25_share`` and ``bm25_share``, all
+        times :meth:`coverage`. Features no sentence stores are left out (they add nothing to any
+        score)."""
         if not 0.0 <= bm25_share <= 1.0:
             raise SparcError(f"BM25's share of the sum must be between 0 and 1, not {bm25_share:g}")
         sparc = {t: c for t, c in tokens.items() if t in self.maxima}
+        terms = Counter(PREFIX + t for t in self.analyzer.terms(question))
+        stored = {f: c for f, c in terms.items() if f in self.maxima}
+        scale = self.coverage(terms, stored)
         out: dict[str, float] = {}
-        for bag, share in ((sparc, 1.0 - bm25_share), (self.term_counts(question), bm25_share)):
+        for bag, share in ((sparc, 1.0 - bm25_share), (stored, bm25_share)):
             reach = sum(c * self.maxima[f] for f, c in bag.items())
             if share > 0 and reach > 0:
-                out.update((f, share * c / reach) for f, c in bag.items())
+                out.update((f, scale * share * c / reach) for f, c in bag.items())
         return out
 
-    def term_counts(self, question: str) -> dict[str, int]:
-        """The question's BM25 terms as features, with their counts (those some sentence stores)."""
-        counts = Counter(PREFIX + t for t in self.analyzer.terms(question))
-        return {f: c for f, c in counts.items() if f in self.maxima}
+    @staticmethod
+    def coverage(terms: Mapping[str, int], stored: Mapping[str, int]) -> float:
+        """The share of the question's words (its BM25 terms, counted) that some sentence stores, at
+        least :data:`COVERAGE_FLOOR`; 1 for a question of stop words only. Every clause weight is
+        multiplied by it, which leaves the question's ranking as it is and lowers the scores of a
+        question the corpus lacks words of: measured on the validation domains, it parts the top
+        scores of questions a corpus answers from those of questions another corpus answers better
+        (docs/evaluation.md, "Scores a user can threshold")."""
+        asked = sum(terms.values())
+        return max(COVERAGE_FLOOR, sum(stored.values()) / asked) if asked else 1.0
 
     def to_json(self) -> dict:
         return {"k1": K1, "b": B, "scale": SCALE, "statistics": self.statistics, "maxima": self.maxima,

@@ -82,8 +82,8 @@ def es_query_args(g, index: bool = True) -> None:
     the command has an --index the tokenizer defaults to)."""
     from sparc_es.engines.elastic import QueryMode
 
-    # query-dsl has no --index of its own: there, --index names the Lucene index it reads the tokenizer
-    # and the sum's maxima from, as search's --index does
+    # query-dsl reads a Lucene index only for its tokenizer and the sum's maxima: there --index is
+    # another name for --tokenizer, so the folder is named as search names it
     g.add_argument("--tokenizer", *(() if index else ("--index",)), dest="tokenizer", metavar="DIR",
                    help="encoded folder, index or model folder whose tokenizer splits the question (default: "
                    + ("--index, else " if index else "") + "the default model's"

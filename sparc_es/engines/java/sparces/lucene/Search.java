@@ -73,12 +73,16 @@ public final class Search {
   /** The top k hits of a query. Hit counting stops at k, so Lucene can skip blocks that cannot compete. */
   public static Hits top(IndexSearcher searcher, Query query, int k, String idField) throws IOException {
     TopDocs top = searcher.search(query, TopScoreDocCollector.createSharedManager(k, null, k));
-    ScoreDoc[] hits = top.scoreDocs;
-    int[] docs = new int[hits.length];
-    float[] scores = new float[hits.length];
-    for (int i = 0; i < hits.length; i++) {
-      docs[i] = hits[i].doc;
-      scores[i] = hits[i].score;
+    return hits(searcher, top, idField);
+  }
+
+  private static Hits hits(IndexSearcher searcher, TopDocs top, String idField) throws IOException {
+    ScoreDoc[] found = top.scoreDocs;
+    int[] docs = new int[found.length];
+    float[] scores = new float[found.length];
+    for (int i = 0; i < found.length; i++) {
+      docs[i] = found[i].doc;
+      scores[i] = found[i].score;
     }
     return new Hits(docs, scores, ids(searcher, docs, idField));
   }
@@ -124,14 +128,7 @@ public final class Search {
         return inner.reduce(made);
       }
     });
-    ScoreDoc[] hits = top.scoreDocs;
-    int[] docs = new int[hits.length];
-    float[] scores = new float[hits.length];
-    for (int i = 0; i < hits.length; i++) {
-      docs[i] = hits[i].doc;
-      scores[i] = hits[i].score;
-    }
-    return new Hits(docs, scores, ids(searcher, docs, idField));
+    return hits(searcher, top, idField);
   }
 
   /** {@link #overestimated} for one bag of weighted terms of {@code field}. */

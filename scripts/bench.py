@@ -251,6 +251,30 @@ def side_by_side(engines, questions: list[str], ks=(10, 100), base: str = "bm25"
     return out
 
 
+def variants_beside_default(index: Path, variants, queries: int = 500) -> dict:
+    """A lever's variants of the default timed beside Lucene BM25 and the default over ``index``
+    (the benchmark's questions, :func:`side_by_side`), with how many questions' top 10 each keeps.
+    ``variants(default)`` gives ``[(name, engine)]``, engines with ``batch_search`` built on the
+    default's (scripts/studies/two_step.py, threshold_factor.py)."""
+    from sparc_es.engines import open_engine
+    from sparc_es.engines.bm25 import LuceneBM25
+    from sparc_es.evaluation.evalsets import data_dir
+
+    default = open_engine("lucene", index, hybrid="default")
+    engines = [("bm25", LuceneBM25(index / "bm25")), ("default", default), *variants(default)]
+    questions = squad_questions(data_dir(), queries)
+    topics = [(f"q{i}", q) for i, q in enumerate(questions)]
+    out = {"cpu": cpu_model(), "sentences": default.manifest.index.documents, "queries": len(questions),
+           "same_top10": {}}
+    full = default.batch_search(topics, k=10)
+    for name, engine in engines[2:]:
+        got = engine.batch_search(topics, k=10)
+        out["same_top10"][name] = sum([h.id for h in got[q]] == [h.id for h in full[q]] for q, _ in topics)
+    out["latency_ms"] = side_by_side(engines, questions)
+    print("same top 10 as the default:", out["same_top10"], "of", len(topics))
+    return out
+
+
 def squad_questions(root: Path, n: int) -> list[str]:
     """The benchmark's queries: the first ``n`` distinct SQuAD dev questions."""
     from sparc_es.evaluation.evalsets import read_mrqa

@@ -87,25 +87,10 @@ def quality(a) -> dict:
 
 
 def bench(a) -> dict:
-    from sparc_es.engines import open_engine
-    from sparc_es.engines.bm25 import LuceneBM25
-    from sparc_es.evaluation.evalsets import data_dir
+    from bench import variants_beside_default
 
-    from bench import cpu_model, side_by_side, squad_questions
-
-    default = open_engine("lucene", a.index, hybrid="default")
-    bm25 = LuceneBM25(a.index / "bm25")
-    engines = [("bm25", bm25), ("default", default)]
-    engines += [(f"factor{f:g}", Overestimated(default, f)) for f in a.factor]
-    questions = squad_questions(data_dir(), a.queries)
-    topics = [(f"q{i}", q) for i, q in enumerate(questions)]
-    out = {"cpu": cpu_model(), "sentences": default.manifest.index.documents, "queries": len(questions),
-           "same_top10": {}}
-    full = default.batch_search(topics, k=10)
-    for name, engine in engines[2:]:
-        out["same_top10"][name] = same_top10(engine.batch_search(topics, k=10), full)
-    out["latency_ms"] = side_by_side(engines, questions)
-    print("same top 10 as the default:", out["same_top10"], "of", len(topics))
+    out = variants_beside_default(a.index, lambda default: [(f"factor{f:g}", Overestimated(default, f))
+                                                            for f in a.factor], a.queries)
     print(json.dumps(out["latency_ms"], indent=1))
     return out
 

@@ -120,30 +120,16 @@ def quality(a) -> dict:
 
 
 def bench(a) -> dict:
-    from sparc_es.engines import open_engine
-    from sparc_es.engines.bm25 import LuceneBM25
-    from sparc_es.evaluation.evalsets import data_dir
+    from bench import variants_beside_default
 
-    from bench import cpu_model, side_by_side, squad_questions
+    def variants(default):
+        out = []
+        for keep in a.keep:  # the study's own short index beside the full one
+            first = first_stage(a.encoded, a.index.with_name(f"{a.index.name}-first-top{keep}"), keep)
+            out += [(f"top{keep}_window{window}", TwoStep(default, first, window)) for window in a.window]
+        return out
 
-    default = open_engine("lucene", a.index, hybrid="default")
-    bm25 = LuceneBM25(a.index / "bm25")
-    engines = [("bm25", bm25), ("default", default)]
-    for keep in a.keep:  # the study's own short index beside the full one
-        first = first_stage(a.encoded, a.index.with_name(f"{a.index.name}-first-top{keep}"), keep)
-        for window in a.window:
-            engines.append((f"top{keep}_window{window}", TwoStep(default, first, window)))
-    questions = squad_questions(data_dir(), a.queries)
-    out = {"cpu": cpu_model(), "sentences": default.manifest.index.documents, "queries": len(questions),
-           "latency_ms": {}, "same_top10": {}}
-    topics = [(f"q{i}", q) for i, q in enumerate(questions)]
-    full = default.batch_search(topics, k=10)
-    for name, engine in engines[2:]:
-        got = engine.batch_search(topics, k=10)
-        out["same_top10"][name] = sum([h.id for h in got[q]] == [h.id for h in full[q]] for q, _ in topics)
-    out["latency_ms"] = side_by_side(engines, questions)
-    print("same top 10 as the default:", out["same_top10"], "of", len(topics))
-    return out
+    return variants_beside_default(a.index, variants, a.queries)
 
 
 def main() -> None:

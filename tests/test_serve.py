@@ -677,6 +677,8 @@ def docs_server(tmp_path_factory):
         "# Setup\n\nSome words first.\n\n## Java\n\nPyserini needs Java 21 or later to run Lucene.\n\n"
         "<b>Tags are shown as text.</b>\n")
     (root / "secret.md").write_text("A file beside the corpus, not in it.\n")
+    (root / "docs" / ".env").write_text("SECRET=hunter2\n")  # in the corpus folder, left out by encode
+    (root / "docs" / "guide" / "creds.yml").write_text("password: x\n")
     encode_corpus([root / "docs"], root / "encoded", SparcModel.load("default"), progress=False, idf=IDF_DEFAULT)
     build_index(root / "encoded", root / "index")
     yield from _serve(root / "index", root / "serve.log")
@@ -692,9 +694,10 @@ def test_a_hits_link_opens_its_document_at_the_line(docs_server):
         assert response.status == 200 and response.headers["content-type"].startswith("text/html")
     assert '<tr id="L7" class="at"><td>7</td><td>Pyserini needs Java 21 or later to run Lucene.</td></tr>' in page
     assert "&lt;b&gt;Tags are shown as text.&lt;/b&gt;" in page and '<a href="../../">sparc-es</a>' in page
-    for doc in ("secret.md", "../secret.md", "%2E%2E/secret.md", "nowhere.md"):  # only the index's corpus
+    for doc in ("secret.md", "../secret.md", "%2E%2E/secret.md", "nowhere.md", ".env", "%2Eenv",
+                "guide/creds.yml"):  # only the documents the index holds: not files encode left out
         status, body, _ = call(docs_server, "GET", f"/documents/{doc}")
-        assert status == 404 and "under the corpus folders" in body["error"], (doc, body)
+        assert status == 404 and "holds no document" in body["error"], (doc, body)
 
 
 @pytest.mark.jvm

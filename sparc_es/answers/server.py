@@ -199,6 +199,7 @@ class Service:
         store = self.index / SENTENCES if self.index is not None else None
         self.store = SentenceStore(store) if store is not None and store.is_file() else None
         self.sentences = len(self.store) if self.store is not None else None
+        self._documents: frozenset[str] | None = None  # the store's document names, read on first use
 
     def _drop(self) -> None:
         """Close what :meth:`_open` took (on the worker thread)."""
@@ -341,13 +342,16 @@ class Service:
         return found
 
     def document(self, doc: str) -> tuple[str, str]:
-        """(name, text) of the document ``doc`` of the index: 404 when it is not a file under the
-        corpus folders the index records (an index is a shared artefact: its sentence store must not
-        open other files), 413 past ``MAX_DOCUMENT`` bytes."""
-        path = self.presenter().places.file(doc)
+        """(name, text) of the document ``doc`` of the index: 404 unless the index holds sentences of
+        ``doc`` and it is a file under the corpus folders the index records (an index is a shared
+        artefact: its sentence store must not open other files, and a corpus folder may hold files
+        encode left out, hidden ones or ones added since), 413 past ``MAX_DOCUMENT`` bytes."""
+        if self._documents is None and self.store is not None:
+            self._documents = self.store.documents()
+        path = self.presenter().places.file(doc) if self._documents and doc in self._documents else None
         if path is None or not path.is_file():
             shown = doc if len(doc) <= 200 else doc[:200] + "..."
-            raise ApiError(404, f"no document {shown!r} under the corpus folders of this index")
+            raise ApiError(404, f"this index holds no document {shown!r} under its corpus folders")
         if path.stat().st_size > MAX_DOCUMENT:
             raise ApiError(413, f"{doc}: over {MAX_DOCUMENT >> 20} MiB, not shown")
         return doc, path.read_bytes().decode("utf-8", errors="replace")
@@ -570,7 +574,7 @@ def create_app(service: Service, allowed_hosts: Iterable[str] | None = None, max
     async def document(request: Request, doc: str,
                        line: int | None = Query(None, ge=1, description="the line to show")) -> HTMLResponse:
         """A document of the index as text with line numbers, scrolled to ``line`` (where a hit's
-        link leads); only files under the corpus folders the index records."""
+        link leads); only documents the index holds, read from the corpus folders it records."""
         _known_params(request, "line")
         name, text = await service.run(service.document, doc)
         return HTMLResponse(document_page(name, text, line))

@@ -85,6 +85,13 @@ class SentenceStore:
     def __len__(self) -> int:
         return self.db.execute("SELECT COUNT(*) FROM sentences").fetchone()[0]
 
+    def documents(self) -> frozenset[str]:
+        """The names of the documents whose sentences are stored (one scan; a corpus has far fewer
+        documents than sentences, so the set is small)."""
+        with self._lock:
+            rows = self.db.execute("SELECT DISTINCT doc FROM sentences WHERE doc IS NOT NULL")
+            return frozenset(doc for (doc,) in rows)
+
     def missing(self, other: str | Path) -> int:
         """How many ids of the sentence store ``other`` (another folder's file) this one does not hold:
         what an update removed. Counted by SQLite on the two id indexes, nothing loaded into memory."""

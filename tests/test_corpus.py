@@ -162,3 +162,101 @@ def test_a_folder_that_cannot_be_listed_is_an_error_naming_it(tmp_path, monkeypa
     monkeypatch.setattr(os, "scandir", scandir)
     with pytest.raises(InputError, match=r"private: cannot read this folder: Permission denied"):
         list(read_corpus([tmp_path / "docs"]))
+
+
+# --- what a folder of real documentation holds besides documents ---------------------------------
+
+def test_json_files_in_a_folder_are_skipped_and_counted_but_a_json_file_named_is_read(tmp_path):
+    """package.json or a theme's _static/*.json used to stop the encode at line 1 ("missing or invalid
+    id"): in a folder only .jsonl is JSONL; a .json file named on its own is still read as JSONL."""
+    from sparc_es.corpus.sources import ReadStats
+
+    docs = tmp_path / "docs"
+    (docs / "_static").mkdir(parents=True)
+    write(docs / "guide.md", "# Guide\n\nRead the guide first.\n")
+    write(docs / "package.json", '{\n  "name": "site"\n}\n')
+    write(docs / "_static" / "search.json", "[1, 2]\n")
+    stats = ReadStats()
+    assert [s.text for s in read_corpus([docs], stats)] == ["Read the guide first."]
+    assert stats.skipped_files == {".json": 2}
+    assert stats.skipped_notice().startswith("skipped 2 files: 2 .json (only .jsonl, ")
+    named = write(tmp_path / "records.json", json.dumps({"id": "r1", "text": "A record."}) + "\n")
+    assert [s.id for s in read_corpus([named])] == ["r1"]
+
+
+def test_folders_sparc_es_wrote_inside_a_corpus_are_skipped_and_counted(tmp_path):
+    """An earlier encode or index inside the corpus folder (proj/work/encoded) used to be read as
+    corpus and stop the encode at its vectors file; the corpus folder itself is refused with a reason."""
+    from sparc_es.corpus.sources import ReadStats
+    from sparc_es.layout import ownership
+
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    write(proj / "notes.md", "A note to read.\n")
+    for name in ("work/encoded", "work/index"):
+        folder = ownership.claim(proj / name, "encode")
+        (folder / "vectors").mkdir()
+        write(folder / "vectors" / "vectors.jsonl", '{"id": "notes.md#1", "contents": "x", "vector": {}}\n')
+        write(folder / "meta.json", "{}\n")
+        write(folder / "notes.txt", "Never read.\n")
+    stats = ReadStats()
+    assert [s.text for s in read_corpus([proj], stats)] == ["A note to read."]
+    assert stats.own_folders == ["work/encoded", "work/index"]
+    assert "skipped 2 folders sparc-es wrote (an earlier encode or index is not corpus): work/encoded, work/index" \
+        in stats.skipped_notice()
+    assert ownership.MARKER == ".sparc-es"  # the name the reader knows them by (corpus comes before layout)
+    with pytest.raises(InputError, match=r"encoded: a folder sparc-es wrote .* not a corpus"):
+        list(read_corpus([proj / "work" / "encoded"]))
+
+
+def test_hidden_files_and_folders_are_counted_in_the_skip_line(tmp_path):
+    from sparc_es.corpus.sources import ReadStats
+
+    docs = tmp_path / "docs"
+    (docs / ".hidden").mkdir(parents=True)
+    write(docs / ".hidden" / "h.md", "Not read.\n")
+    write(docs / ".dot.md", "Not read either.\n")
+    write(docs / "good.md", "Read this.\n")
+    stats = ReadStats()
+    assert [s.text for s in read_corpus([docs], stats)] == ["Read this."]
+    assert stats.skipped_notice() == "left out 2 hidden files and folders (names that start with '.')"
+    write(docs / "x.png", "")
+    (docs / ".dot.md").unlink()
+    assert list(read_corpus([docs], stats)) and stats.skipped_notice() == (
+        "skipped 1 file: 1 .png (only .jsonl, .txt, .md, .rst or .html files are read); "
+        "left out 1 hidden file or folder (names that start with '.')")
+
+
+def test_files_that_give_no_sentences_are_counted_and_named(tmp_path):
+    from sparc_es.corpus.sources import ReadStats
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    write(docs / "empty.md", "")
+    write(docs / "codeonly.md", "# Install\n\n```\npip install x\n```\n")
+    write(docs / "navonly.html", "<nav><a href='/'>Home</a></nav><script>var x = 1;</script>")
+    write(docs / "good.txt", "A real sentence.\n")
+    stats = ReadStats()
+    assert [s.text for s in read_corpus([docs], stats)] == ["A real sentence."]
+    assert stats.empty_files == 3
+    assert stats.empty_notice() == (f"3 files gave no sentences (empty, or only headings, code or navigation): "
+                                    f"{docs / 'codeonly.md'}, {docs / 'empty.md'}, {docs / 'navonly.html'}")
+    list(read_corpus([docs], stats))
+    assert stats.empty_files == 3  # read again, not counted twice
+
+
+def test_the_same_document_path_in_two_folders_is_refused_naming_both(tmp_path):
+    """a/setup.md and b/setup.md given as folders a and b both have the id setup.md: their sentences
+    used to collide silently (hits with no line, no heading path)."""
+    for folder, text in (("a", "Install it with pip."), ("b", "Configure it in a file.")):
+        (tmp_path / "dup" / folder).mkdir(parents=True)
+        write(tmp_path / "dup" / folder / "setup.md", text + "\n")
+    a, b = tmp_path / "dup" / "a", tmp_path / "dup" / "b"
+    with pytest.raises(InputError) as e:
+        list(read_corpus([a, b]))
+    assert str(e.value) == (f"{b / 'setup.md'}: has the same document id 'setup.md' as {a / 'setup.md'} (ids are "
+                            "paths inside each folder given), so their sentence ids would collide: pass the folder "
+                            f"that holds both ({tmp_path / 'dup'}) instead, or rename one")
+    assert len(list(read_corpus([tmp_path / "dup"]))) == 2
+    with pytest.raises(InputError, match=r"a/setup.md: is read twice \(also as .*a/setup.md, from .*dup\)"):
+        list(read_corpus([tmp_path / "dup", a]))

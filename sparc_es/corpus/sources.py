@@ -43,9 +43,15 @@ from sparc_es.corpus.readers import SUFFIXES, format_of, read_blocks
 from sparc_es.corpus.readers.blocks import CODE, HEADING, PARAGRAPH, ROW, Block, Report, lead_of, line_starts, locate
 from sparc_es.errors import InputError
 
+# A .json file is read as JSONL only when named on its own: in a folder, .json files are a project's
+# configuration (package.json, a theme's _static/*.json, sparc-es's own meta.json), skipped and counted.
 JSONL_SUFFIXES = (".jsonl", ".json")
 TEXT_SUFFIXES = tuple(SUFFIXES)  # documents: .txt, .md/.markdown, .rst/.rest, .html/.htm
-READ_SUFFIXES = JSONL_SUFFIXES + TEXT_SUFFIXES
+READ_SUFFIXES = JSONL_SUFFIXES + TEXT_SUFFIXES  # what a file named on its own may be
+FOLDER_SUFFIXES = (".jsonl",) + TEXT_SUFFIXES  # what is read in a folder
+# The file every folder sparc-es writes holds (sparc_es.layout.ownership.MARKER, the same name): a
+# folder inside a corpus folder that holds it (an earlier encode, an index) is not corpus.
+OWN_MARKER = ".sparc-es"
 _READABLE = ".jsonl, .txt, .md, .rst or .html"
 BOM = "\ufeff"
 # C0 controls but tab, newline and carriage return; DEL; C1 controls.
@@ -112,6 +118,9 @@ class ReadStats:
     skipped_files: dict[str, int] = field(default_factory=dict)  # files in folders not read, by suffix
     hidden_files: int = 0  # hidden files and folders (.git, .DS_Store) passed over
     skipped_links: int = 0  # links in folders to files or folders outside the folder, or to no regular file
+    own_folders: list[str] = field(default_factory=list)  # folders in corpus folders that sparc-es wrote
+    empty_files: int = 0  # files read that gave no sentence (an empty page, only a heading and code)
+    empty_examples: list[str] = field(default_factory=list)  # the first few
     cut: int = 0  # texts the readers cut or bounded (a sentence too long, an expansion too large, ...)
     cut_examples: list[str] = field(default_factory=list)  # the first few, "file:line: what"
 
@@ -126,11 +135,42 @@ class ReadStats:
         notes = []
         if self.skipped_files:
             notes.append(f"{_skipped_text(self.skipped_files)} (only {_READABLE} files are read)")
+        if self.own_folders:
+            notes.append(f"skipped {counted(len(self.own_folders), 'folder')} sparc-es wrote (an earlier encode or "
+                         f"index is not corpus): {_examples(self.own_folders[:CUT_EXAMPLES], len(self.own_folders))}")
+        if self.hidden_files:
+            n = self.hidden_files
+            notes.append(f"left out {n} hidden {'file or folder' if n == 1 else 'files and folders'} "
+                         "(names that start with '.')")
         if self.skipped_links:
             n = self.skipped_links
             notes.append(f"skipped {n} link{'s' if n != 1 else ''} that lead{'s' if n == 1 else ''} outside the "
                          "corpus folder or to no regular file (links are followed only inside the folder)")
         return "; ".join(notes)
+
+    def note_empty(self, path: str | Path) -> None:
+        """Count one file read that gave no sentence."""
+        self.empty_files += 1
+        if len(self.empty_examples) < CUT_EXAMPLES:
+            self.empty_examples.append(str(path))
+
+    def empty_notice(self) -> str:
+        """One line for the user about the files that gave no sentence ("" when every file gave some)."""
+        if not self.empty_files:
+            return ""
+        return (f"{counted(self.empty_files, 'file')} gave no sentences (empty, or only headings, code or "
+                f"navigation): {_examples(self.empty_examples, self.empty_files)}")
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 file``, ``2 files``: ``n`` and the noun, singular or plural as ``n`` says."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
+def _examples(names: list[str], total: int) -> str:
+    """``a.md, b.html and 3 more``: the names, then how many others there are."""
+    shown_names = ", ".join(n if n.isprintable() else shown(n, 80) for n in names)
+    return shown_names + (f" and {total - len(names):,} more" if total > len(names) else "")
 
 
 @dataclass(frozen=True)
@@ -533,24 +573,36 @@ def _suffix(path: Path) -> str:
 def corpus_files(paths: Iterable[str | Path], stats: ReadStats | None = None) -> list[tuple[Path, str]]:
     """Resolve files and folders to (file, document id) pairs, in a stable order.
 
-    A folder is read recursively; its files that are neither JSONL nor a document are counted by
-    suffix in ``stats.skipped_files``, hidden files and folders (``.git``, ``.DS_Store``, not
-    descended into) in ``stats.hidden_files``. A link inside a folder is read only when it leads to
+    A folder is read recursively; its files that are neither JSONL (``.jsonl``: a ``.json`` file is
+    read only when named on its own) nor a document are counted by suffix in ``stats.skipped_files``,
+    hidden files and folders (``.git``, ``.DS_Store``, not descended into) in ``stats.hidden_files``,
+    folders sparc-es wrote (they hold :data:`OWN_MARKER`: an earlier encode, an index) in
+    ``stats.own_folders``. A link inside a folder is read only when it leads to
     a regular file inside that folder (a cloned repository may hold ``x -> /proc/self/environ``);
     other links, and links to folders (whose files, inside the folder, are read where they are),
-    are counted in ``stats.skipped_links``. A file named on its own is read wherever it is.
+    are counted in ``stats.skipped_links``. A file named on its own is read wherever it is. Two
+    documents with the same id (``a/setup.md`` and ``b/setup.md`` given as folders ``a`` and ``b``),
+    or one file read twice, are refused.
     """
     files: list[tuple[Path, str]] = []
+    roots: list[Path] = []  # the path given that each file was found under
     skipped: Counter[str] = Counter()
     hidden = links = 0
+    own: list[str] = []
     for p in map(Path, paths):
         if p.is_dir():
+            if (p / OWN_MARKER).is_file():
+                raise InputError(p, f"a folder sparc-es wrote (it holds {OWN_MARKER}: an encoded folder, an index), "
+                                    "not a corpus: name the folder of your documents")
             found: list[Path] = []
             here: Counter[str] = Counter()
             inside = p.resolve()
             for root, dirs, names in os.walk(p, onerror=_unreadable):  # does not descend into linked folders
                 hidden += sum(d.startswith(".") for d in dirs) + sum(n.startswith(".") for n in names)
                 dirs[:] = [d for d in dirs if not d.startswith(".")]
+                ours = [d for d in dirs if not Path(root, d).is_symlink() and Path(root, d, OWN_MARKER).is_file()]
+                own += [Path(root, d).relative_to(p).as_posix() for d in ours]
+                dirs[:] = [d for d in dirs if d not in ours]
                 links += sum(Path(root, d).is_symlink() for d in dirs)
                 for name in names:
                     f = Path(root, name)
@@ -559,9 +611,9 @@ def corpus_files(paths: Iterable[str | Path], stats: ReadStats | None = None) ->
                     if f.is_symlink() and not _link_inside(f, inside):
                         links += 1
                         continue
-                    if f.suffix.lower() in READ_SUFFIXES and f.is_file():
+                    if f.suffix.lower() in FOLDER_SUFFIXES and f.is_file():
                         found.append(f)
-                    elif f.suffix.lower() in READ_SUFFIXES:  # a pipe, a socket, a device: never read
+                    elif f.suffix.lower() in FOLDER_SUFFIXES:  # a pipe, a socket, a device: never read
                         here[f"{_suffix(f)} that is not a regular file"] += 1
                     else:
                         here[_suffix(f)] += 1
@@ -570,11 +622,13 @@ def corpus_files(paths: Iterable[str | Path], stats: ReadStats | None = None) ->
                 detail = f" ({_skipped_text(here)})" if here else ""
                 raise InputError(p, f"no {_READABLE} files in this folder{detail}")
             files += [(f, f.relative_to(p).as_posix()) for f in sorted(found)]
+            roots += [p] * len(found)
         elif p.is_file():
             if p.suffix.lower() not in READ_SUFFIXES:
                 raise InputError(p, "unknown corpus format: use .jsonl records or .txt / .md / .rst / .html "
                                     "documents")
             files.append((p, p.name))
+            roots.append(p)
         elif p.exists():
             raise InputError(p, "not a regular file or a folder (a pipe, a socket or a device is never read)")
         else:
@@ -583,7 +637,34 @@ def corpus_files(paths: Iterable[str | Path], stats: ReadStats | None = None) ->
         stats.skipped_files = dict(sorted(skipped.items(), key=lambda kv: (-kv[1], kv[0])))
         stats.hidden_files = hidden
         stats.skipped_links = links
+        stats.own_folders = own
+    _check_distinct(files, roots)
     return files
+
+
+def _check_distinct(files: list[tuple[Path, str]], roots: list[Path]) -> None:
+    """Refuse a file read twice, or two documents whose sentence ids would be the same: a document's id
+    is its path inside the folder given (its name, for a file given), so ``a/setup.md`` and
+    ``b/setup.md`` given as ``a`` and ``b`` would share ids, and their hits each other's lines."""
+    by_file: dict[Path, int] = {}
+    by_doc: dict[str, int] = {}
+    for i, (path, doc_id) in enumerate(files):
+        first = by_file.setdefault(Path(os.path.abspath(path)), i)  # links not followed: a link is read as itself
+        if first != i:
+            raise InputError(path, f"is read twice (also as {files[first][0]}, from {roots[first]}): give each "
+                                   "file or folder once (a folder is read with the folders inside it)")
+        if path.suffix.lower() in JSONL_SUFFIXES:  # records carry their own ids
+            continue
+        first = by_doc.setdefault(doc_id, i)
+        if first != i:
+            given = [str(roots[first]), str(roots[i])]
+            try:
+                common = os.path.commonpath(given) or "."
+            except ValueError:  # one absolute, one relative
+                common = os.path.commonpath([os.path.abspath(g) for g in given])
+            raise InputError(path, f"has the same document id {doc_id!r} as {files[first][0]} (ids are paths inside "
+                                   "each folder given), so their sentence ids would collide: pass the folder that "
+                                   f"holds both ({common}) instead, or rename one")
 
 
 def _unreadable(e: OSError) -> None:
@@ -613,13 +694,16 @@ def _skipped_text(skipped: Counter[str] | dict[str, int], most: int = 6) -> str:
 def read_corpus(paths: Iterable[str | Path], stats: ReadStats | None = None) -> Iterator[Sentence]:
     """Stream every sentence of the given files and folders; ids must be unique across them.
 
-    ``stats``, when given, counts what was cleaned on the way (see :class:`ReadStats`).
+    ``stats``, when given, counts what was cleaned on the way, and the files that gave no sentence
+    (see :class:`ReadStats`).
     """
     stats = stats if stats is not None else ReadStats()
     files = corpus_files(paths, stats)
+    stats.empty_files, stats.empty_examples = 0, []  # set, not added to, as the files listed
     seen: dict[str, tuple[int, int | None]] = {}  # id -> (file number, line) of its first record
     count = 0
     for number, (path, doc_id) in enumerate(files):
+        before = count
         if path.suffix.lower() in JSONL_SUFFIXES:
             records: Iterator[tuple[int | None, Sentence]] = _jsonl_lines(path, stats)
         else:
@@ -637,6 +721,8 @@ def read_corpus(paths: Iterable[str | Path], stats: ReadStats | None = None) -> 
             seen[s.id] = (number, lineno)
             count += 1
             yield s
+        if count == before:
+            stats.note_empty(path)
     if count == 0:
         raise InputError(", ".join(str(f) for f, _ in files) or "corpus", "empty corpus: no sentences found")
 

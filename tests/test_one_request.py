@@ -260,6 +260,14 @@ def test_min_score_drops_hits_below_it(docs_index, capsys):
     assert kept == [s for s in scores if s >= cut] and len(kept) < len(scores)
     assert main(["search", "--index", index, "--engine", "bm25", "--min-score", "1", "q"]) == 1
     assert "--min-score" in capsys.readouterr().err
+    # every hit under the threshold: said as such, with the best score, not as "no sentence shares a token"
+    above_best = round(scores[0] + 0.005, 2)
+    assert main(["search", "--index", index, "--min-score", str(above_best), QUESTIONS[0]]) == 0
+    out = capsys.readouterr().out
+    assert f"no hit scored {above_best:g} or more (the best scored {scores[0]:.2f})" in out, out
+    assert "no sentence shares a token" not in out
+    assert main(["search", "--index", index, "--min-score", "1.5", QUESTIONS[0]]) == 1  # past the scale: refused
+    assert "fractions of the question's attainable score, 0 to 1" in capsys.readouterr().err
 
 
 @pytest.mark.jvm

@@ -12,6 +12,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -175,6 +176,7 @@ def test_health_names_the_index_model_and_engine(server, index):
     manifest = Manifest.read(index)
     assert status == 200 and kind.startswith("application/json")
     assert body["status"] == "ok" and body["index"] == index.name and body["failure"] is None
+    assert body["min_score"] is None  # serve --min-score
     assert str(index.parent) not in json.dumps(body)  # no local path to a client
     assert body["sentences"] == sum(map(len, DOCS.values())) == manifest.sentences
     assert body["model"]["fingerprint"] == manifest.model.fingerprint
@@ -226,6 +228,9 @@ def test_search_drops_hits_under_min_score_and_says_when_no_word_is_in_the_index
     assert body["hits"][0]["id"] == "docs/setup.md#1", body["hits"]
     status, body, _ = search_get(server, question, 10, min_score="nan")
     assert status == 422
+    status, body, _ = search_get(server, question, 10, min_score=1)  # every hit under it: said, with the best
+    assert status == 200 and not body["hits"] and body["notice"] == f"no hit scored 1 or more (the best scored " \
+        f"{scores[0]:.2f})", body
 
 
 @pytest.mark.jvm
@@ -374,6 +379,11 @@ def test_the_page_shows_hits_with_the_questions_words_marked(server, tmp_path):
     assert "<mark>Which</mark>" not in dom and "<mark>does</mark>" not in dom  # too common to mark
     assert hits[0]["where"] in first and 'id="error"></div>' in dom
     assert "also in this paragraph: 2 more" in first  # the passage's other sentences, collapsed
+    # the API's notice on the page: none of the question's words is in the index, the hits match pieces
+    odd = subprocess.run([*browser, "--dump-dom", f"{server}/?{urlencode({'q': 'javascript', 'k': 3})}"],
+                         capture_output=True, text=True, timeout=120).stdout
+    status = odd.split('id="status"', 1)[1].split("</", 1)[0]
+    assert "no word of the question is in the index" in status and re.search(r"\. \d hits in \d+ ms$", status), status
 
     # The page as a product: what it searches, and a layout from a phone's width to a desktop's.
     for width in (390, 1280):

@@ -363,8 +363,8 @@ class Service:
         return {"status": "failing" if self.failure else "ok", "version": __version__,
                 "index": self.index.name if self.index else None, "sentences": self.sentences,
                 "model": {"fingerprint": m.model.fingerprint, "base": m.model.base_model.get("name")} if m else None,
-                "factor": m.factor if m else None, "engine": self.engine_info, "failure": self.failure,
-                "generation": _generation(m)}
+                "factor": m.factor if m else None, "engine": self.engine_info, "min_score": self.min_score,
+                "failure": self.failure, "generation": _generation(m)}
 
     def close(self) -> None:
         """Stop: abandon queued and running work at its next check, then close the engine."""

@@ -214,6 +214,8 @@ class QuestionMatch:
     postings: dict[str, int] | None = None  # token -> document frequency in the impact index (None: not known)
     words: list[str] = field(default_factory=list)  # the question's meaningful words
     found: list[str] | None = None  # those in the index (None: not known)
+    min_score: float | None = None  # the threshold the answer was cut at (None: none)
+    best_below: float | None = None  # the best score when every hit fell under ``min_score``
 
     @property
     def in_index(self) -> list[str] | None:
@@ -226,7 +228,10 @@ class QuestionMatch:
         return bool(self.words) and self.found is not None and not self.found
 
     def notice(self) -> str | None:
-        """The one line said when nothing meaningful matched, else None."""
+        """The one line said when nothing meaningful matched, or when every hit scored under the
+        threshold, else None."""
+        if self.best_below is not None:
+            return f"no hit scored {self.min_score:g} or more (the best scored {self.best_below:.2f})"
         if not self.nothing_meaningful:
             return None
         return f"{NOTHING_MATCHED} ({', '.join(self.words)} not found)"
@@ -242,7 +247,7 @@ class QuestionMatch:
 
     def to_json(self) -> dict:
         return {"tokens": self.tokens, "postings": self.postings, "words": self.words, "found": self.found,
-                "nothing_meaningful": self.nothing_meaningful}
+                "nothing_meaningful": self.nothing_meaningful, "best_below_min_score": self.best_below}
 
 
 def match_question(question: str, queries, statistics=None, postings=None) -> QuestionMatch:
@@ -324,15 +329,19 @@ def answer(engine, presenter: Presenter, question: str, k: int, collapse_paragra
     from sparc_es.engines.base import MAX_HITS, above, best_sentences
 
     if documents is not None:
-        hits = engine.search(question, max(k, documents))
-        hits = above(best_sentences(hits, {h.id: h.doc for h in hits}, k), min_score)
-        match = presenter.question(question)
-        return match, presenter.hits(question, hits, match)
-    depth = (start + k) * (COLLAPSE_DEPTH if collapse_paragraphs else 1) * (KEEP_DEPTH if keep else 1)
-    hits = above(engine.search(question, min(MAX_HITS, depth)), min_score)
-    if keep is not None:
-        hits = [h for h in hits if keep(h)]
+        found = engine.search(question, max(k, documents))
+        found = best_sentences(found, {h.id: h.doc for h in found}, k)
+    else:
+        depth = (start + k) * (COLLAPSE_DEPTH if collapse_paragraphs else 1) * (KEEP_DEPTH if keep else 1)
+        found = engine.search(question, min(MAX_HITS, depth))
+        if keep is not None:
+            found = [h for h in found if keep(h)]
+    hits = above(found, min_score)
     match = presenter.question(question)
+    if found and not hits:  # say so, and how far the best fell short, rather than "no hit"
+        match.min_score, match.best_below = min_score, found[0].score
+    if documents is not None:
+        return match, presenter.hits(question, hits, match)
     shown = presenter.hits(question, hits, match)
     shown = collapse(shown, start + k) if collapse_paragraphs else shown[:start + k]
     return match, shown[start:]

@@ -90,7 +90,9 @@ def es_query_args(g, index: bool = True) -> None:
                    + ("" if index else "; an encoded folder or index also gives its quantisation factor") + ")")
     g.add_argument("--query-mode", choices=[m.value for m in QueryMode],
                    help="dot product through rank_feature clauses (linear, boost = count) or one "
-                        f"sparse_vector query (default: {QueryMode.RANK_FEATURE.value})")
+                        "sparse_vector query (default: the one the index's weights field takes, "
+                        f"{QueryMode.RANK_FEATURE.value} for rank_features; {QueryMode.RANK_FEATURE.value} without "
+                        "a cluster to read)")
     g.add_argument("--bm25-weight", help=argparse.SUPPRESS)  # gone: refused with what to use instead
 
 
@@ -194,6 +196,12 @@ def check_engine_options(args: argparse.Namespace) -> None:
     if args.engine == "bm25":
         refuse(args, ("min_score",), "applies to the SPARC engines (the default's scores are fractions), not to BM25")
     HybridChoice.of(args.engine, hybrid(args), args.hybrid_weight)
+    if args.min_score is not None and args.min_score > 1 and hybrid(args) in FRACTIONS:
+        raise SparcError(f"--min-score {args.min_score:g} drops every hit: the scores of --hybrid {hybrid(args)} are "
+                         "fractions of the question's attainable score, 0 to 1")
+
+
+FRACTIONS = ("default", "sum", "minmax")  # the hybrids whose scores run from 0 to 1
 
 
 def hybrid(args: argparse.Namespace) -> str | None:
@@ -250,6 +258,6 @@ def open_engine(args: argparse.Namespace):
     method = hybrid(args)
     if args.engine == "es":
         return opened("es", args.index, connection=connection(args), es_index=es_index(args),
-                           tokenizer=args.tokenizer, query_mode=args.query_mode or "rank_feature", hybrid=method,
+                           tokenizer=args.tokenizer, query_mode=args.query_mode, hybrid=method,
                            hybrid_weight=args.hybrid_weight, notice=warn)
     return opened(args.engine, args.index, hybrid=method, hybrid_weight=args.hybrid_weight, notice=warn)

@@ -37,7 +37,7 @@ def print_hits(question: str, match, shown, color: bool | None = None) -> None:
     for line in (match.summary(), match.notice() and f"! {match.notice()}"):
         if line:
             print(f"  {printable(line)}")
-    if not shown:
+    if not shown and match.best_below is None:
         print("  (no sentence shares a token with the question)")
     held = match.in_index
     for s in shown:

@@ -10,6 +10,8 @@ from sparc_es.cli.options import HYBRID, hybrid_args, load_model, model_args, po
 from sparc_es.cli.output import warn
 from sparc_es.errors import SparcError
 
+TOP = 20  # tokens of a sentence explained alone
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser("explain", help="why a hit scored what it did, token by token; or a sentence's (token, "
@@ -29,11 +31,12 @@ def add_parser(sub) -> None:
                    "--model (it must be the one the index was encoded with) with the index's K, max length "
                    "and max-over")
     p.add_argument("--context", help="without --index: the passage the sentence comes from")
-    p.add_argument("--top", type=positive, default=20, help="without --index: tokens to show (default: %(default)s)")
-    p.add_argument("--no-collapse", dest="collapse", action="store_false",
+    p.add_argument("--top", type=positive, help=f"without --index: tokens to show (default: {TOP})")
+    p.add_argument("--no-collapse", action="store_true",
                    help="with --index: ranks count every sentence, as search --no-collapse shows them (by default "
                         "the sentences of one paragraph are one hit, as search shows them)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print JSON: the hits' token tables with --index, else the "
+                                                       "(token, weight) pairs")
     model_args(p)
     hybrid_args(p, "ranks (with --index): search's, with or without BM25")
 
@@ -41,7 +44,7 @@ def add_parser(sub) -> None:
 def command(args: argparse.Namespace) -> int:
     if args.index:
         return _explain_hits(args)
-    refuse(args, HYBRID, "ranks the hits of --index: it needs --index")
+    refuse(args, (*HYBRID, "no_collapse"), "ranks the hits of --index: it needs --index")
     if len(args.text) != 1:
         raise SparcError("explain takes one sentence (in quotes); with --index, the question and the hits to explain")
     args.sentence = args.text[0]
@@ -51,7 +54,7 @@ def command(args: argparse.Namespace) -> int:
     if not args.sentence.strip():
         raise SparcError("empty sentence")
     model = load_model(args)
-    pairs = model.explain(args.sentence, args.context or "", top=args.top)
+    pairs = model.explain(args.sentence, args.context or "", top=args.top or TOP)
     if args.json:
         print(json.dumps([{"token": t, "weight": round(w, 4)} for t, w in pairs], ensure_ascii=False))
     else:
@@ -70,6 +73,8 @@ def _explain_hits(args: argparse.Namespace) -> int:
 
     refuse(args, ("context",), "is the passage of a sentence explained alone: with --index, hits are explained "
                                "with their own context")
+    refuse(args, ("top",), "is how many tokens of a sentence explained alone to show: with --index, every question "
+                           "token is shown")
     refuse(args, ("top_k", "max_length", "max_over"), "does not apply with --index: the index's own settings are "
                                                       "used")
     if len(args.text) < 2:
@@ -84,7 +89,7 @@ def _explain_hits(args: argparse.Namespace) -> int:
     device = resolve_device(args.device)
     engine = open_engine("lucene", args.index, hybrid=args.hybrid or "default", hybrid_weight=args.hybrid_weight,
                          notice=warn)
-    explainer = Explainer(args.index, engine, args.model, device, collapse=args.collapse)
+    explainer = Explainer(args.index, engine, args.model, device, collapse=not args.no_collapse)
     try:
         result = explainer.explain(question, wanted)
     finally:

@@ -537,3 +537,19 @@ def read_vectors_ids(folder):
         return list(store.get(ids, context=True).values())
     finally:
         store.close()
+
+
+def test_a_reader_that_stops_early_is_not_an_error():
+    """``sparc-es ... | head``: the closed pipe stops the command quietly, no "Broken pipe" line."""
+    import os
+    import subprocess
+    import sys
+
+    read, write = os.pipe()
+    os.close(read)  # the reader has gone before the first write (head -1 after a long output's first line)
+    process = subprocess.Popen([sys.executable, "-m", "sparc_es", "explain", "The capital of France is Paris."],
+                               stdout=write, stderr=subprocess.PIPE)
+    os.close(write)
+    err = process.stderr.read().decode()
+    assert process.wait(timeout=300) == 1, err
+    assert "Broken pipe" not in err and "Traceback" not in err and "Exception ignored" not in err, err

@@ -81,10 +81,15 @@ def main(argv: list[str] | None = None) -> int:
         verbs.choices[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     debug = args.debug or os.environ.get("SPARC_ES_DEBUG", "") not in ("", "0")
     try:
-        return VERBS[args.command].command(args)
+        status = VERBS[args.command].command(args)
+        sys.stdout.flush()  # a reader gone is found here, not in the interpreter's exit
+        return status
     except KeyboardInterrupt as e:  # a command may say how it goes on (adapt: from which checkpoint)
         print(f"{PROG}: {str(e) or 'interrupted; run the same command again to resume'}", file=sys.stderr)
         return INTERRUPTED
+    except BrokenPipeError:  # the reader has gone (`| head`): stop quietly, as other commands in a pipe do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush is quiet too
+        return FAILED
     except Exception as e:
         if debug:
             raise

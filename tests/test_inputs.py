@@ -519,3 +519,59 @@ def test_a_huge_rst_file_is_read_as_plain_text_and_said(tmp_path):
     stats = ReadStats()
     got = list(read_document(path, stats=stats))
     assert got and stats.cut == 1 and "read as plain text" in stats.cut_examples[0]
+
+
+# --- a walkthrough on real documentation folders: outputs that are files, and what encode says ----------
+
+def test_an_output_folder_that_is_a_file_or_lies_under_one_is_said_so(tmp_path, tiny_model_dir, capsys):
+    """``encode --output afile`` said "afile: Not a directory; the work done so far is kept ..." (no work
+    was done), ``--output afile/sub`` "afile: File exists", and ``index --index afile`` "already exists;
+    pass --overwrite", which --overwrite then refused."""
+    (tmp_path / "c.md").write_text("A sentence to encode.\n")
+    afile = tmp_path / "afile"
+    afile.write_text("a user's file")
+    model = ["--model", tiny_model_dir, "--quiet"]
+    err = _one_line_error(capsys, "encode", "--corpus", tmp_path / "c.md", "--output", afile, *model)
+    assert f"error: {afile}: is a file, not a folder: --output names a folder to write" in err
+    err = _one_line_error(capsys, "encode", "--corpus", tmp_path / "c.md", "--output", afile / "sub", *model)
+    assert f"error: {afile / 'sub'}: cannot be a folder: {afile} is a file, not a folder; choose another path" in err
+    for overwrite in ([], ["--overwrite"]):
+        err = _one_line_error(capsys, "index", "--input", tmp_path / "enc", "--index", afile, *overwrite)
+        assert f"error: {afile}: is a file, not a folder: --index names a folder to write" in err
+    assert afile.read_text() == "a user's file"
+
+
+def test_encode_names_the_files_that_gave_no_sentences_and_counts_in_the_singular(tmp_path, tiny_model_dir,
+                                                                                   capsys):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "empty.md").write_text("")
+    (docs / "codeonly.md").write_text("# Install\n\n```\npip install x\n```\n")
+    (docs / "good.md").write_text("The one sentence.\n")
+    rc = main([str(a) for a in ["encode", "--corpus", docs, "--output", tmp_path / "enc", "--model",
+                                tiny_model_dir, "--quiet"]])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert err == (f"sparc-es: warning: 2 files gave no sentences (empty, or only headings, code or navigation): "
+                   f"{docs / 'codeonly.md'}, {docs / 'empty.md'}\n")
+    assert out.startswith(f"encoded 1 sentence into {tmp_path / 'enc'} ")
+    meta = json.loads((tmp_path / "enc" / "meta.json").read_text())
+    assert meta["empty_files"] == 2
+
+
+def test_encode_skips_json_files_and_earlier_outputs_inside_the_corpus(tmp_path, tiny_model_dir, cli):
+    """A project folder with package.json and an earlier encode and index in proj/work used to stop at
+    "package.json:1: missing or invalid id" or at the earlier encode's own files."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "notes.md").write_text("# Notes\n\nThe port is 8081.\n")
+    (proj / "package.json").write_text('{\n  "name": "proj"\n}\n')
+    model = ["--model", tiny_model_dir, "--quiet"]
+    assert cli("encode", "--corpus", proj, "--output", tmp_path / "first", *model)[0] == 0
+    (proj / "work").mkdir()
+    (tmp_path / "first").rename(proj / "work" / "encoded")
+    rc, out, err = cli("encode", "--corpus", proj, "--output", tmp_path / "enc", *model)
+    assert rc == 0, err
+    assert err == ("sparc-es: warning: skipped 1 file: 1 .json (only .jsonl, .txt, .md, .rst or .html files are "
+                   "read); skipped 1 folder sparc-es wrote (an earlier encode or index is not corpus): work/encoded\n")
+    assert out.startswith("encoded 1 sentence into")

@@ -283,3 +283,38 @@ def test_the_first_pass_counts_the_sentences_it_reads(tmp_path, tiny_model):
     corpus = write_jsonl(tmp_path / "c.jsonl", range(7))
     total, statistics = _first_pass(Files((str(corpus),)), tiny_model)
     assert total == 7 == statistics.sentences
+
+
+# --- an update from other corpus folders, or into no folder ---------------------------------------
+
+def test_an_update_from_other_corpus_folders_is_refused_naming_both(tmp_path, tiny_model_dir, cli):
+    """First --corpus corpus-up, then --corpus corpus-up/pip --update renamed every id silently
+    ("78 unchanged kept, 0 encoded, 294 removed"): ids are paths inside the folders given."""
+    corpus = tmp_path / "corpus-up"
+    (corpus / "pip").mkdir(parents=True)
+    (corpus / "pip" / "install.md").write_text("Install it with pip.\n")
+    (corpus / "other.md").write_text("Another page.\n")
+    out = tmp_path / "enc"
+    model = ["--model", tiny_model_dir, "--quiet"]
+    assert cli("encode", "--corpus", corpus, "--output", out, *model)[0] == 0
+    before = (out / "meta.json").read_text()
+    rc, _, err = cli("encode", "--corpus", corpus / "pip", "--output", out, *model, "--update")
+    assert one_line_error(rc, err), err
+    assert (f"{out}: was encoded from {corpus}, not {corpus / 'pip'}; sentence ids are paths inside the corpus "
+            "folders") in err and "--overwrite" in err
+    assert (out / "meta.json").read_text() == before
+    rc, out_text, err = cli("encode", "--corpus", corpus / "pip", "--output", out, *model, "--overwrite")
+    assert rc == 0 and "encoded 1 sentence into" in out_text, err
+    (corpus / "pip" / "more.md").write_text("A new page.\n")  # the same folder, written another way
+    rc, out_text, err = cli("encode", "--corpus", f"{corpus}/./pip/", "--output", out, *model, "--update")
+    assert rc == 0 and "1 unchanged kept, 1 encoded, 0 removed" in out_text, err
+
+
+def test_an_update_into_no_folder_encodes_the_whole_corpus_and_says_so(tmp_path, tiny_model_dir, cli):
+    corpus = write_jsonl(tmp_path / "c.jsonl", range(3))
+    out = tmp_path / "enc"
+    rc, text, err = cli("encode", "--corpus", corpus, "--output", out, "--model", tiny_model_dir, "--quiet",
+                        "--update")
+    assert rc == 0 and "encoded 3 sentences" in text, err
+    assert err == f"sparc-es encode: {out}: no such folder, so nothing to update: encoding the whole corpus\n"
+    assert Manifest.read(out).sentences == 3

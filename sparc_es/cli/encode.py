@@ -70,6 +70,7 @@ def add_parser(sub) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
+    from sparc_es.corpus.sources import counted
     from sparc_es.encode.run import encode_corpus
 
     if args.corpus:  # say at once which files of the folders will not be read
@@ -96,9 +97,10 @@ def command(args: argparse.Namespace) -> int:
         if backend is not None:
             backend.close()
     report_encode(manifest)
-    reused = f", {manifest.reused} unchanged kept, {manifest.sentences - manifest.reused} encoded, " \
-        f"{manifest.removed} removed" if args.update else ""
-    print(f"encoded {manifest.sentences} sentences into {args.output} "
+    renamed = f", {manifest.renamed} kept under a new id" if manifest.renamed else ""  # a file renamed or moved
+    reused = f", {manifest.reused - manifest.renamed} unchanged kept{renamed}, " \
+        f"{manifest.sentences - manifest.reused} encoded, {manifest.removed} removed" if args.update else ""
+    print(f"encoded {counted(manifest.sentences, 'sentence')} into {args.output} "
           f"(K={manifest.top_k}, at most {manifest.max_postings} tokens stored per sentence, "
           f"factor={manifest.factor:g}{', IDF-weighted' if manifest.idf else ''}"
           f"{f', impacts of at least {manifest.min_impact}' if manifest.min_impact > 1 else ''}, "

@@ -57,6 +57,9 @@ def command(args: argparse.Namespace) -> int:
            "applies to --engine es only, not --engine lucene")
     if not args.index:
         raise SparcError("--index DIR is required for the Lucene engine")
+    from sparc_es.layout.ownership import check_folder_output
+
+    check_folder_output(args.index, "--index")  # a file there: said first, not "pass --overwrite"
     manifest = lucene.build_index(args.input, args.index, overwrite=args.overwrite, bm25=not args.no_bm25,
                                   progress=not args.quiet)
     info = manifest.index

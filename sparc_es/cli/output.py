@@ -47,33 +47,43 @@ def print_hits(question: str, match, shown, color: bool | None = None) -> None:
 def report_encode(manifest) -> None:
     """The warnings an encode's manifest calls for (encode, demo)."""
     from sparc_es.answers.show import printable
+    from sparc_es.corpus.sources import counted
 
     if manifest.truncated_sentences:
-        warn(f"{manifest.truncated_sentences} sentences were longer than {manifest.model.max_length} tokens and "
-             f"were truncated (e.g. {', '.join(manifest.truncated_ids)}); raise --max-length to keep them whole")
+        n = manifest.truncated_sentences
+        warn(f"{counted(n, 'sentence')} {'was' if n == 1 else 'were'} longer than {manifest.model.max_length} tokens "
+             f"and {'was' if n == 1 else 'were'} truncated (e.g. {', '.join(manifest.truncated_ids)}); raise "
+             f"--max-length to keep {'it' if n == 1 else 'them'} whole")
+    if manifest.empty_files:
+        n, names = manifest.empty_files, [printable(e) for e in manifest.empty_file_examples]
+        warn(f"{counted(n, 'file')} gave no sentences (empty, or only headings, code or navigation): "
+             f"{', '.join(names)}{f' and {n - len(names)} more' if n > len(names) else ''}")
     report_empty(manifest)
     if manifest.control_characters_removed:
         from sparc_es.corpus.sources import controls_found
 
         kinds = controls_found(manifest.control_character_kinds) if manifest.control_character_kinds else \
             "C0 controls but tab and line ends, DEL, C1 controls"  # a folder written before kinds were kept
-        warn(f"removed {manifest.control_characters_removed} control characters from the corpus text: {kinds}; "
-             f"e.g. in {', '.join(manifest.cleaned_ids)}")
+        warn(f"removed {counted(manifest.control_characters_removed, 'control character')} from the corpus text: "
+             f"{kinds}; e.g. in {', '.join(manifest.cleaned_ids)}")
     if manifest.cut_texts:
         n = manifest.cut_texts
         more = " ..." if n > len(manifest.cut_examples) else ""
         warn(f"{n} text{'s' if n != 1 else ''} of the corpus {'were' if n != 1 else 'was'} cut or read in pieces: "
              f"{'; '.join(printable(e) for e in manifest.cut_examples)}{more}")
     if manifest.truncated_contexts:
-        warn(f"{manifest.truncated_contexts} of {manifest.sentences} contexts were cut to fit "
+        warn(f"{manifest.truncated_contexts} of {counted(manifest.sentences, 'context')} "
+             f"{'was' if manifest.truncated_contexts == 1 else 'were'} cut to fit "
              f"{manifest.model.max_length} tokens with their sentence (the sentence itself is kept whole)")
 
 
 def report_empty(manifest) -> None:
     """The one warning of encode's that requantize repeats: its factor decides which vectors are empty."""
-    if manifest.empty_vectors and manifest.min_impact > 1:
-        warn(f"{manifest.empty_vectors} sentences have no impact of at least {manifest.min_impact} and cannot be "
-             "retrieved by SPARC; lower --min-impact")
-    elif manifest.empty_vectors:
-        warn(f"{manifest.empty_vectors} sentences have no token weight above 0.5/factor and cannot be "
-             "retrieved; raise --factor")
+    from sparc_es.corpus.sources import counted
+
+    n = manifest.empty_vectors
+    has, cannot = (f"{counted(n, 'sentence')} {'has' if n == 1 else 'have'}", "cannot be retrieved")
+    if n and manifest.min_impact > 1:
+        warn(f"{has} no impact of at least {manifest.min_impact} and {cannot} by SPARC; lower --min-impact")
+    elif n:
+        warn(f"{has} no token weight above 0.5/factor and {cannot}; raise --factor")

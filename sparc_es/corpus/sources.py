@@ -164,13 +164,13 @@ class ReadStats:
 
 def counted(n: int, noun: str, plural: str | None = None) -> str:
     """``1 file``, ``2 files``: ``n`` and the noun, singular or plural as ``n`` says."""
-    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
 def _examples(names: list[str], total: int) -> str:
     """``a.md, b.html and 3 more``: the names, then how many others there are."""
     shown_names = ", ".join(n if n.isprintable() else shown(n, 80) for n in names)
-    return shown_names + (f" and {total - len(names):,} more" if total > len(names) else "")
+    return shown_names + (f" and {total - len(names)} more" if total > len(names) else "")
 
 
 @dataclass(frozen=True)

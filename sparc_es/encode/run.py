@@ -83,6 +83,7 @@ class EncodeStats:
     impact_sum: int = 0
     seconds: float = 0.0
     reused: int = 0  # sentences whose stored weights were kept by an update
+    renamed: int = 0  # of those, the ones kept under a new id (a file renamed or moved)
     # f(v, s) > 0 before top-K: how many sentences had each count (bounded, unlike one entry per sentence)
     nonzero: dict[int, int] = field(default_factory=dict)
     truncated_ids: list[str] = field(default_factory=list)  # the first few, for the message
@@ -176,6 +177,8 @@ def encode_corpus(corpus: Source | Iterable[str | Path], output: str | Path, mod
         run.finish_interrupted_update()
         if update and (run.out / META).is_file():
             return run.update()
+        if update and not run.out.exists():  # a first --update (a script's, say) is a whole encode, said so
+            _notice(f"{run.out}: no such folder, so nothing to update: encoding the whole corpus")
         run.first_pass(overwrite)
         return run.encode()
 
@@ -233,6 +236,7 @@ class _EncodeRun:
         if update and overwrite:
             raise SparcError("--update keeps the weights of unchanged sentences and --overwrite encodes everything "
                              "again: pass one of them")
+        folders.check_folder_output(self.out, "--output")
         if isinstance(self.source, Files):  # an output inside a corpus folder would be read back as corpus
             folders.check_apart(self.out, self.source.paths, "the output folder")
 
@@ -296,6 +300,7 @@ class _EncodeRun:
 
         old = Manifest.read(self.out)
         self._check_same_weights(old)
+        self._check_same_corpus(old)
         self.total = old.sentences
         # The corpus statistics of the first encode are kept (the lexical term's and IDF's), so unchanged
         # sentences keep their weights and only new and changed ones are encoded.
@@ -328,6 +333,19 @@ class _EncodeRun:
         if not same:
             raise StoreError(f"{self.out}: was encoded with another model, K, factor or --min-impact (or without "
                              f"float weights); {_AGAIN}")
+
+    def _check_same_corpus(self, old: Manifest) -> None:
+        """Refuse to update from other corpus folders: a document's id is its path inside the folder given,
+        so the same files under another folder would all be renamed, and the rest removed."""
+        if not isinstance(self.source, Files):  # documents of a search index: ids do not depend on where
+            return
+        now = self.source.describe()
+        # where the folders are now (moved together with the encoded folder, say), compared as files
+        if {p.resolve() for p in old.corpus_roots(self.out)} != {Path(p).resolve() for p in now}:
+            raise StoreError(f"{self.out}: was encoded from {', '.join(old.corpus)}, not {', '.join(now)}; sentence "
+                             "ids are paths inside the corpus folders, so an update from others would rename or "
+                             "remove every sentence: update it from the same corpus, or encode it afresh with "
+                             "--overwrite")
 
     def _kept_statistics(self) -> CorpusStatistics | None:
         """The corpus statistics the folder being updated was encoded with (None when it needs none)."""
@@ -514,6 +532,7 @@ class _EncodeRun:
             else:
                 if kept:  # unchanged weights, but an older record or a new id: written again
                     old = self.kept.get(h)
+                    stats.renamed += old["id"] != s.id
                     vector, floats = old["vector"], old.get("weights") if self.keep_floats else None
                     parts = old.get("lexical")
                     counts = old["stats"][:3]
@@ -563,7 +582,9 @@ class _EncodeRun:
                                        "control_characters_removed": cleaned.control_characters,
                                        "control_character_kinds": cleaned.control_kinds or None,
                                        "cleaned_ids": cleaned.examples, "cut_texts": cleaned.cut,
-                                       "cut_examples": cleaned.cut_examples, "generation": new_generation()})
+                                       "cut_examples": cleaned.cut_examples, "empty_files": cleaned.empty_files,
+                                       "empty_file_examples": cleaned.empty_examples,
+                                       "generation": new_generation()})
         manifest.write(self.folder)
         (self.folder / PROGRESS).unlink(missing_ok=True)
         return manifest

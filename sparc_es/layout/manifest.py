@@ -79,6 +79,7 @@ class Manifest:
     truncated_ids: tuple[str, ...] = ()
     seconds: float = 0.0
     reused: int = 0  # sentences an update kept from the previous encode (not encoded again)
+    renamed: int = 0  # of those, the ones kept under a new id (their file was renamed or moved)
     removed: int = 0  # sentences of the previous encode whose ids an update no longer found in the corpus
     sentences_per_second: float | None = None
     median_nonzero_before_top_k: float = 0
@@ -95,6 +96,8 @@ class Manifest:
     # path): the corpus found again when the two are moved together (written by write()).
     corpus_relative: tuple[str, ...] = ()
     cut_examples: tuple[str, ...] = ()  # the first few, "file:line: what"
+    empty_files: int = 0  # corpus files that gave no sentence (see corpus.ReadStats.empty_files)
+    empty_file_examples: tuple[str, ...] = ()  # the first few
     requantized_from: str | None = None
     # Changes whenever the folder's content is written anew (encode, update, requantize): a reader
     # checks it did not change under it (:func:`reading`).
@@ -122,7 +125,8 @@ class Manifest:
         kwargs = {k: v for k, v in d.items() if k in known}
         model_fields = {f.name for f in dataclasses.fields(ModelInfo)}
         kwargs["model"] = ModelInfo(**{k: v for k, v in d["model"].items() if k in model_fields})
-        for name in ("corpus", "truncated_ids", "cleaned_ids", "cut_examples", "corpus_relative"):
+        for name in ("corpus", "truncated_ids", "cleaned_ids", "cut_examples", "corpus_relative",
+                     "empty_file_examples"):
             kwargs[name] = tuple(kwargs.get(name, ()))
         if d.get("index"):
             kwargs["index"] = IndexInfo(**{"engine": d.get("engine", "lucene"), **d["index"]})
@@ -132,6 +136,8 @@ class Manifest:
     def read(cls, folder: str | Path) -> Manifest:
         """The manifest of a finished encoded folder or index."""
         path = Path(folder) / META
+        if not Path(folder).exists():
+            raise StoreError(f"{folder}: no such folder")
         if not path.is_file():
             raise StoreError(f"{folder}: not a finished sparc-es encoded folder or index (no {META})")
         try:

@@ -85,3 +85,18 @@ def check_file_output(output: str | Path, flag: str) -> None:
         kind = "a link" if path.is_symlink() else "a folder" if path.is_dir() else "not a regular file"
         raise StoreError(f"{output}: {flag} is {kind}; name a file to write (it is written whole, then "
                          "renamed into place)")
+
+
+def check_folder_output(output: str | Path, flag: str) -> None:
+    """Refuse, with one line, an output folder (``flag``) that is a file, or would lie inside one:
+    the system's own words ("Not a directory", "File exists") say neither which path nor why."""
+    path = Path(output)
+    for at in (path, *path.parents):
+        if at.is_dir() or not (at.exists() or at.is_symlink()):
+            continue
+        kind = ("a file" if at.is_file() else "a link to nothing" if not at.exists()
+                else "not a regular file")  # a pipe, a device
+        if at == path:
+            raise StoreError(f"{at}: is {kind}, not a folder: {flag} names a folder to write (sparc-es replaces "
+                             "nothing it did not make); choose another path")
+        raise StoreError(f"{output}: cannot be a folder: {at} is {kind}, not a folder; choose another path")

@@ -99,10 +99,12 @@ def server(index, tmp_path_factory):
     yield from _serve(index, tmp_path_factory.mktemp("serve-log") / "serve.log")
 
 
-def _serve(index: Path, log: Path):
+def _serve(index: Path | None, log: Path, *options: str, env: dict[str, str] | None = None):
+    where = ["--index", str(index)] if index is not None else []
     with open(log, "w") as out:
-        process = subprocess.Popen([sys.executable, "-m", "sparc_es", "serve", "--index", str(index), "--port", "0",
-                                    "--log-level", "warning"], stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen([sys.executable, "-m", "sparc_es", "serve", *where, "--port", "0",
+                                    "--log-level", "warning", *options], stdout=out, stderr=subprocess.STDOUT,
+                                   env={**os.environ, **(env or {})})
     try:
         base = _wait_for_url(log, process)
         yield base
@@ -748,3 +750,34 @@ def test_a_request_may_ask_its_own_hybrid(server, index):
     assert status == 422 and "does not apply to hybrid=none" in body["error"]
     assert search_get(server, question, 5, hybrid="rrf")[0] == 422
     assert search_get(server, question, 5)[1]["hits"][0]["score"] == default[0]["score"]  # back to the server's
+
+
+@pytest.mark.es
+def test_serve_on_elasticsearch_places_hits_through_the_tokenizer_folder(tmp_path, es_url):
+    """``serve --engine es --tokenizer ENCODED`` (the index named by SPARC_ES_INDEX): /health names the
+    index and counts its sentences, hits have their lines and headings, /sentences answers, as on Lucene."""
+    from sparc_es.engines.elastic import Connection, build_index as load_es
+    from sparc_es.model import SparcModel
+
+    (tmp_path / "docs" / "guide").mkdir(parents=True)
+    (tmp_path / "docs" / "guide" / "setup.md").write_text(
+        "# Setup\n\nSome words first.\n\n## Java\n\nPyserini needs Java 21 or later to run Lucene.\n")
+    encode_corpus([tmp_path / "docs"], tmp_path / "encoded", SparcModel.load("default"), progress=False,
+                  idf=IDF_DEFAULT)
+    name = f"serve-es-{os.getpid()}"
+    load_es(tmp_path / "encoded", Connection(es_url).client(), name, progress=False, recreate=True)
+    log = tmp_path / "serve.log"
+    server = _serve(None, log, "--engine", "es", "--es-url", es_url, "--tokenizer", str(tmp_path / "encoded"),
+                    env={"SPARC_ES_INDEX": name})
+    base = next(server)
+    try:
+        assert f"serving {name} on http://" in log.read_text()
+        health = call(base, "GET", "/health")[1]
+        assert health["index"] == name and health["sentences"] == 2 and health["factor"] == 5, health
+        status, body, _ = search_get(base, "Which Java version does Pyserini need?", 1)
+        top = body["hits"][0]
+        assert status == 200 and top["where"] == "guide/setup.md:7" and top["headings"] == ["Setup", "Java"], top
+        status, sentence, _ = call(base, "GET", f"/sentences/{quote(top['id'], safe='')}")
+        assert status == 200 and sentence["line"] == 7 and sentence["text"] == top["text"], sentence
+    finally:
+        server.close()

@@ -157,14 +157,20 @@ class Service:
     """One engine and its index's sentence store behind a single worker thread."""
 
     def __init__(self, engine: Engine, index: str | Path | None, kind: str = "lucene", model: str = "default",
-                 min_score: float | None = None, reopen: Callable[[], Engine] | None = None) -> None:
+                 min_score: float | None = None, reopen: Callable[[], Engine] | None = None,
+                 tokenizer: str | Path | None = None, name: str | None = None) -> None:
         """``engine`` as ``open_engine`` opened it, over ``index``; ``kind`` is its name (lucene, es, bm25).
         ``model``: what ``/explain`` encodes hits again with (loaded on its first call). ``min_score``:
         hits scoring less are dropped (a request may ask its own). ``reopen``: opens the engine again
-        when ``index`` was rebuilt (None: keep answering from the first). The service closes the engine."""
+        when ``index`` was rebuilt (None: keep answering from the first). ``tokenizer``: on
+        Elasticsearch, the encoded folder or index whose question tokenizer, sentence store and corpus
+        folders place the hits (``--tokenizer``); ``name``: the index's name in ``/health`` (default:
+        ``index``'s folder name). The service closes the engine."""
         self.min_score = min_score
         self.kind, self.model, self._reopen = kind, model, reopen
         self.index = Path(index) if index is not None else None
+        self.tokenizer = Path(tokenizer) if tokenizer is not None else None
+        self.name = name or (self.index.name if self.index is not None else None)
         self.closing = threading.Event()
         self.failure: dict[str, Any] | None = None  # the last engine call's error, until one succeeds
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparc-es-engine")
@@ -195,8 +201,11 @@ class Service:
         self.engine_info = {"engine": self.kind, "hybrid": described.hybrid.value if described.hybrid else None,
                             "hybrid_weight": described.hybrid_weight}
         self.stamp = _stamp(self.index)
-        self.manifest = Manifest.read(self.index) if self.index is not None else None
-        store = self.index / SENTENCES if self.index is not None else None
+        folder = self.index  # what holds the manifest and the sentences: --tokenizer's folder on Elasticsearch
+        if folder is None and self.tokenizer is not None and (self.tokenizer / META).is_file():
+            folder = self.tokenizer
+        self.manifest = Manifest.read(folder) if folder is not None else None
+        store = folder / SENTENCES if folder is not None else None
         self.store = SentenceStore(store) if store is not None and store.is_file() else None
         self.sentences = len(self.store) if self.store is not None else None
         self._documents: frozenset[str] | None = None  # the store's document names, read on first use
@@ -305,13 +314,14 @@ class Service:
         if self._presenter is None:
             from sparc_es.answers.show import Presenter
 
-            self._presenter = Presenter(self.engine, self.index if self.kind != "es" else None)
+            self._presenter = Presenter(self.engine, self.index if self.kind != "es" else None, self.tokenizer)
         return self._presenter
 
     def sentence(self, sentence_id: str) -> dict[str, Any]:
         """A stored sentence with its passage; 404 when the index has no such id."""
         if self.store is None:
-            raise ApiError(404, "this server has no sentence store (serve it with --index INDEX)")
+            raise ApiError(404, "this server has no sentence store (serve it with --index INDEX, or on "
+                                "Elasticsearch with --tokenizer ENCODED)")
         found = self.store.get([sentence_id], context=True).get(sentence_id)
         if found is None:
             shown = sentence_id if len(sentence_id) <= 200 else sentence_id[:200] + "..."
@@ -361,7 +371,7 @@ class Service:
         call succeeds again); read off the worker, from what :meth:`_open` noted."""
         m = self.manifest
         return {"status": "failing" if self.failure else "ok", "version": __version__,
-                "index": self.index.name if self.index else None, "sentences": self.sentences,
+                "index": self.name, "sentences": self.sentences,
                 "model": {"fingerprint": m.model.fingerprint, "base": m.model.base_model.get("name")} if m else None,
                 "factor": m.factor if m else None, "engine": self.engine_info, "min_score": self.min_score,
                 "failure": self.failure, "generation": _generation(m)}

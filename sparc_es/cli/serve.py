@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from sparc_es.cli.options import engine_args, open_engine
+from sparc_es.cli.options import engine_args, es_index, open_engine
 from sparc_es.cli.output import warn
 
 
@@ -44,9 +44,11 @@ def command(args: argparse.Namespace) -> int:
     sock = server.listen(args.host, args.port)  # a taken port says so before the JVM starts
     try:
         engine = open_engine(args)
+        name = es_index(args) if args.engine == "es" else None
         try:
             service = server.Service(engine, args.index, args.engine, args.model, args.min_score,
-                                     reopen=lambda: open_engine(args))
+                                     reopen=lambda: open_engine(args), tokenizer=getattr(args, "tokenizer", None),
+                                     name=name)
         except BaseException:
             engine.close()
             raise
@@ -57,7 +59,7 @@ def command(args: argparse.Namespace) -> int:
     if server.host_of(args.host) not in server.LOCAL_HOSTS:
         warn(f"listening on {args.host}: the API has no authentication, so anyone who reaches this address can "
              "search the index and read its sentences; put it behind a proxy that authenticates")
-    print(f"serving {args.index or args.es_index} on http://{host}:{sock.getsockname()[1]}/ (Ctrl-C stops)",
+    print(f"serving {service.name} on http://{host}:{sock.getsockname()[1]}/ (Ctrl-C stops)",
           file=sys.stderr, flush=True)
     try:
         server.serve(service, sock, log_level=args.log_level,

@@ -29,7 +29,7 @@ from sparc_es.engines.elastic import (
 )
 from sparc_es.engines.hybrid import BM25_WEIGHT, DEPTH, HybridEngine, normalised_sum, reciprocal_rank
 from sparc_es.engines.lucene import LuceneEngine, build_index
-from sparc_es.errors import EngineError
+from sparc_es.errors import EngineError, SparcError
 from sparc_es.layout.manifest import Manifest
 from sparc_es.layout.records import iter_vectors
 from sparc_es.model.query import QueryEncoder
@@ -629,7 +629,7 @@ def test_the_default_model_reloads_updates_and_resumes(tmp_path, es_url, capsys)
 
 
 @pytest.mark.es
-def test_a_rejected_request_says_what_the_cluster_rejected(tmp_path, tiny_model_dir, es_url, capsys):
+def test_a_rejected_request_says_what_the_cluster_rejected(tmp_path, tiny_model_dir, es_url, capsys, monkeypatch):
     """A 400 is a bad request, not a slow cluster: the error gives the server's reason and no
     --es-timeout hint (that one is for timeouts only) nor a rerun hint."""
     corpus = tmp_path / "c.jsonl"
@@ -644,8 +644,13 @@ def test_a_rejected_request_says_what_the_cluster_rejected(tmp_path, tiny_model_
         search = ["search", "--engine", "es", "--es-url", es_url, "--es-index", name, "--tokenizer",
                   str(tmp_path / "enc"), "--hybrid", "none"]
         capsys.readouterr()
-        extra, reason = ["--query-mode", "sparse_vector"], "must be type [sparse_vector]"  # rank_features
-        assert main([*search, *extra, "integer impacts"]) == 1
+        # a sparse_vector query on rank_features (a --query-mode that does not fit is refused before
+        # asking since the mode follows the mapping: the request is made wrong here to be sent)
+        reason = "must be type [sparse_vector]"
+        monkeypatch.setattr(ElasticEngine, "body", lambda self, question, k=10: query_body(
+            self.weights(question), size=k, mode="sparse_vector"))
+        assert main([*search, "integer impacts"]) == 1
+        monkeypatch.undo()
         err = capsys.readouterr().err
         assert err.startswith(f"sparc-es: error: Elasticsearch rejected a request while searching '{name}' "
                               "(400 Bad Request): ") and err.count("\n") == 1, err
@@ -675,3 +680,285 @@ def test_only_a_timeout_suggests_raising_the_timeout():
             with _cluster_errors("searching 'x'", slow="; raise --es-timeout if the cluster is slow"):
                 raise error
         assert ("raise --es-timeout" in str(raised.value)) is hinted, raised.value
+
+
+# --- a new user's walkthrough of the Elasticsearch path ------------------------------------------
+
+WALK = ["Lucene stores integer impacts in its posting lists.", "Questions are bags of weighted tokens.",
+        "The lighthouse keeper lit the lamp at dusk.", "Ships pass the harbour wall at night.",
+        "A rank feature query with a linear function sums the stored values.",
+        "Elasticsearch keeps nine significant bits of each feature value."]
+
+
+@pytest.fixture(scope="module")
+def walk(tmp_path_factory, tiny_model):
+    """Encoded folders of the same small corpus at factors 5 and 10, and of another corpus at 5."""
+    root = tmp_path_factory.mktemp("walk")
+    for name, texts in (("corpus.jsonl", WALK), ("other.jsonl", WALK[3:] + ["The harbour master rang the bell."])):
+        (root / name).write_text("".join(json.dumps({"id": f"{name[0]}{i}", "text": t}) + "\n"
+                                         for i, t in enumerate(texts)))
+    for out, corpus, factor in (("enc", "corpus.jsonl", 5), ("enc10", "corpus.jsonl", 10), ("other", "other.jsonl", 5)):
+        encode_corpus([root / corpus], root / out, tiny_model, factor=factor, progress=False, idf=False)
+    return root
+
+
+@pytest.fixture
+def names(es_url):
+    """Index names for one test, deleted after it."""
+    client = Connection(es_url).client()
+    made: list[str] = []
+
+    def name(what: str) -> str:
+        made.append(f"{what}-{os.getpid()}")
+        return made[-1]
+
+    yield name
+    for index in made:
+        client.indices.delete(index=index, ignore_unavailable=True)
+
+
+def _one_line_error(rc: int, err: str, *wanted: str) -> None:
+    assert rc == 1 and err.startswith("sparc-es: error: ") and err.count("\n") == 1, err
+    assert "Traceback" not in err and all(w in err for w in wanted), (wanted, err)
+
+
+def _as_an_older_sparc_es_made_it(client, loaded: str, old: str) -> None:
+    """``old``: the documents of ``loaded`` as an older sparc-es wrote them: no BM25 terms, no
+    record of them in the mapping, the text analysed by Elasticsearch's standard analyser."""
+    from elasticsearch import helpers
+
+    mappings = client.indices.get_mapping(index=loaded)[loaded]["mappings"]
+    mappings["_meta"] = {"sparc_es": mappings["_meta"]["sparc_es"]}
+    mappings["properties"]["text"] = {"type": "text"}
+    client.indices.create(index=old, mappings=mappings)
+    docs = [{"_index": old, "_id": h["_id"], "_source": {**h["_source"], "weights": {
+        f: v for f, v in h["_source"]["weights"].items() if not f.startswith(PREFIX)}}}
+        for h in client.search(index=loaded, size=100)["hits"]["hits"]]
+    helpers.bulk(client, docs)
+    client.indices.refresh(index=old)
+
+
+@pytest.mark.es
+def test_an_index_loaded_by_an_older_sparc_es_is_refused_not_declared_unchanged(walk, es_url, names, cli):
+    """Its documents have no BM25 terms: reloading the same folder into it skipped every document as
+    unchanged, then recorded the sum's maxima, so the default searched terms no document had. Now
+    the load is refused in one line naming what --recreate deletes, and --recreate rebuilds it.
+    query-dsl on it prints what search does: the minmax fallback, with the same notice."""
+    client = Connection(es_url).client()
+    new, old = names("walk-new"), names("walk-old")
+    load_es(walk / "enc", client, new, progress=False)
+    _as_an_older_sparc_es_made_it(client, new, old)
+    es = ["--es-url", es_url, "--es-index", old]
+    rc, out, err = cli("index", "--engine", "es", *es, "--input", walk / "enc", "--quiet")
+    _one_line_error(rc, err, "stores no BM25 terms", "--recreate", f"index '{old}' and its {len(WALK)} documents")
+    assert "sparc_es_blend" not in client.indices.get_mapping(index=old)[old]["mappings"]["_meta"]
+    rc, out, err = cli("query-dsl", *es, "--tokenizer", walk / "enc", "lighthouse keeper")
+    assert rc == 0 and f"index '{old}' stores no BM25 terms: fusing two searches client-side (minmax)" in err, err
+    assert f"GET /{old}/_msearch" in out and "0.35 x BM25'" in out
+    rc, _, searched = cli("search", "--engine", "es", *es, "--tokenizer", walk / "enc", "lighthouse keeper")
+    assert rc == 0 and searched.splitlines()[0] == err.splitlines()[0]  # the same notice
+    rc, out, err = cli("index", "--engine", "es", *es, "--input", walk / "enc", "--recreate", "--quiet")
+    assert rc == 0 and f"{len(WALK)} documents, their ids checked against the encoded folder's" in out, err
+    engine = open_engine("es", connection=Connection(es_url), es_index=old, tokenizer=walk / "enc")
+    try:
+        assert engine.method.value == "sum" and engine.same_bm25
+        assert [h.id for h in engine.search("lighthouse keeper")][:1] == ["c2"]
+    finally:
+        engine.close()
+
+
+@pytest.mark.es
+def test_a_long_lived_engine_follows_the_index_rebuilt_under_it(walk, es_url, names):
+    """serve keeps its engine: after index --recreate rebuilt the index with another factor, its
+    scores (the sum's and SPARC alone's) are a fresh engine's again, noticed by the build id within
+    the recheck interval, or at once when a sum scores above 1; one _search a question otherwise."""
+    from sparc_es.engines.elastic import engine as elastic_engine
+
+    client = Connection(es_url).client()
+    name = names("walk-rebuilt")
+    load_es(walk / "enc", client, name, progress=False)
+
+    def opened(hybrid: str):
+        return open_engine("es", connection=Connection(es_url), es_index=name, tokenizer=walk / "enc", hybrid=hybrid)
+
+    question = WALK[4]
+    summed, alone = opened("default"), opened("none")
+    try:
+        before = summed.search(question)
+        assert 0 < before[0].score <= 1 and alone.factor == 5
+        sent = []
+        search = summed.client.search
+        summed.client.search = lambda **kw: sent.append("search") or search(**kw)
+        get_mapping = summed.client.indices.get_mapping
+        summed.client.indices.get_mapping = lambda **kw: sent.append("mapping") or get_mapping(**kw)
+        summed.search(question)
+        summed.batch_search([("a", question), ("b", WALK[0])])
+        assert sent == ["search"] * 3  # within the recheck interval: nothing but the searches
+
+        load_es(walk / "enc10", client, name, progress=False, recreate=True)
+        fresh, fresh_alone = opened("default"), opened("none")
+        try:
+            # a sum above 1 is checked at once, whatever the interval
+            assert [(h.id, h.score) for h in summed.search(question)] == \
+                   [(h.id, h.score) for h in fresh.search(question)]
+            assert fresh.search(question)[0].score <= 1 and "mapping" in sent
+            alone.recheck = 0  # SPARC alone has no such tell: the interval
+            assert alone.factor == 5 and [(h.id, h.score) for h in alone.search(question)] == \
+                   [(h.id, h.score) for h in fresh_alone.search(question)] and alone.factor == 10
+        finally:
+            fresh.close()
+            fresh_alone.close()
+        assert elastic_engine.RECHECK <= 10  # "within a few seconds"
+    finally:
+        summed.close()
+        alone.close()
+
+
+@pytest.mark.es
+def test_the_query_mode_follows_the_mapping_and_one_that_does_not_fit_is_refused(walk, es_url, names, cli):
+    client = Connection(es_url).client()
+    features, vectors = names("walk-rf"), names("walk-sv")
+    load_es(walk / "enc", client, features, progress=False)
+    load_es(walk / "enc", client, vectors, progress=False, field_type="sparse_vector")
+    engines = [open_engine("es", connection=Connection(es_url), es_index=i, tokenizer=walk / "enc", hybrid="none")
+               for i in (features, vectors)]
+    try:
+        assert [e.mode.value for e in engines] == ["rank_feature", "sparse_vector"]
+        a, b = (e.search("lighthouse keeper lamp", k=10) for e in engines)
+        assert a and [h.id for h in a] == [h.id for h in b]
+    finally:
+        for e in engines:
+            e.close()
+    tokenizer = ["--tokenizer", walk / "enc"]
+    rc, out, _ = cli("search", "--engine", "es", "--es-url", es_url, "--es-index", vectors, *tokenizer, "--json",
+                     "lighthouse keeper lamp")
+    assert rc == 0 and json.loads(out)
+    rc, out, _ = cli("query-dsl", "--es-url", es_url, "--es-index", vectors, *tokenizer, "lighthouse keeper lamp")
+    assert rc == 0 and '"sparse_vector"' in out
+    for index, mode in ((vectors, "rank_feature"), (features, "sparse_vector")):
+        for verb in (["search", "--engine", "es"], ["query-dsl"]):
+            rc, _, err = cli(*verb, "--es-url", es_url, "--es-index", index, *tokenizer, "--query-mode", mode, "lamp")
+            _one_line_error(rc, err, f"--query-mode {mode} does not fit index '{index}'")
+
+
+@pytest.mark.es
+def test_an_index_made_from_the_shipped_mapping_files_loads_and_any_meta_is_one_line(walk, es_url, names, cli):
+    """mappings/sparc.json + sparc-settings.json, as a user would PUT them: searching it before any
+    load says it was never loaded; loading into it works. No shape of _meta gives a traceback."""
+    client = Connection(es_url).client()
+    shipped = json.loads((ROOT / "mappings" / "sparc.json").read_text())
+    manual = names("walk-manual")
+    client.indices.create(index=manual, mappings=shipped,
+                          settings=json.loads((ROOT / "mappings" / "sparc-settings.json").read_text()))
+    es = ["--es-url", es_url, "--es-index", manual, "--tokenizer", walk / "enc"]
+    for verb in (["search", "--engine", "es"], ["query-dsl"]):
+        rc, _, err = cli(*verb, *es, "lighthouse")
+        _one_line_error(rc, err, f"index '{manual}' was never loaded", "sparc-es index --engine es")
+    rc, out, err = cli("index", "--engine", "es", "--input", walk / "enc", *es[:4], "--quiet")
+    assert rc == 0 and f"loaded {len(WALK)} sentences" in out, err
+    rc, out, err = cli("search", "--engine", "es", *es, "--json", "lighthouse keeper")
+    assert rc == 0 and json.loads(out)[0]["id"] == "c2", err
+    for n, meta in enumerate(({"sparc_es": 5}, {"sparc_es": ["x"]}, {"sparc_es": {}}, {"sparc_es": {"factor": "x"}},
+                              {"sparc_es": {"factor": "5.0"}, "sparc_es_blend": "{not json"},
+                              {"sparc_es": {"factor": "5.0"}, "sparc_es_blend": 7})):
+        odd = names(f"walk-odd{n}")
+        client.indices.create(index=odd, mappings={**shipped, "_meta": meta})
+        for verb in (["search", "--engine", "es"], ["query-dsl"]):
+            rc, _, err = cli(*verb, "--es-url", es_url, "--es-index", odd, "--tokenizer", walk / "enc", "lamp")
+            _one_line_error(rc, err, f"'{odd}'")
+        client.indices.delete(index=odd)
+
+
+@pytest.mark.es
+def test_query_dsl_states_the_indexs_own_factor_and_what_each_fusion_shows(walk, es_url, names, cli, tiny_model_dir):
+    client = Connection(es_url).client()
+    name = names("walk-f10")
+    load_es(walk / "enc10", client, name, progress=False)
+    es = ["--es-url", es_url, "--es-index", name, "--tokenizer", tiny_model_dir]  # a model folder: no factor in it
+    rc, out, err = cli("query-dsl", *es, "--hybrid", "none", "lighthouse keeper")
+    assert rc == 0 and out.startswith("# the SPARC search's _score is the integer impact sum, 10 x the score "
+                                      f"sparc-es search shows (divide by 10: the quantisation factor of index '{name}'")
+    rc, out, err = cli("query-dsl", *es, "--hybrid", "minmax", "lighthouse keeper")
+    comment = out.splitlines()[0]
+    assert rc == 0 and "min-max normalised to [0, 1], which is the score sparc-es search shows" in comment, err
+    assert "10 x the score of sparc-es search --hybrid none" in comment and " 5 x" not in comment
+    rc, out, _ = cli("query-dsl", *es, "--hybrid", "rrf", "lighthouse keeper")
+    assert rc == 0 and "1 / (60 + rank)" in out and "the _scores only rank each list" in out.splitlines()[0]
+
+
+@pytest.mark.es
+def test_cluster_errors_name_the_url_and_the_cause_on_one_line(es_url, cli, monkeypatch, tmp_path):
+    import http.server
+    import threading
+
+    from sparc_es.engines.elastic.loopback import free_port
+
+    monkeypatch.delenv("SPARC_ES_INDEX", raising=False)
+    port = free_port()
+    search = ["search", "--engine", "es", "--es-retries", "0", "--es-index", "x", "question"]
+    rc, _, err = cli(*search, "--es-url", f"http://elastic:s3cret@127.0.0.1:{port}")
+    _one_line_error(rc, err, f"cannot reach Elasticsearch at http://127.0.0.1:{port}: connection refused")
+    assert "s3cret" not in err
+    rc, _, err = cli(*search, "--es-url", es_url.replace("http://", "https://"))
+    _one_line_error(rc, err, f"cannot reach Elasticsearch at {es_url.replace('http://', 'https://')}: TLS failed")
+    class Other(http.server.BaseHTTPRequestHandler):  # a web server, not Elasticsearch
+        def do_GET(self):
+            body = b'{"version": {"number": "8.15.0"}}'  # even one that looks like it, without its header
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    plain = http.server.HTTPServer(("127.0.0.1", 0), Other)
+    threading.Thread(target=plain.serve_forever, daemon=True).start()
+    try:
+        rc, _, err = cli(*search, "--es-url", f"http://127.0.0.1:{plain.server_port}")
+        _one_line_error(rc, err, f"at http://127.0.0.1:{plain.server_port}: it answers, but it is not Elasticsearch")
+    finally:
+        plain.shutdown()
+    for verb in (["search", "--engine", "es"], ["query-dsl"]):
+        rc, _, err = cli(*verb, "--es-url", es_url, "--es-index", "nope", "question")
+        _one_line_error(rc, err, f"no index 'nope' at {es_url}")
+        assert "NotFoundError" not in err
+    rc, _, err = cli("query-dsl", "--es-url", es_url, "question")
+    _one_line_error(rc, err, "pass --es-index or set SPARC_ES_INDEX")
+
+
+@pytest.mark.es
+def test_loading_says_what_recreate_deletes_and_whose_documents_it_replaces(walk, es_url, names, cli):
+    client = Connection(es_url).client()
+    theirs, ours = names("walk-theirs"), names("walk-ours")
+    client.indices.create(index=theirs, mappings={"properties": {"title": {"type": "text"}}})
+    for i in range(3):
+        client.index(index=theirs, id=str(i), document={"title": f"note {i}"}, refresh=True)
+    rc, _, err = cli("index", "--engine", "es", "--es-url", es_url, "--es-index", theirs, "--input", walk / "enc")
+    _one_line_error(rc, err, "was not made by sparc-es", f"--recreate would delete index '{theirs}' and its 3 "
+                    "documents", "choose another --es-index")
+    load = ["index", "--engine", "es", "--es-url", es_url, "--es-index", ours, "--quiet", "--input"]
+    assert cli(*load, walk / "enc")[0] == 0
+    rc, out, err = cli(*load, walk / "enc")
+    assert rc == 0 and err == ""  # the same source again: nothing to warn of
+    rc, out, err = cli(*load, walk / "other")
+    assert rc == 0 and err.count("\n") == 1 and err.startswith("sparc-es: warning: "), err
+    assert f"last built from {(walk / 'enc').resolve()} (corpus {walk / 'corpus.jsonl'}" in err, err
+    assert str((walk / "other").resolve()) in err and "deleted" in err
+
+
+def test_credentials_given_as_flags_win_over_the_environment_and_both_kinds_are_refused():
+    from sparc_es.engines.elastic.connection import credentials
+
+    env = {"SPARC_ES_API_KEY": "envkey", "SPARC_ES_USER": "envuser", "SPARC_ES_PASSWORD": "envpass"}
+    assert credentials(None, "me", "pw", env) == (None, "me", "pw")  # the flags, not the environment's key
+    assert credentials(None, None, "pw", env) == (None, "envuser", "pw")  # the user not given: the environment's
+    assert credentials("key", None, None, env) == ("key", None, None)
+    assert credentials(None, None, None, env) == ("envkey", "envuser", "envpass")  # the client uses the key
+    assert credentials(None, None, None, {"SPARC_ES_USER": "u"}) == (None, "u", None)
+    for user, password in (("me", "pw"), ("me", None), (None, "pw")):
+        with pytest.raises(SparcError, match="an API key .* or a user and password .*, not both"):
+            credentials("key", user, password, {})
+    connection = Connection.from_env("http://localhost:9200", api_key=None, username="me", password="pw")
+    assert repr(connection).endswith("auth=basic)")

@@ -45,11 +45,11 @@ def command(args: argparse.Namespace) -> int:
         client = connection(args).client()
         result = elastic.build_index(args.input, client, es_index(args), chunk_size=args.chunk_size or 500,
                                      recreate=args.recreate, field_type=args.field_type or "rank_features",
-                                     progress=not args.quiet, report=args.report)
+                                     progress=not args.quiet, report=args.report, notice=warn)
         print(f"loaded {result['loaded']} sentences into Elasticsearch index {result['index']!r} "
               f"({result['already_there']} unchanged, {result['moved']} moved in their file (offsets updated), "
               f"{result['deleted']} deleted; {result['count']} documents, "
-              "count checked)")
+              "their ids checked against the encoded folder's)")
         return 0
     from sparc_es.engines import lucene
 

@@ -9,15 +9,15 @@ import os
 from pathlib import Path
 
 from sparc_es.cli.options import (
-    ES_CONNECTION,
     connection,
     es_connection_args,
+    es_index,
     es_query_args,
     hit_count,
     hybrid_args,
     no_bm25_weight,
-    refuse,
 )
+from sparc_es.cli.output import warn
 from sparc_es.errors import SparcError
 
 
@@ -28,52 +28,54 @@ def add_parser(sub) -> None:
                        "(--hybrid sum) and --hybrid none are one _search, a bool of rank_feature clauses that runs "
                        "on any licence; the sum's clause weights need each feature's largest stored value, read "
                        "from the index's mapping (--es-url, or $SPARC_ES_URL) or from a Lucene index of the same "
-                       "encoded folder (--index INDEX, also spelt --tokenizer). --hybrid minmax and rrf print the "
-                       "_msearch of the two searches sparc-es fuses client-side, and for rrf the one-request "
-                       "retriever form that needs an Enterprise licence.")
+                       "encoded folder (--index INDEX, also spelt --tokenizer). With a cluster, it follows the index "
+                       "as search does: its quantisation factor, the query mode its weights take and, on an index "
+                       "without BM25 terms, the same fallback to --hybrid minmax with the same notice. --hybrid "
+                       "minmax and rrf print the _msearch of the two searches sparc-es fuses client-side, and for rrf "
+                       "the one-request retriever form that needs an Enterprise licence.")
     p.add_argument("question")
     p.add_argument("-k", type=hit_count, default=10, help="hits (default: %(default)s)")
-    p.add_argument("--es-index", help="index name for the request line (default: $SPARC_ES_INDEX or sparc)")
+    p.add_argument("--es-index", help="index name (default: $SPARC_ES_INDEX)")
     es_query_args(p, index=False)
-    es_connection_args(p, "Elasticsearch (to read the index's mapping)")
+    es_connection_args(p, "Elasticsearch (to read the index's mapping: maxima, factor, query mode)")
     hybrid_args(p, "hybrid with BM25 (as search --engine es)")
 
 
 def command(args: argparse.Namespace) -> int:
     from sparc_es.engines.elastic import bm25_body, query_body
-    from sparc_es.engines.hybrid import DEFAULT_METHOD, DEPTH, RRF_K, HybridChoice
-    from sparc_es.model.query import QueryEncoder, check_question
+    from sparc_es.engines.hybrid import DEPTH, RRF_K, HybridChoice
+    from sparc_es.model.query import check_question
 
     no_bm25_weight(args)
     check_question(args.question)
     if not args.question.strip():
         raise SparcError("empty question")
-    method = args.hybrid or DEFAULT_METHOD.value
-    weight = HybridChoice.of("es", method, args.hybrid_weight).weight
-    name = args.es_index or os.environ.get("SPARC_ES_INDEX", "sparc")
-    if method != "sum":
-        refuse(args, ES_CONNECTION, "reads the sum's maxima from the cluster: it applies to --hybrid sum only")
-    queries = QueryEncoder.load(args.tokenizer or "default")
-    mode = args.query_mode or "rank_feature"
-    bag = queries.bag(args.question)
-    if method == "sum":
-        bag = _blend(args, name).weights(args.question, bag, weight)
+    HybridChoice.of("es", args.hybrid or "default", args.hybrid_weight)  # its rules, before anything is read
+    name = es_index(args)
+    if args.es_url or os.environ.get("SPARC_ES_URL"):
+        method, weight, bag, mode, factor = _from_cluster(args, name)
+    else:
+        method, weight, bag, mode, factor = _from_folder(args)
     if not bag:
         raise SparcError("no token of the question is in the index: there is nothing to ask")
     if method in ("sum", "none"):
         comment = (f"one request: _score = {1 - weight:g} x SPARC + {weight:g} x BM25, each over the most this "
                    "question can score there (a fraction of its attainable score, 0 to 1); any licence"
-                   if method == "sum" else _impact_comment(args))
+                   if method == "sum" else _impact_comment(factor, "the score sparc-es search shows"))
         print(f"# {comment}")
         print(f"GET /{name}/_search")
         print(json.dumps(query_body(bag, size=args.k, mode=mode), indent=2, ensure_ascii=False))
         return 0
     depth = max(args.k, DEPTH)
     sparc, bm25 = query_body(bag, size=depth, mode=mode), bm25_body(args.question, depth)
-    fusion = (f"{weight:g} x BM25' + {1 - weight:g} x SPARC', each list min-max normalised to [0, 1]"
-              if method == "minmax" else f"reciprocal-rank fusion, the sum of 1 / ({RRF_K} + rank) over the two lists")
+    # search shows the fused score, never either list's _score: said per fusion
+    fusion = (f"{weight:g} x BM25' + {1 - weight:g} x SPARC', each list's _score min-max normalised to [0, 1], "
+              "which is the score sparc-es search shows" if method == "minmax" else
+              f"reciprocal-rank fusion, the sum of 1 / ({RRF_K} + rank) over the two lists, which is the score "
+              "sparc-es search shows (the _scores only rank each list)")
     print(f"# sparc-es fuses the two lists client-side: {fusion}; the top {args.k} are the answer "
-          f"(the default, --hybrid sum, is one request); {_impact_comment(args)}")
+          f"(the default, --hybrid sum, is one request); "
+          f"{_impact_comment(factor, 'the score of sparc-es search --hybrid none', 'the SPARC list')}")
     print(f"GET /{name}/_msearch")
     for body in (sparc, bm25):
         print("{}")
@@ -90,41 +92,59 @@ def command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _impact_comment(args: argparse.Namespace) -> str:
-    """What the ``#`` line says of SPARC-alone scores: ``_score`` is the integer impact sum,
-    ``factor`` times the score ``search`` shows (the factor of ``--tokenizer``'s encoded folder or
-    index, else encode's default)."""
+def _from_cluster(args: argparse.Namespace, name: str):
+    """(method, BM25's share, the question's clause weights, query mode, (factor, where it is from)) as
+    ``search --engine es`` asks the index: the same engine opened the same way, so the same
+    fallback (and its notice) on an index without BM25 terms, the index's own quantisation factor,
+    and the query mode its weights field takes."""
+    from sparc_es.engines import open_engine
+    from sparc_es.engines.hybrid import HybridEngine
+
+    engine = open_engine("es", connection=connection(args), es_index=name, tokenizer=args.tokenizer,
+                         query_mode=args.query_mode, hybrid=args.hybrid or "default",
+                         hybrid_weight=args.hybrid_weight, notice=warn)
+    try:
+        sparc = engine.sparc if isinstance(engine, HybridEngine) else engine
+        method = engine.method if isinstance(engine, HybridEngine) else sparc.method
+        weight = engine.bm25_weight if method is not None else 0.0
+        factor = (sparc.factor, f"the quantisation factor of index {name!r}, in its _meta")
+        return (method.value if method is not None else "none"), weight, sparc.weights(args.question), \
+            sparc.mode, factor
+    finally:
+        engine.close()
+
+
+def _from_folder(args: argparse.Namespace):
+    """As :func:`_from_cluster`, without a cluster: the tokenizer, factor and (for the sum) maxima of
+    ``--tokenizer``'s encoded folder or Lucene index."""
+    from sparc_es.engines.blend import Blend
+    from sparc_es.engines.hybrid import DEFAULT_METHOD, HybridChoice
     from sparc_es.layout.manifest import Manifest
     from sparc_es.layout.names import META
     from sparc_es.layout.records import DEFAULT_FACTOR
-
-    folder = Path(args.tokenizer) if args.tokenizer else None
-    if folder is not None and (folder / META).is_file():
-        factor, source = Manifest.read(folder).factor, f"the quantisation factor of {folder}"
-    else:
-        factor, source = DEFAULT_FACTOR, ("encode's default quantisation factor; --tokenizer ENCODED reads an "
-                                          "index's own")
-    return (f"the SPARC search's _score is the integer impact sum, {factor:g} x the score sparc-es search shows "
-            f"(divide by {factor:g}: {source})")
-
-
-def _blend(args: argparse.Namespace, name: str):
-    """The maxima the sum's clause weights need: from the cluster's mapping, else a Lucene index's."""
-    from sparc_es.engines.blend import Blend
-    from sparc_es.engines.elastic import ElasticEngine
     from sparc_es.model.query import QueryEncoder
 
-    if args.es_url or os.environ.get("SPARC_ES_URL"):
-        engine = ElasticEngine(connection(args).client(), name, QueryEncoder.load(args.tokenizer or "default"))
-        try:
-            if engine.blend is None:
-                raise SparcError(f"index {name!r} stores no BM25 terms (loaded by an older sparc-es): load it again "
-                                 "with sparc-es index --engine es --recreate, or print --hybrid minmax")
-            return engine.blend
-        finally:
-            engine.close()
-    blend = Blend.read(args.tokenizer) if args.tokenizer else None
-    if blend is None:
-        raise SparcError("the sum's clause weights need each feature's largest stored value: give --es-url (read "
-                         "from the index's mapping) or --index INDEX, a Lucene index of the same encoded folder")
-    return blend
+    method = args.hybrid or DEFAULT_METHOD.value
+    weight = HybridChoice.of("es", method, args.hybrid_weight).weight
+    bag = QueryEncoder.load(args.tokenizer or "default").bag(args.question)
+    if method == "sum":
+        blend = Blend.read(args.tokenizer) if args.tokenizer else None
+        if blend is None:
+            raise SparcError("the sum's clause weights need each feature's largest stored value: give --es-url "
+                             "(read from the index's mapping) or --index INDEX, a Lucene index of the same encoded "
+                             "folder")
+        bag = blend.weights(args.question, bag, weight)
+    folder = Path(args.tokenizer) if args.tokenizer else None
+    if folder is not None and (folder / META).is_file():
+        factor = (Manifest.read(folder).factor, f"the quantisation factor of {folder}")
+    else:
+        factor = (DEFAULT_FACTOR, "encode's default quantisation factor; --es-url or --tokenizer ENCODED reads an "
+                                  "index's own")
+    return method, weight, bag, args.query_mode or "rank_feature", factor
+
+
+def _impact_comment(factor: tuple[float, str], shown: str, which: str = "the SPARC search") -> str:
+    """What the ``#`` line says of SPARC-alone scores: ``_score`` is the integer impact sum, the
+    index's quantisation factor times ``shown`` (the factor and where it was read)."""
+    value, source = factor
+    return f"{which}'s _score is the integer impact sum, {value:g} x {shown} (divide by {value:g}: {source})"

@@ -23,13 +23,14 @@ __all__ = ["Engine", "EngineKind", "Hit", "Topics", "open_engine"]
 
 def open_engine(kind: EngineKind | str = EngineKind.LUCENE, index: str | Path | None = None, *,
                 hybrid: str | None = "default", hybrid_weight: float | None = None, connection=None,
-                es_index: str | None = None, tokenizer: str | Path | None = None, query_mode: str = "rank_feature",
+                es_index: str | None = None, tokenizer: str | Path | None = None, query_mode: str | None = None,
                 notice: Callable[[str], None] | None = None) -> Engine:
     """Open a search engine.
 
     ``index`` is the index folder (Lucene, BM25). Elasticsearch takes a
     :class:`~sparc_es.engines.elastic.Connection`, the index name, the folder whose question
-    tokenizer to use (default: ``index``, else the default model's) and the query mode.
+    tokenizer to use (default: ``index``, else the default model's) and the query mode (default:
+    the one the index's weights field takes).
 
     ``hybrid`` (:mod:`~sparc_es.engines.hybrid`, the same on both SPARC engines): ``sum``, SPARC and
     BM25 summed by the engine in one request (BM25's share ``hybrid_weight``, default

@@ -19,7 +19,7 @@ import functools
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -102,6 +102,26 @@ def _transport_class() -> type:
     return BackoffTransport
 
 
+def credentials(api_key: str | None, username: str | None, password: str | None,
+                env: Mapping[str, str]) -> tuple[str | None, str | None, str | None]:
+    """(API key, user, password) to authenticate with, from the flags given and the environment ``env``.
+
+    A kind of credentials given as flags wins over the environment, whichever kind the environment
+    holds: ``--es-user``/``--es-password`` are used even when ``SPARC_ES_API_KEY`` is set (the user
+    or password not given is taken from ``SPARC_ES_USER``/``SPARC_ES_PASSWORD``), ``--es-api-key``
+    even when those are. Both kinds as flags are refused: which one was meant cannot be told. With
+    no flag, the environment's; an API key there is used before a user there."""
+    basic = bool(username or password)
+    if api_key and basic:
+        raise SparcError("give an API key (--es-api-key) or a user and password (--es-user, --es-password), "
+                         "not both")
+    if api_key:
+        return api_key, None, None
+    if basic:
+        return None, username or env.get("SPARC_ES_USER"), password or env.get("SPARC_ES_PASSWORD")
+    return env.get("SPARC_ES_API_KEY") or None, env.get("SPARC_ES_USER") or None, env.get("SPARC_ES_PASSWORD") or None
+
+
 @dataclass(frozen=True)
 class Connection:
     """Where the cluster is and how to authenticate; secrets come from flags or the environment."""
@@ -152,13 +172,15 @@ class Connection:
 
     @classmethod
     def from_env(cls, url: str | None = None, timeout: float = 60.0, retries: int = 3, **given) -> Connection:
+        """The connection of the flags ``given`` (``api_key``, ``username``, ``password``,
+        ``ca_certs``), the ``SPARC_ES_*`` variables filling in what they leave out (:func:`credentials`)."""
         env = os.environ
         url = url or env.get("SPARC_ES_URL")
         if not url:
             raise SparcError("no Elasticsearch URL: pass --es-url or set SPARC_ES_URL")
-        return cls(url=url, api_key=given.get("api_key") or env.get("SPARC_ES_API_KEY"),
-                   username=given.get("username") or env.get("SPARC_ES_USER"),
-                   password=given.get("password") or env.get("SPARC_ES_PASSWORD"),
+        api_key, username, password = credentials(given.get("api_key"), given.get("username"),
+                                                  given.get("password"), env)
+        return cls(url=url, api_key=api_key, username=username, password=password,
                    ca_certs=given.get("ca_certs") or env.get("SPARC_ES_CA_CERTS"), timeout=timeout, retries=retries)
 
     def __repr__(self) -> str:  # never print secrets
@@ -218,11 +240,28 @@ def _cluster_errors(doing: str, then: str = "", slow: str = ""):
                           f"{hint}{then}") from None
     except ApiError as e:
         status = getattr(e.meta, "status", None)
+        missing = _missing_index(e)
+        if missing is not None:
+            raise EngineError(missing) from None
         if isinstance(status, int) and 400 <= status < 500 and status not in (408, 429):
             raise EngineError(f"Elasticsearch rejected a request while {doing} ({_status(status)}): "
                               f"{_rejection(e)}") from None
         hint = slow if status == 408 else ""  # the server's own request timeout
         raise EngineError(f"Elasticsearch refused {doing}: {_redacted(str(e))}{hint}{then}") from None
+
+
+def _missing_index(e) -> str | None:
+    """``no index 'NAME' at URL`` when the server answered that an index does not exist, else None."""
+    error = e.body.get("error") if isinstance(e.body, dict) else None
+    if getattr(e.meta, "status", None) != 404 or not isinstance(error, dict) \
+            or error.get("type") != "index_not_found_exception":
+        return None
+    name = error.get("index") or error.get("resource.id")
+    try:
+        where = f" at {_node_url(e.meta.node)}"
+    except Exception:
+        where = ""
+    return f"no index {name!r}{where}" if name else f"no such index{where}"
 
 
 def _status(status: int) -> str:
@@ -256,14 +295,59 @@ SUPPORTED_MAJORS = (8, 9)
 
 
 def check_server(client) -> str:
-    """The server's version, refused unless its major is one sparc-es supports (8.x, 9.x)."""
+    """The server's version, refused unless its major is one sparc-es supports (8.x, 9.x); a server
+    that cannot be reached is one line naming its URL (never its credentials) and why."""
     try:
         version = client.info()["version"]["number"]
-    except Exception as e:  # connection refused, auth, product check: the client's own message
-        raise EngineError(f"cannot reach Elasticsearch: {_redacted(str(e))}") from None
-    if int(version.split(".")[0]) not in SUPPORTED_MAJORS:
-        raise EngineError(f"Elasticsearch {version} is not supported (8.x or 9.x)")
+    except Exception as e:  # connection refused, TLS, auth, product check
+        raise EngineError(f"cannot reach Elasticsearch at {server_url(client)}: {_unreachable(e)}") from None
+    try:
+        major = int(str(version).split(".")[0])
+    except ValueError:
+        major = None
+    if major not in SUPPORTED_MAJORS:
+        raise EngineError(f"Elasticsearch {version} at {server_url(client)} is not supported (8.x or 9.x)")
     return version
+
+
+def server_url(client) -> str:
+    """The URL ``client`` talks to, fit to show: scheme, host and port (the client keeps the
+    credentials of a URL apart, in its headers)."""
+    try:
+        return _node_url(client.transport.node_pool.all()[0].config)
+    except Exception:  # a stand-in client in a test, or a transport of another shape
+        return "the given URL"
+
+
+def _node_url(node) -> str:
+    """``scheme://host:port`` of an elastic-transport ``NodeConfig``."""
+    host = f"[{node.host}]" if ":" in node.host else node.host
+    return redact_url(f"{node.scheme}://{host}:{node.port}{node.path_prefix or ''}")
+
+
+def _unreachable(e: Exception) -> str:
+    """Why a server could not be asked anything, in a few words: the operating system's reason for a
+    connection that failed (connection refused, a name not resolved), a TLS failure, no answer in
+    time, a refusal of the credentials, or a server that is not Elasticsearch."""
+    from elastic_transport import ConnectionError as NoConnection, ConnectionTimeout, TlsError
+    from elasticsearch import ApiError, UnsupportedProductError
+
+    if isinstance(e, UnsupportedProductError):
+        return "it answers, but it is not Elasticsearch (the client's product check failed)"
+    if isinstance(e, TlsError):
+        return (f"TLS failed ({_redacted(str(e.message))}): an https:// URL for a server that speaks plain http, "
+                "or a certificate to trust with --es-ca-certs")
+    if isinstance(e, ConnectionTimeout):
+        return "no answer in time (raise --es-timeout if the cluster is slow)"
+    if isinstance(e, NoConnection):
+        errno = re.findall(r"\[Errno -?\d+\] ([^)\]]+)", str(e.message))
+        return errno[-1].strip().lower() if errno else _redacted(str(e.message))
+    if isinstance(e, ApiError):
+        status = getattr(e.meta, "status", None)
+        if status == 401:
+            return "the credentials were refused (401 Unauthorized)"
+        return f"{_status(status) if isinstance(status, int) else status}: {_rejection(e)}"
+    return _redacted(str(e)) or type(e).__name__
 
 
 @contextmanager

@@ -21,6 +21,7 @@ No cluster is needed here: these are plain values and functions.
 from __future__ import annotations
 
 import copy
+import json
 import math
 from enum import Enum
 
@@ -29,6 +30,11 @@ from sparc_es.layout.manifest import Manifest
 
 FIELD = "weights"
 BLEND_META = "sparc_es_blend"  # the mapping's _meta key of the one-request sum's maxima (blend.py)
+# The mapping's _meta key saying how the documents' BM25 terms are made (terms_analysis()): written
+# when the index is created, before any document, so that a load cut off before its end (no
+# BLEND_META yet) is told from an index loaded by an older sparc-es (no BM25 terms at all).
+TERMS_META = "sparc_es_terms"
+BUILD_META = "sparc_es_build"  # what the index was last built from, and the build's id
 
 
 class QueryMode(str, Enum):
@@ -89,8 +95,47 @@ def mapping(manifest: Manifest | None = None, field_type: FieldType | str = Fiel
     body = copy.deepcopy(BASE_MAPPING)
     body["properties"][FIELD]["type"] = choice(FieldType, field_type, "field type").value
     if manifest is not None:
-        body["_meta"] = {"sparc_es": _identity(manifest)}
+        body["_meta"] = {"sparc_es": _identity(manifest), TERMS_META: json.dumps(terms_analysis(), sort_keys=True)}
     return body
+
+
+def terms_analysis(record: dict | None = None) -> dict:
+    """How BM25 terms are made (k1, b, scale, section titles read): this sparc-es's, or those of
+    ``record`` (a :data:`BLEND_META` or :data:`TERMS_META` value, parsed; both are JSON text, as a
+    server may return a float of ``_meta`` one rounding step off). Documents whose terms
+    were made otherwise cannot be kept by a load: their terms would not be rewritten."""
+    from sparc_es.engines import blend
+
+    if record is None:
+        return {"k1": blend.K1, "b": blend.B, "scale": blend.SCALE, "titles": True}
+    return {key: record.get(key) for key in ("k1", "b", "scale", "titles")}
+
+
+def weights_mode(index_mapping: dict) -> QueryMode | None:
+    """The query mode an index's weights field takes (``get_mapping``'s ``mappings``): ``rank_feature``
+    clauses for ``rank_features``, one ``sparse_vector`` query for ``sparse_vector``; None when it has
+    no such field."""
+    field = (index_mapping.get("properties") or {}).get(FIELD) or {}
+    kind = field.get("type") if isinstance(field, dict) else None
+    return {FieldType.RANK_FEATURES.value: QueryMode.RANK_FEATURE,
+            FieldType.SPARSE_VECTOR.value: QueryMode.SPARSE_VECTOR}.get(kind)
+
+
+def index_mappings(response, index: str) -> dict:
+    """The ``mappings`` of ``index`` in a ``get_mapping`` answer (keyed by the concrete index's name,
+    which an alias's is not), ``{}`` when it has none."""
+    body = getattr(response, "body", response)
+    if not isinstance(body, dict) or not body:
+        return {}
+    entry = body.get(index) if index in body else next(iter(body.values()))
+    mappings = entry.get("mappings") if isinstance(entry, dict) else None
+    return mappings if isinstance(mappings, dict) else {}
+
+
+def build_id(meta: dict) -> str | None:
+    """The id of the load that last built an index (its mapping's ``_meta``), None when not recorded."""
+    build = meta.get(BUILD_META) if isinstance(meta, dict) else None
+    return str(build.get("id")) if isinstance(build, dict) and build.get("id") is not None else None
 
 
 def _identity(manifest: Manifest) -> dict:

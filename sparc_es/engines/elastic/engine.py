@@ -13,12 +13,26 @@ client-side, with the Lucene engine's own :class:`~sparc_es.engines.hybrid.Hybri
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterable
 
 from sparc_es.engines.base import Description, EngineKind, Hit, HybridMethod
 from sparc_es.engines.blend import BM25_SHARE, Blend
-from sparc_es.engines.elastic.connection import _cluster_errors, _redacted, check_server
-from sparc_es.engines.elastic.documents import BLEND_META, QueryMode, bm25_body, query_body, same_bm25, text_searchable
+from sparc_es.engines.elastic.connection import _cluster_errors, check_server
+from sparc_es.engines.elastic.documents import (
+    BLEND_META,
+    BUILD_META,
+    FIELD,
+    TERMS_META,
+    QueryMode,
+    bm25_body,
+    build_id,
+    index_mappings,
+    query_body,
+    same_bm25,
+    text_searchable,
+    weights_mode,
+)
 from sparc_es.errors import EngineError, choice
 from sparc_es.model.query import QueryEncoder
 
@@ -26,33 +40,94 @@ from sparc_es.model.query import QueryEncoder
 _SLOW = "; raise --es-timeout if the cluster is slow"
 
 
+# Seconds between two checks that the index was not rebuilt under a long-lived engine (serve). A
+# check is one small request (the mapping's build id, filtered by the server), so a question costs
+# one _search and, at most once in this many seconds, that check besides: a rebuild is noticed
+# within a few seconds without doubling the requests of a busy server. A sum whose scores come back
+# above 1 (maxima older than the documents) checks at once.
+RECHECK = 5.0
+
+
 class ElasticEngine:
     """Search a sparc-es index in Elasticsearch with the question as a dot-product query."""
 
-    def __init__(self, client, index_name: str, queries: QueryEncoder,
-                 mode: QueryMode | str = QueryMode.RANK_FEATURE) -> None:
-        """``queries``: the question encoder (the tokenizer of the encoded folder that was loaded)."""
+    recheck: float | None = RECHECK  # seconds between checks that the index was not rebuilt; None: never
+
+    def __init__(self, client, index_name: str, queries: QueryEncoder, mode: QueryMode | str | None = None) -> None:
+        """``queries``: the question encoder (the tokenizer of the encoded folder that was loaded);
+        ``mode``: how to send a question, by default the one the index's weights field takes."""
         self.client = client
-        self.index = index = index_name
-        self.mode = choice(QueryMode, mode, "query mode")
+        self.index = index_name
+        self.asked_mode = None if mode is None else choice(QueryMode, mode, "query mode")
         self.queries = queries
-        check_server(client)
-        try:
-            mappings = client.indices.get_mapping(index=index)[index]["mappings"]
-        except Exception as e:
-            raise EngineError(f"cannot read index {index!r}: {_redacted(str(e))}") from None
-        meta = mappings.get("_meta", {}).get("sparc_es")
-        if not meta:
-            raise EngineError(f"index {index!r} was not made by sparc-es (no _meta.sparc_es in its mapping)")
-        self.factor = float(meta["factor"])
-        self.text_searchable = text_searchable(mappings)  # whether BM25 (a hybrid) can search its text
-        self.same_bm25 = same_bm25(mappings)  # whether that BM25 is the Lucene BM25 index's
-        blended = mappings.get("_meta", {}).get(BLEND_META)
-        # the one-request sum's maxima, where the index stores BM25 terms (see use_blend)
-        self.blend = Blend.from_json(json.loads(blended), f"index {index!r}") if blended else None
         # the one-request sum and BM25's share in it (use_blend), or SPARC alone; a run tag and the server say it
         self.method: HybridMethod | None = None
         self.bm25_weight: float | None = None
+        check_server(client)
+        self._read()
+
+    def _read(self) -> None:
+        """Read what the index's mapping says: its quantisation factor, the query mode its weights
+        field takes, the sum's maxima, its text's BM25, and the id of the build that wrote them."""
+        index = self.index
+        with _cluster_errors(f"reading the mapping of index {index!r}"):
+            mappings = index_mappings(self.client.indices.get_mapping(index=index), index)
+        meta = mappings.get("_meta")
+        meta = meta if isinstance(meta, dict) else {}
+        identity = meta.get("sparc_es")
+        if identity is None:
+            raise EngineError(f"index {index!r} was not made by sparc-es (no _meta.sparc_es in its mapping)")
+        if not isinstance(identity, dict):  # mappings/sparc.json's placeholder: created, never loaded
+            raise EngineError(f"index {index!r} was never loaded (its _meta.sparc_es is not filled in): load an "
+                              f"encoded folder into it with sparc-es index --engine es --es-index {index}")
+        try:
+            self.factor = float(identity["factor"])
+        except (KeyError, TypeError, ValueError):
+            raise EngineError(f"index {index!r} has an unreadable _meta.sparc_es (no quantisation factor): load "
+                              "it again with sparc-es index --engine es --recreate") from None
+        fits = weights_mode(mappings)
+        if fits is None:
+            raise EngineError(f"index {index!r} has no {FIELD!r} field of type rank_features or sparse_vector")
+        if self.asked_mode is not None and self.asked_mode is not fits:
+            raise EngineError(f"--query-mode {self.asked_mode.value} does not fit index {index!r}: its weights are "
+                              f"mapped for {fits.value} queries; leave --query-mode out (it follows the mapping)")
+        self.mode = fits
+        self.text_searchable = text_searchable(mappings)  # whether BM25 (a hybrid) can search its text
+        self.same_bm25 = same_bm25(mappings)  # whether that BM25 is the Lucene BM25 index's
+        blended = meta.get(BLEND_META)
+        # the one-request sum's maxima, where the index stores BM25 terms (see use_blend)
+        try:
+            self.blend = Blend.from_json(json.loads(blended), f"index {index!r}") if blended else None
+        except (TypeError, ValueError):
+            raise EngineError(f"index {index!r} has an unreadable _meta.{BLEND_META}: load it again with sparc-es "
+                              "index --engine es --recreate") from None
+        self.loading = not blended and TERMS_META in meta  # created by a load that has not finished
+        self.build = build_id(meta)
+        self._checked = time.monotonic()
+
+    def _current(self, force: bool = False) -> bool:
+        """Read the mapping again when the index was rebuilt (or updated) since it was read: its
+        build id changed. Checked at most once every :attr:`recheck` seconds (see :data:`RECHECK`),
+        or now with ``force``. Whether it was read again."""
+        if self.recheck is None or (not force and time.monotonic() - self._checked < self.recheck):
+            return False
+        with _cluster_errors(f"reading the mapping of index {self.index!r}"):
+            response = self.client.indices.get_mapping(index=self.index,
+                                                       filter_path=f"*.mappings._meta.{BUILD_META}.id")
+        self._checked = time.monotonic()
+        if build_id(index_mappings(response, self.index).get("_meta") or {}) == self.build:
+            return False
+        self._read()
+        return True
+
+    def _ready(self) -> None:
+        """Refuse a sum when the index (read again) holds no maxima for it: a load under way, or an
+        index rebuilt by an older sparc-es."""
+        if self.method is HybridMethod.SUM and self.blend is None:
+            if self.loading:
+                raise EngineError(f"index {self.index!r} is being loaded (its build is not recorded yet): search it "
+                                  "when the load has finished")
+            self.use_blend(self.bm25_weight)  # says why
 
     def use_blend(self, bm25_share: float = BM25_SHARE) -> None:
         """Search with the one-request sum of SPARC and BM25 (:mod:`~sparc_es.engines.blend`), BM25's
@@ -85,27 +160,30 @@ class ElasticEngine:
         return ElasticBM25(self.client, self.index)
 
     def search(self, question: str, k: int = 10) -> list[Hit]:
-        body = self.body(question, k)
-        if body is None:
-            return []
-        with _cluster_errors(f"searching {self.index!r}", slow=_SLOW):
-            response = self.client.search(index=self.index, **body)
-        return self._hits(response)
+        return self._ask(question, k, f"searching {self.index!r}")
+
+    def _ask(self, question: str, k: int, doing: str) -> list[Hit]:
+        """One question's hits, the mapping read again first when the index was rebuilt; a sum that
+        scores above 1 (maxima older than the documents) is asked again after a check."""
+        for attempt in (0, 1):
+            self._current(force=attempt == 1)
+            self._ready()
+            body = self.body(question, k)
+            if body is None:
+                return []
+            with _cluster_errors(doing, slow=_SLOW):
+                response = self.client.search(index=self.index, **body)
+            hits = self._hits(response)
+            if attempt or self.integers or self.recheck is None or not any(h.score > 1 + 1e-4 for h in hits):
+                return hits
+        return hits
 
     def batch_search(self, topics: Iterable[tuple[str, str]], k: int = 1000, threads: int = 1) -> dict[str, list[Hit]]:
         """Many questions, one ``_search`` each, as :meth:`search` asks them: a slow cluster's
         timeout bounds one question, never a batch of them (``threads`` is not used: the cluster
         searches in parallel)."""
-        results: dict[str, list[Hit]] = {}
-        for qid, question in topics:
-            body = self.body(question, k)
-            if body is None:
-                results[qid] = []
-                continue
-            with _cluster_errors(f"searching {self.index!r} for question {qid}", slow=_SLOW):
-                response = self.client.search(index=self.index, **body)
-            results[qid] = self._hits(response)
-        return results
+        return {qid: self._ask(question, k, f"searching {self.index!r} for question {qid}")
+                for qid, question in topics}
 
     def _hits(self, response) -> list[Hit]:
         hits = []
@@ -146,6 +224,7 @@ class ElasticBM25(ElasticEngine):
     factor = 1.0  # BM25 scores as the cluster gives them
     method = None
     integers = False
+    recheck = None  # nothing of the mapping is read
 
     def __init__(self, client, index_name: str) -> None:  # the mapping was read by the SPARC engine
         self.client, self.index = client, index_name
@@ -158,3 +237,4 @@ class ElasticBM25(ElasticEngine):
 
     def close(self) -> None:
         pass
+

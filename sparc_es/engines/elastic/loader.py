@@ -15,7 +15,8 @@ import dataclasses
 import hashlib
 import json
 import sys
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,14 +26,20 @@ from sparc_es.engines.elastic.connection import _cluster_errors, check_index_nam
 from sparc_es.engines.elastic.documents import (
     BASE_MAPPING,
     BLEND_META,
+    BUILD_META,
     FIELD,
     SETTINGS,
+    TERMS_META,
     FieldType,
     _differs,
     _identity,
     es_features,
+    index_mappings,
     mapping,
+    same_bm25,
     same_weights,
+    terms_analysis,
+    weights_mode,
 )
 from sparc_es.errors import EngineError, InputError, count_mismatch
 from sparc_es.layout.manifest import Manifest
@@ -52,6 +59,7 @@ class _Load:
     index: str
     encoded: Path
     manifest: Manifest
+    notice: Callable[[str], None] | None  # hears what the user should know before the index changes
     report: Path  # the JSONL report of failed, missing and foreign ids
     bulk: dict  # streaming_bulk's chunk_size, max_retries and initial_backoff
     progress: bool
@@ -76,15 +84,18 @@ class _Counts:
 
 def build_index(encoded: str | Path, client, index_name: str, chunk_size: int = 500, max_retries: int = 5,
                 initial_backoff: float = 2.0, report: str | Path | None = None, progress: bool = True,
-                field_type: FieldType | str = FieldType.RANK_FEATURES, recreate: bool = False) -> dict:
+                field_type: FieldType | str = FieldType.RANK_FEATURES, recreate: bool = False,
+                notice: Callable[[str], None] | None = None) -> dict:
     """Stream an encoded folder into the index ``index_name`` (created with the SPARC mapping if
     missing; deleted first with ``recreate``): the Elasticsearch counterpart of ``lucene.build_index``.
 
     Loading into an index that already holds weights of the same model, K and factor updates it:
     documents already there with the same content are skipped (which also resumes an interrupted
     load), new and changed ones are written, and those the encoded folder no longer has are
-    deleted. The mapping's ``_meta.sparc_es_build`` records what the index was built from and
-    when. Returns counts; raises
+    deleted (``notice`` hears first when the index was last built from another folder or corpus).
+    An empty index created from ``mappings/sparc.json`` is loaded as one sparc-es created. The
+    mapping's ``_meta.sparc_es_build`` records what the index was built from and when, and the
+    build's id (which an engine searching the index compares to notice a rebuild). Returns counts; raises
     :class:`EngineError` when any document failed or is missing at the end, with the ids in
     ``report`` (default ``es-failures-INDEX.jsonl`` in the working directory: never inside the
     encoded folder, which is input and may be read-only), checked writable before the cluster is
@@ -96,7 +107,7 @@ def build_index(encoded: str | Path, client, index_name: str, chunk_size: int = 
     _check_writable(report)
     check_server(client)
     statistics, maxima = blend.count(iter_vectors(encoded))
-    load = _Load(client, index, encoded, manifest, report=report,
+    load = _Load(client, index, encoded, manifest, notice=notice, report=report,
                  bulk={"chunk_size": chunk_size, "max_retries": max_retries, "initial_backoff": initial_backoff},
                  progress=progress, statistics=statistics, maxima=maxima)
     resume = _create_or_check_index(load, mapping(manifest, field_type), recreate)
@@ -136,7 +147,8 @@ def _check_folder(encoded: str | Path) -> tuple[Path, Manifest]:
 
 def _create_or_check_index(load: _Load, body: dict, recreate: bool) -> bool:
     """Create the index with ``body`` (deleting it first with ``recreate``), or check the one there
-    holds the same weights. Whether the load resumes: the index was there with documents in it."""
+    holds the same weights, with BM25 terms made as this sparc-es makes them. Whether the load
+    resumes: the index was there with documents in it."""
     client, index = load.client, load.index
     with _cluster_errors(f"preparing index {index!r}", _AGAIN):
         if recreate and client.indices.exists(index=index):
@@ -144,20 +156,79 @@ def _create_or_check_index(load: _Load, body: dict, recreate: bool) -> bool:
         if not client.indices.exists(index=index):
             client.indices.create(index=index, mappings=body, settings=SETTINGS)
             return False
+        mappings = index_mappings(client.indices.get_mapping(index=index), index)
+        meta = mappings.get("_meta") if isinstance(mappings.get("_meta"), dict) else {}
+        existing = meta.get("sparc_es")
+        client.indices.refresh(index=index)  # a count sees only refreshed documents
+        count = client.count(index=index)["count"]
+        doomed = f"index {index!r} and its {count} documents"  # what --recreate deletes
+        if not isinstance(existing, dict):
+            if count == 0 and weights_mode(mappings) is not None:
+                # made from mappings/sparc.json (its _meta.sparc_es a placeholder) and never loaded
+                _add_fields(client, index, mappings, BASE_MAPPING["properties"], meta=body["_meta"])
+                return False
+            why = ("no _meta.sparc_es in its mapping" if existing is None else "its _meta.sparc_es is not filled in")
+            why += f", and no {FIELD!r} field to load into" if weights_mode(mappings) is None else ""
+            raise EngineError(f"index {index!r} was not made by sparc-es ({why}); --recreate would delete {doomed}: "
+                              "choose another --es-index to keep them")
         # Re-running into the same index replaces documents by id; weights from another model or
         # factor would be mixed in silently, so that is refused.
-        existing = client.indices.get_mapping(index=index)[index]["mappings"].get("_meta", {}).get("sparc_es")
         if not same_weights(existing, body["_meta"]["sparc_es"]):
             raise EngineError(f"index {index!r} already holds other weights ({_differs(existing, body)}); "
-                              "choose another index name or load with --recreate")
-        client.indices.refresh(index=index)  # a count sees only refreshed documents
-        resume = client.count(index=index)["count"] > 0
-        properties = client.indices.get_mapping(index=index)[index]["mappings"].get("properties", {})
-        added = {name: BASE_MAPPING["properties"][name] for name in ("hash", "code", "order")
-                 if name not in properties}
-        if added:  # made before content hashes, the code a sentence leads into, or its place were stored
-            client.indices.put_mapping(index=index, properties=added)
-        return resume
+                              f"choose another index name, or load with --recreate, which deletes {doomed}")
+        if count:
+            _check_terms(index, meta, mappings, doomed)
+            _say_other_source(load, meta.get(BUILD_META))
+        _add_fields(client, index, mappings, {name: BASE_MAPPING["properties"][name]
+                                              for name in ("hash", "code", "order")})
+        return count > 0
+
+
+def _add_fields(client, index: str, mappings: dict, fields: dict, meta: dict | None = None) -> None:
+    """Add to the index's mapping those of ``fields`` it lacks (made before content hashes, the code a
+    sentence leads into or its place were stored; or by hand), and ``meta`` as its ``_meta``."""
+    properties = mappings.get("properties") or {}
+    added = {name: field for name, field in fields.items() if name not in properties}
+    if added or meta is not None:
+        client.indices.put_mapping(index=index, **({"properties": added} if added else {}),
+                                   **({"meta": meta} if meta is not None else {}))
+
+
+def _check_terms(index: str, meta: dict, mappings: dict, doomed: str) -> None:
+    """Refuse to keep the documents of an index whose BM25 terms were not made as this sparc-es
+    makes them (none at all: loaded by an older sparc-es): a load skips the documents it finds
+    unchanged, so they would keep their terms while the mapping's maxima said otherwise."""
+    record = meta.get(BLEND_META) or meta.get(TERMS_META)
+    try:
+        analysis = terms_analysis(json.loads(record)) if isinstance(record, str) else None
+    except ValueError:
+        analysis = None
+    if analysis == terms_analysis():
+        return
+    text = "" if same_bm25(mappings) else ", and its text keeps Elasticsearch's standard analyser"
+    why = ("stores no BM25 terms (loaded by an older sparc-es)" if analysis is None else
+           f"stores BM25 terms made otherwise ({_analysis(analysis)} there, {_analysis(terms_analysis())} here)")
+    raise EngineError(f"index {index!r} {why}{text}: its documents cannot be kept; load with --recreate, which "
+                      f"deletes {doomed} and loads this folder's")
+
+
+def _analysis(record: dict) -> str:
+    return (f"k1 {record.get('k1')}, b {record.get('b')}, scale {record.get('scale')}"
+            + ("" if record.get("titles") else ", without section titles"))
+
+
+def _say_other_source(load: _Load, build) -> None:
+    """Tell ``load.notice`` when the index was last built from another encoded folder or corpus: the
+    load replaces its documents with this folder's."""
+    if load.notice is None or not isinstance(build, dict):
+        return
+    encoded, corpus = str(load.encoded.resolve()), list(load.manifest.corpus)
+    before, corpus_before = build.get("encoded"), build.get("corpus")
+    if before == encoded and corpus_before == corpus:
+        return
+    from_ = ", ".join(map(str, corpus_before)) if isinstance(corpus_before, list) else corpus_before
+    load.notice(f"index {load.index!r} was last built from {before} (corpus {from_}); loading {encoded} (corpus "
+                f"{', '.join(corpus)}) replaces its documents: those not in it are deleted")
 
 
 def _stream_bulk(load: _Load, resume: bool) -> _Counts:
@@ -251,9 +322,11 @@ def _write_build_record(load: _Load, count: int) -> None:
     with _cluster_errors(f"recording the build in {load.index!r}"):
         load.client.indices.put_mapping(index=load.index, meta={
             "sparc_es": _identity(manifest),
-            "sparc_es_build": {"encoded": str(load.encoded.resolve()), "corpus": list(manifest.corpus),
-                               "sentences": manifest.sentences, "documents": count,
-                               "at": datetime.now(UTC).isoformat(timespec="seconds")},
+            TERMS_META: json.dumps(terms_analysis(), sort_keys=True),
+            # the id tells an engine reading the index that it was rebuilt (ElasticEngine._current)
+            BUILD_META: {"encoded": str(load.encoded.resolve()), "corpus": list(manifest.corpus),
+                         "sentences": manifest.sentences, "documents": count,
+                         "at": datetime.now(UTC).isoformat(timespec="seconds"), "id": uuid.uuid4().hex},
             # as one string: feature names are not field names, and integers survive any server
             BLEND_META: json.dumps({**blend.Blend(load.maxima, load.statistics.digest()).to_json(),
                                     "counts": load.statistics.to_json()}, ensure_ascii=False, sort_keys=True)})

@@ -8,6 +8,10 @@ question's attainable score); SPARC alone, the dot-product query of
 quantisation factor, as the Lucene engine's are. ``--hybrid minmax`` and ``rrf`` also send the BM25
 ``match`` query of :func:`~sparc_es.engines.elastic.documents.bm25_body` and fuse the two lists
 client-side, with the Lucene engine's own :class:`~sparc_es.engines.hybrid.HybridEngine`.
+
+What the engine reads of the index's mapping (factor, query mode, the sum's maxima) is read again
+when the index is rebuilt under a long-lived engine (``serve``): :meth:`ElasticEngine._current`
+compares the build id the loader records, at most every :data:`RECHECK` seconds.
 """
 
 from __future__ import annotations

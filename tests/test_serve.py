@@ -228,6 +228,9 @@ def test_search_drops_hits_under_min_score_and_says_when_no_word_is_in_the_index
     assert status == 200 and body["notice"].startswith("no word of the question is in the index"), body
     assert body["hits"] and all(0 < h["score"] <= COVERAGE_FLOOR for h in body["hits"]), body["hits"]
     assert body["hits"][0]["id"] == "docs/setup.md#1", body["hits"]
+    status, body, _ = search_get(server, "What is it?", 10)  # stop words only: said, and scored as unanchored
+    assert status == 200 and body["notice"].startswith("the question has no word but stop words"), body
+    assert body["hits"] and all(0 < h["score"] <= COVERAGE_FLOOR for h in body["hits"]), body["hits"]
     status, body, _ = search_get(server, question, 10, min_score="nan")
     assert status == 422
     status, body, _ = search_get(server, question, 10, min_score=1)  # every hit under it: said, with the best

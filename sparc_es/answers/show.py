@@ -48,6 +48,7 @@ STOP_WORDS = frozenset((
     "which who whom why will with would you your").split())
 _WORD = re.compile(r"[^\W_]+")  # letters and digits
 NOTHING_MATCHED = "no word of the question is in the index: the hits below match only word pieces"
+ONLY_STOP_WORDS = "the question has no word but stop words: the hits below match only common tokens"
 
 
 def fold(word: str) -> str:
@@ -228,10 +229,12 @@ class QuestionMatch:
         return bool(self.words) and self.found is not None and not self.found
 
     def notice(self) -> str | None:
-        """The one line said when nothing meaningful matched, or when every hit scored under the
-        threshold, else None."""
+        """The one line said when every hit scored under the threshold, when the question has stop
+        words only, or when none of its words is in the index, else None."""
         if self.best_below is not None:
             return f"no hit scored {self.min_score:g} or more (the best scored {self.best_below:.2f})"
+        if not self.words and self.tokens:
+            return ONLY_STOP_WORDS
         if not self.nothing_meaningful:
             return None
         return f"{NOTHING_MATCHED} ({', '.join(self.words)} not found)"

@@ -55,8 +55,8 @@ BLEND_FILE = "blend.json"  # in a Lucene index folder: the settings and each fea
 
 # BM25's share of the score by default: chosen on the validation domains (docs/evaluation.md).
 BM25_SHARE = 0.35
-# The least Blend.coverage gives: a question none of whose words the index holds keeps its ranking
-# (its scores are not all 0) at a twentieth of its attainable score.
+# The least Blend.coverage gives: a question none of whose words the index holds (or of stop words
+# only) keeps its ranking (its scores are not all 0) at a twentieth of its attainable score.
 COVERAGE_FLOOR = 0.05
 
 # Unicode words as Lucene's StandardTokenizer cuts them, near enough: letters and digits, joined
@@ -166,13 +166,14 @@ class Blend:
     @staticmethod
     def coverage(terms: Mapping[str, int], stored: Mapping[str, int]) -> float:
         """The share of the question's words (its BM25 terms, counted) that some sentence stores, at
-        least :data:`COVERAGE_FLOOR`; 1 for a question of stop words only. Every clause weight is
+        least :data:`COVERAGE_FLOOR`, which is also what a question of stop words only gets ("??",
+        "what is it": no word for a corpus to hold, so no hit should look like an answer). Every clause weight is
         multiplied by it, which leaves the question's ranking as it is and lowers the scores of a
         question the corpus lacks words of: measured on the validation domains, it parts the top
         scores of questions a corpus answers from those of questions another corpus answers better
         (docs/evaluation.md, "Scores a user can threshold")."""
         asked = sum(terms.values())
-        return max(COVERAGE_FLOOR, sum(stored.values()) / asked) if asked else 1.0
+        return max(COVERAGE_FLOOR, sum(stored.values()) / asked) if asked else COVERAGE_FLOOR
 
     def to_json(self) -> dict:
         return {"k1": K1, "b": B, "scale": SCALE, "statistics": self.statistics, "maxima": self.maxima,

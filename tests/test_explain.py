@@ -315,12 +315,14 @@ def test_query_dsl_says_the_factor_of_its_score(tmp_path, tiny_model_dir, cli, c
     corpus.write_text(json.dumps({"id": "a", "text": "Lucene stores integer impacts."}) + "\n")
     assert cli("encode", "--corpus", corpus, "--output", tmp_path / "enc", "--model", tiny_model_dir,
                "--factor", 3, "--quiet")[0] == 0
-    rc, out, _ = cli("query-dsl", "--es-index", "notes", "--hybrid", "none", "--tokenizer", tmp_path / "enc", "lucene impacts")
+    rc, out, _ = cli("query-dsl", "--es-index", "notes", "--hybrid", "none", "--tokenizer", tmp_path / "enc",
+                     "lucene impacts")
     comment = out.splitlines()[0]
     assert rc == 0 and comment.startswith("# ") and "integer impact sum, 3 x the score sparc-es search shows" in comment
     rc, out, _ = cli("query-dsl", "--es-index", "notes", "--hybrid", "none", "lucene impacts")
     assert rc == 0 and "integer impact sum, 5 x" in out.splitlines()[0] and out.splitlines()[1].startswith("GET /")
-    rc, out, _ = cli("query-dsl", "--es-index", "notes", "--hybrid", "minmax", "--tokenizer", tmp_path / "enc", "lucene impacts")
+    rc, out, _ = cli("query-dsl", "--es-index", "notes", "--hybrid", "minmax", "--tokenizer", tmp_path / "enc",
+                     "lucene impacts")
     comment = out.splitlines()[0]
     assert rc == 0 and comment.startswith("# sparc-es fuses") and "integer impact sum, 3 x" in comment
     # the default's clause weights need the maxima of an index (a cluster's mapping, or a Lucene index)

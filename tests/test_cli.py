@@ -186,6 +186,11 @@ def test_missing_things_are_clear_errors(tmp_path, cli, capsys):
         main(["encode", "--output", str(tmp_path)])
     assert e.value.code == 2
     assert "--corpus" in capsys.readouterr().err
+    from sparc_es.errors import StoreError
+    from sparc_es.model.query import QueryEncoder
+
+    with pytest.raises(StoreError, match="nothing: no such folder"):  # --tokenizer: not a model hub name
+        QueryEncoder.load(tmp_path / "nothing")
 
 
 @pytest.mark.jvm

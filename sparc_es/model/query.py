@@ -84,6 +84,9 @@ class QueryEncoder:
         from sparc_es.model.checkpoint import quiet_transformers
 
         path = tokenizer_folder(folder)
+        if not path.is_dir():  # else transformers reads the path as a model hub name and says so
+            raise StoreError(f"{folder}: no such folder (the question tokenizer comes from an encoded folder, "
+                             "an index or a model folder)")
         try:
             with quiet_transformers():
                 tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)

@@ -756,9 +756,10 @@ def test_a_request_may_ask_its_own_hybrid(server, index):
 
 
 @pytest.mark.es
-def test_serve_on_elasticsearch_places_hits_through_the_tokenizer_folder(tmp_path, es_url):
-    """``serve --engine es --tokenizer ENCODED`` (the index named by SPARC_ES_INDEX): /health names the
-    index and counts its sentences, hits have their lines and headings, /sentences answers, as on Lucene."""
+def test_elasticsearch_hits_are_placed_in_their_documents_by_search_and_serve(tmp_path, es_url):
+    """``search --engine es`` places hits through the corpus the mapping records; ``serve --engine es
+    --tokenizer ENCODED`` (the index named by SPARC_ES_INDEX): /health names the index and counts its
+    sentences, hits have their lines and headings, /sentences answers, as on Lucene."""
     from sparc_es.engines.elastic import Connection, build_index as load_es
     from sparc_es.model import SparcModel
 
@@ -769,6 +770,13 @@ def test_serve_on_elasticsearch_places_hits_through_the_tokenizer_folder(tmp_pat
                   idf=IDF_DEFAULT)
     name = f"serve-es-{os.getpid()}"
     load_es(tmp_path / "encoded", Connection(es_url).client(), name, progress=False, recreate=True)
+    # without --tokenizer, search places hits through the corpus folder the index's mapping records
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["search", "--engine", "es", "--es-url", es_url, "--es-index", name, "--json", "-k", "1",
+                     "Which Java version does Pyserini need?"]) == 0
+    top = json.loads(out.getvalue())[0]
+    assert top["line"] == 7 and top["headings"] == ["Setup", "Java"], top
     log = tmp_path / "serve.log"
     server = _serve(None, log, "--engine", "es", "--es-url", es_url, "--tokenizer", str(tmp_path / "encoded"),
                     env={"SPARC_ES_INDEX": name})

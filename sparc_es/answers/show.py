@@ -38,7 +38,7 @@ from pathlib import Path
 from sparc_es.corpus.readers import format_of, read_blocks
 from sparc_es.corpus.readers.blocks import HEADING
 from sparc_es.corpus.sources import CONTROL, Sentence, context_of
-from sparc_es.engines.base import Hit, Impacts, Tokenized, sparc_side
+from sparc_es.engines.base import Hit, Impacts, Recorded, Tokenized, sparc_side
 
 # Words too common to mark or to count as the question's meaning: the search page's list
 # (sparc_es/answers/web/index.html), which it marks by the same rule.
@@ -392,7 +392,10 @@ class Presenter:
         self.sparc = sparc_side(engine)  # a hybrid's SPARC engine: the impacts
         folder = Path(index) if index is not None else (Path(tokenizer) if tokenizer is not None else None)
         manifest = Manifest.read(folder) if folder is not None and (folder / META).is_file() else None
-        self.places = Places(manifest.corpus_roots(folder) if manifest is not None else ())
+        if manifest is not None:  # the corpus folders: the manifest's, else those the index records
+            self.places = Places(manifest.corpus_roots(folder))
+        else:
+            self.places = Places(self.sparc.corpus if isinstance(self.sparc, Recorded) else ())
         store = folder / SENTENCES if folder is not None else None
         self.store = SentenceStore(store) if store is not None and store.is_file() else None
         tokenized = isinstance(self.sparc, Tokenized)

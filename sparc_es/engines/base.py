@@ -93,6 +93,14 @@ class Tokenized(Protocol):
 
 
 @runtime_checkable
+class Recorded(Protocol):
+    """An engine whose index records the corpus paths it was encoded from, where no manifest is at
+    hand (an Elasticsearch index's mapping): where a hit's document is read to place it."""
+
+    corpus: list[str]
+
+
+@runtime_checkable
 class Impacts(Protocol):
     """An engine whose index can be read back (the Lucene impact index): ``explain`` and the
     question's match are computed from it."""

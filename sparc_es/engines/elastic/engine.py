@@ -107,6 +107,10 @@ class ElasticEngine:
                               "index --engine es --recreate") from None
         self.loading = not blended and TERMS_META in meta  # created by a load that has not finished
         self.build = build_id(meta)
+        built = meta.get(BUILD_META)
+        corpus = built.get("corpus") if isinstance(built, dict) else None
+        # the corpus paths the loaded folder was encoded from: where a hit's document is read to place it
+        self.corpus: list[str] = [c for c in corpus if isinstance(c, str)] if isinstance(corpus, list) else []
         self._checked = time.monotonic()
 
     def _current(self, force: bool = False) -> bool:

@@ -7,6 +7,7 @@ import argparse
 
 from sparc_es.cli.options import ES_CONNECTION, connection, engine_args, es_index, positive, refuse
 from sparc_es.cli.output import warn
+from sparc_es.corpus.sources import counted
 from sparc_es.errors import SparcError
 
 
@@ -46,7 +47,7 @@ def command(args: argparse.Namespace) -> int:
         result = elastic.build_index(args.input, client, es_index(args), chunk_size=args.chunk_size or 500,
                                      recreate=args.recreate, field_type=args.field_type or "rank_features",
                                      progress=not args.quiet, report=args.report, notice=warn)
-        print(f"loaded {result['loaded']} sentences into Elasticsearch index {result['index']!r} "
+        print(f"loaded {counted(result['loaded'], 'sentence')} into Elasticsearch index {result['index']!r} "
               f"({result['already_there']} unchanged, {result['moved']} moved in their file (offsets updated), "
               f"{result['deleted']} deleted; {result['count']} documents, "
               "their ids checked against the encoded folder's)")
@@ -64,9 +65,11 @@ def command(args: argparse.Namespace) -> int:
                                   progress=not args.quiet)
     info = manifest.index
     if manifest.empty_vectors:
-        warn(f"{manifest.empty_vectors} sentences have no weights and are not in the index")
-    print(f"indexed {info.documents} sentences with their BM25 terms into {args.index} in {info.build_seconds:.1f} s "
-          f"({info.bytes / 1e6:.1f} MB)")
+        n = manifest.empty_vectors
+        warn(f"{counted(n, 'sentence')} {'has' if n == 1 else 'have'} no weights and {'is' if n == 1 else 'are'} not "
+             "in the index")
+    print(f"indexed {counted(info.documents, 'sentence')} with their BM25 terms into {args.index} in "
+          f"{info.build_seconds:.1f} s ({info.bytes / 1e6:.1f} MB)")
     if info.bm25:
         print(f"  and a separate BM25 index of their texts (--engine bm25, --hybrid minmax or rrf) in "
               f"{info.bm25['build_seconds']:.1f} s "

@@ -557,3 +557,12 @@ def test_a_reader_that_stops_early_is_not_an_error():
     err = process.stderr.read().decode()
     assert process.wait(timeout=300) == 1, err
     assert "Broken pipe" not in err and "Traceback" not in err and "Exception ignored" not in err, err
+
+
+@pytest.mark.parametrize("before", [True, False], ids=["before the verb", "after it"])
+def test_debug_shows_the_traceback_wherever_it_is_written(tmp_path, before):
+    from sparc_es.errors import InputError
+
+    verb = ["encode", "--corpus", str(tmp_path / "nothing"), "--output", str(tmp_path / "out")]
+    with pytest.raises(InputError, match="no such file or folder"):  # raised, not a one-line error
+        main(["--debug", *verb] if before else [*verb, "--debug"])

@@ -64,11 +64,13 @@ def build_parser() -> argparse.ArgumentParser:
         "top-K token weights, index them in Lucene, answer questions as sums of stored weights.",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n", 2)[2].split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_argument("--debug", action="store_true", help="show the Python traceback of an error "
-                        "(also SPARC_ES_DEBUG=1)")
+    debug = "show the Python traceback of an error (also SPARC_ES_DEBUG=1)"
+    parser.add_argument("--debug", action="store_true", help=debug)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for verb in VERBS.values():
+    for name, verb in VERBS.items():
         verb.add_parser(sub)
+        # after the verb too, where an error's hint leads a user to add it; SUPPRESS keeps one given before it
+        sub.choices[name].add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=debug)
     return parser
 
 

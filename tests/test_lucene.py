@@ -276,3 +276,27 @@ def test_hybrid_needs_the_bm25_side(squad_index, tmp_path):
     build_index(root / "encoded", tmp_path / "index", bm25=False)
     with pytest.raises(StoreError, match="no BM25 index"):
         HybridEngine.open(tmp_path / "index")
+
+
+@pytest.mark.jvm
+def test_the_library_takes_a_path_and_a_model_name_and_says_what_is_wrong_in_one_line(tmp_path):
+    """What a Python caller gets: one path and a model name taken as the CLI takes them; a bad k, a
+    question that is not text or a closed engine are a SparcError, not a Java or transformers one."""
+    from sparc_es.engines import open_engine
+    from sparc_es.errors import EngineError, SparcError
+
+    (tmp_path / "notes.md").write_text("# Notes\n\nThe llama server listens on port 8081.\n")
+    encode_corpus(str(tmp_path / "notes.md"), tmp_path / "enc", "default", progress=False)  # not its characters
+    build_index(tmp_path / "enc", tmp_path / "idx", progress=False)
+    engine = open_engine("lucene", tmp_path / "idx")
+    try:
+        assert engine.search("Which port does the llama server use?", k=1)[0].doc == "notes.md"
+        for k in (0, -1, 10**9, 2.5):
+            with pytest.raises(SparcError, match="k is the number of hits a question gets: 1 to 10,000"):
+                engine.search("llama", k=k)
+        with pytest.raises(SparcError, match="a question is text, not NoneType"):
+            engine.search(None)
+    finally:
+        engine.close()
+    with pytest.raises(EngineError, match="this engine is closed"):
+        engine.search("llama")

@@ -751,8 +751,10 @@ class Files:
         return [os.path.abspath(p) for p in self.paths]
 
 
-def as_source(corpus: Source | Iterable[str | Path]) -> Source:
-    """A :class:`Source` as it is; file and folder paths as :class:`Files`."""
+def as_source(corpus: Source | str | Path | Iterable[str | Path]) -> Source:
+    """A :class:`Source` as it is; file and folder paths (one, or several) as :class:`Files`."""
     if hasattr(corpus, "read") and hasattr(corpus, "describe"):
         return corpus  # type: ignore[return-value]
+    if isinstance(corpus, (str, Path)):  # one path, not the characters of one
+        corpus = [corpus]
     return Files(tuple(str(p) for p in corpus))  # type: ignore[union-attr]

@@ -145,9 +145,9 @@ def _notice(message: str) -> None:
 _AGAIN = "encode it again: the same command without --update, with --overwrite"
 
 
-def encode_corpus(corpus: Source | Iterable[str | Path], output: str | Path, model: SparcModel,
-                  factor: float = DEFAULT_FACTOR, batch_size: int = 32, shard_size: int = 10_000,
-                  shard_seconds: float = 5.0, overwrite: bool = False, progress: bool = True,
+def encode_corpus(corpus: Source | str | Path | Iterable[str | Path], output: str | Path,
+                  model: SparcModel | str | Path, factor: float = DEFAULT_FACTOR, batch_size: int = 32,
+                  shard_size: int = 10_000, shard_seconds: float = 5.0, overwrite: bool = False, progress: bool = True,
                   keep_floats: bool = False, idf: bool = IDF_DEFAULT, update: bool = False,
                   backend: Backend | None = None, min_impact: int = 1) -> Manifest:
     """Encode every sentence of ``corpus`` (file and folder paths, or a :class:`~sparc_es.corpus.sources.Source`
@@ -168,7 +168,11 @@ def encode_corpus(corpus: Source | Iterable[str | Path], output: str | Path, mod
 
     ``min_impact``: static pruning, each sentence keeps only its impacts of at least this value
     (1, the default, keeps every one; docs/benchmarks.md has what larger floors save and cost).
+
+    ``model``: a loaded :class:`SparcModel`, or what :meth:`SparcModel.load` takes ("default", a folder).
     """
+    if isinstance(model, (str, Path)):
+        model = SparcModel.load(model)
     run = _EncodeRun(source=as_source(corpus), backend=backend or Local(), factor=check_factor(factor), model=model,
                      out=Path(output), batch_size=batch_size, shard_size=shard_size, shard_seconds=shard_seconds,
                      progress=progress, keep_floats=keep_floats, idf=idf, min_impact=check_min_impact(min_impact))

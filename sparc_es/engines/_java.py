@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from sparc_es.engines.base import check_k
 from sparc_es.errors import EngineError
 
 JAR = Path(__file__).with_name("java") / "sparc-es-lucene.jar"
@@ -147,6 +148,7 @@ class TopK:
         self.searcher = autoclass("org.apache.lucene.search.IndexSearcher")(
             cast("org.apache.lucene.index.IndexReader", reader))
         self.searcher.setSimilarity(similarity)
+        self.closed = False
 
     def weighted(self, bag: dict[str, float], k: int) -> list[tuple[int, float, str]]:
         """(docid, score, id) of the k best documents for a bag of weighted terms of ``contents``."""
@@ -155,6 +157,7 @@ class TopK:
     def weighted_batch(self, bags: list[dict[str, float]], k: int,
                        threads: int = 1) -> list[list[tuple[int, float, str]]]:
         """:meth:`weighted` for many bags, ``threads`` Java threads; results in input order."""
+        self._ready(k)
         terms, weights, starts = [], [], [0]
         for bag in bags:
             terms.extend(bag)
@@ -165,7 +168,14 @@ class TopK:
 
     def queries(self, queries: list, k: int, threads: int = 1) -> list[list[tuple[int, float, str]]]:
         """The k best documents for each of ``queries`` (Lucene ``Query`` objects), in input order."""
+        self._ready(k)
         return [self._unpack(h) for h in self._search.batch(self.searcher, queries, k, "id", max(1, threads))]
+
+    def _ready(self, k: int) -> None:
+        """A search's preconditions, said in one line rather than by a Java exception."""
+        check_k(k)
+        if self.closed:
+            raise EngineError("this engine is closed: open the index again to search it")
 
     @staticmethod
     def _unpack(hits) -> list[tuple[int, float, str]]:
@@ -233,6 +243,7 @@ class TopK:
         return float(self.searcher.explain(query, docid).getValue().floatValue())
 
     def close(self) -> None:
+        self.closed = True
         self.reader.close()
 
 

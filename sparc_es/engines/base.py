@@ -24,6 +24,16 @@ if TYPE_CHECKING:
 MAX_HITS = 10_000
 
 
+def check_k(k: int) -> int:
+    """``k`` hits per question, or a one-line error: every engine's ``search`` and ``batch_search``
+    ask this first, so a library caller gets the CLI's message, not the engine's own failure."""
+    from sparc_es.errors import SparcError
+
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_HITS:
+        raise SparcError(f"k is the number of hits a question gets: 1 to {MAX_HITS:,}, not {k!r}")
+    return k
+
+
 @dataclass(frozen=True, slots=True)  # slots: a run of 10k queries x 1,000 hits is 10M of these
 class Hit:
     """One retrieved sentence. ``score`` is in model units: g(q, s) over the quantised weights."""

@@ -26,6 +26,7 @@ from sparc_es.engines.exact import ranked_batches
 from sparc_es.errors import StoreError
 from sparc_es.layout.names import BM25, LUCENE, SENTENCES
 from sparc_es.layout.store import SentenceStore
+from sparc_es.model.query import check_question
 
 LUCENE_FIELD = "contents"  # the field Anserini indexes a JsonCollection's text in
 
@@ -91,7 +92,7 @@ class LuceneBM25:
         topics = list(topics)
         out: dict[str, list[Hit]] = {}
         for part in parts(topics):
-            queries = [self._generator.buildQuery(LUCENE_FIELD, self._analyzer, q) for _, q in part]
+            queries = [self._generator.buildQuery(LUCENE_FIELD, self._analyzer, check_question(q)) for _, q in part]
             for (qid, _), hits in zip(part, self.searcher.queries(queries, k, threads)):
                 out[qid] = [Hit(id=sentence_id, score=float(score), order=docid) for docid, score, sentence_id in hits]
         return out

@@ -99,6 +99,7 @@ class QueryEncoder:
         them), each times its weight."""
         from sparc_es.model.lexical import WORD_PREFIX
 
+        check_question(question)
         with self._lock:
             counts = query_bag(self.tokenizer, question)
             if self.words is not None:
@@ -118,6 +119,8 @@ def check_question(question: str) -> str:
     """``question``, or a one-line :class:`~sparc_es.errors.SparcError` when it is not text: a byte
     that is not UTF-8 (an argument or a line read with surrogate escapes) or a lone surrogate (JSON
     allows ``"\\ud800"``), which no tokenizer takes."""
+    if not isinstance(question, str):
+        raise SparcError(f"a question is text, not {type(question).__name__}")
     bad = SURROGATE.search(question)
     if bad is None:
         return question

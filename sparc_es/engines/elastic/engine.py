@@ -20,7 +20,7 @@ import json
 import time
 from collections.abc import Callable, Iterable
 
-from sparc_es.engines.base import Description, EngineKind, Hit, HybridMethod
+from sparc_es.engines.base import Description, EngineKind, Hit, HybridMethod, check_k
 from sparc_es.engines.blend import BM25_SHARE, Blend
 from sparc_es.engines.elastic.connection import _cluster_errors, check_server
 from sparc_es.engines.elastic.documents import (
@@ -173,6 +173,7 @@ class ElasticEngine:
     def _ask(self, question: str, k: int, doing: str) -> list[Hit]:
         """One question's hits, the mapping read again first when the index was rebuilt; a sum that
         scores above 1 (maxima older than the documents) is asked again after a check."""
+        check_k(k)
         for attempt in (0, 1):
             self._current(force=attempt == 1)
             self._ready()

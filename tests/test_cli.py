@@ -566,3 +566,39 @@ def test_debug_shows_the_traceback_wherever_it_is_written(tmp_path, before):
     verb = ["encode", "--corpus", str(tmp_path / "nothing"), "--output", str(tmp_path / "out")]
     with pytest.raises(InputError, match="no such file or folder"):  # raised, not a one-line error
         main(["--debug", *verb] if before else [*verb, "--debug"])
+
+
+def test_a_failed_requantize_leaves_nothing_in_the_way_of_the_corrected_rerun(tmp_path, tiny_model_dir, cli):
+    """A factor whose impacts Lucene cannot hold is found while the copy is written: the run says which
+    sentence and leaves nothing behind, not the output nor the folders above it it made, so the
+    corrected rerun works. --overwrite replaces only a folder sparc-es made, and the old one stays
+    when the new one fails."""
+    path = tmp_path / "corpus.jsonl"
+    path.write_text(json.dumps({"id": "a", "text": "Lucene stores integer impacts of many tokens."}) + "\n")
+    rc, _, err = cli("encode", "--corpus", path, "--output", tmp_path / "enc", "--model", tiny_model_dir,
+                     "--keep-floats", "--no-idf", "--quiet")
+    assert rc == 0, err
+    work = tmp_path / "work"
+    work.mkdir()
+    for out in (work / "x4", work / "deeper" / "still" / "x4"):
+        rc, _, err = cli("requantize", "--input", tmp_path / "enc", "--output", out, "--factor", 16_000_000)
+        assert rc == 1 and err.count("\n") == 1, err
+        assert "sentence a: factor 1.6e+07 makes a sentence's impacts sum to" in err and "lower --factor" in err, err
+        assert f"nothing was written to {out}" in err
+        assert list(work.iterdir()) == [], list(work.iterdir())
+    rc, out, err = cli("requantize", "--input", tmp_path / "enc", "--output", work / "x4", "--factor", 10)
+    assert rc == 0 and "factor=10" in out, err
+    rc, _, err = cli("requantize", "--input", tmp_path / "enc", "--output", work / "x4", "--factor", 20)
+    assert rc == 1 and "already exists; choose a new folder or pass --overwrite" in err, err
+    rc, _, err = cli("requantize", "--input", tmp_path / "enc", "--output", work / "x4", "--factor", 16_000_000,
+                     "--overwrite")
+    assert rc == 1 and json.loads((work / "x4" / "meta.json").read_text())["factor"] == 10, err
+    rc, out, err = cli("requantize", "--input", tmp_path / "enc", "--output", work / "x4", "--factor", 20,
+                       "--overwrite")
+    assert rc == 0 and json.loads((work / "x4" / "meta.json").read_text())["factor"] == 20, err
+    assert sorted(p.name for p in work.iterdir()) == ["x4"]  # no building folder, no lock left
+    mine = work / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine\n")
+    rc, _, err = cli("requantize", "--input", tmp_path / "enc", "--output", mine, "--overwrite")
+    assert rc == 1 and "was not made by sparc-es" in err and (mine / "notes.txt").is_file(), err

@@ -71,7 +71,7 @@ def quantize(tokens: Iterable[str], weights: np.ndarray, factor: float, min_impa
     impacts = np.rint(np.asarray(weights, dtype=np.float64) * factor)
     total = float(impacts[impacts > 0].sum())  # float: an int64 sum of huge impacts could wrap
     if total > MAX_IMPACT_SUM:
-        raise SparcError(f"factor {factor:g} gives a sentence impacts that sum to {total:,.0f}, {_TOO_MUCH}; "
+        raise SparcError(f"factor {factor:g} makes a sentence's impacts sum to {total:,.0f}, {_TOO_MUCH}; "
                          "lower --factor")
     floor = max(int(min_impact), 1)
     return {t: int(q) for t, q in zip(tokens, impacts.astype(np.int64)) if q >= floor}

@@ -101,6 +101,23 @@ def weights_file(folder: Path) -> Path:
     raise ModelError(f"{folder}: no model.safetensors (or pytorch_model.bin) in this folder")
 
 
+def umask() -> int:
+    """This process's file-creation mask (read back by setting it: os has no getter)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def give_umask_mode(folder: Path) -> None:
+    """Give the weights files in ``folder`` the mode a plainly written file gets (``0o666`` less the
+    umask, 0644 under the usual 022). safetensors writes a temporary file and renames it into place,
+    which leaves it 0600, readable by its owner alone, unlike the rest of the model folder."""
+    mode = 0o666 & ~umask()
+    for path in Path(folder).glob("*.safetensors"):
+        if path.is_file() and not path.is_symlink():
+            os.chmod(path, mode)
+
+
 def read_state(path: Path, keys: tuple[str, ...], restart: str) -> dict:
     """A resume state that ``torch.save`` wrote (``adapt``, ``train``), read weights-only.
 

@@ -34,6 +34,7 @@ from sparc_es.model.checkpoint import (
     DEFAULT_MODEL,
     SPARC_CONFIG,
     base_provenance,
+    give_umask_mode,
     quiet_transformers,
     resolve_model_path,
     versions,
@@ -244,6 +245,7 @@ class SparcModel:
 
             save_file({k: v.detach().cpu().contiguous() for k, v in self.head.state_dict().items()},
                       folder / HEAD_FILE)
+        give_umask_mode(folder)  # safetensors leaves its files 0600
         if self.passage_model is not None:
             self.passage_model.save(folder / self.config.passage_encoder)
         manifest = {**config.to_json(), "versions": versions()}

@@ -352,3 +352,139 @@ def test_validation_articles_are_never_trained_on(examples):
     trained_on = {p["context"] for a in train_articles() for p in a["paragraphs"]}
     assert {e.positive.context for e in examples} <= trained_on
     assert not trained_on & {s.context for s in held_out.sentences}
+
+
+# --- the output folder, Ctrl-C and --help: no data needed ---------------------------------------------
+
+def _handmade_examples(n: int = 16) -> list:
+    """Questions with a positive and two negatives each, written here: train's loop needs no SQuAD."""
+    from sparc_es.corpus.sources import Sentence
+    from sparc_es.training.train import Example
+
+    topics = ["lucene", "impacts", "tokens", "questions", "weights", "sentences", "folders", "indexes"]
+    examples = []
+    for i in range(n):
+        topic, other = topics[i % len(topics)], topics[(i + 3) % len(topics)]
+        context = f"Passage {i} about {topic}. It has {i} parts."
+        positive = Sentence(f"p{i}", f"Passage {i} about {topic}.", context)
+        same = Sentence(f"s{i}", f"It has {i} parts.", context)
+        hard = Sentence(f"h{i}", f"Another passage about {other}.", f"Another passage about {other}.")
+        examples.append(Example(f"what is passage {i} about?", topic, positive, [same], [hard]))
+    return examples
+
+
+def _tiny_config(tiny_model_dir, **changes) -> TrainConfig:
+    settings = dict(model=str(tiny_model_dir), max_length=32, batch_size=4, chunk_size=96, max_steps=4, lr=1e-3,
+                    warmup_steps=0, checkpoint_every=2, head="dot", top_k_aware=False, passage_weight=0.0,
+                    token_weights=False)
+    return TrainConfig(**{**settings, **changes})
+
+
+def _umask() -> int:
+    import os
+
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def test_train_marks_its_folder_and_resumes_one_an_older_sparc_es_left_unmarked(tiny_model_dir, tmp_path,
+                                                                                 monkeypatch):
+    """Every folder sparc-es makes holds the .sparc-es marker (what --overwrite and demo trust before
+    deleting): train's too, and a run an older sparc-es began, unmarked, still resumes. A folder of
+    someone else's files is refused, not marked."""
+    from sparc_es.errors import StoreError
+    from sparc_es.layout.ownership import MARKER
+    from sparc_es.training.train import CHECKPOINT, train
+
+    config, examples = _tiny_config(tiny_model_dir), _handmade_examples()
+    train(config, tmp_path / "whole", lambda: examples, progress=False)
+    assert (tmp_path / "whole" / MARKER).is_file()
+    mode = 0o666 & ~_umask()
+    assert all(p.stat().st_mode & 0o777 == mode for p in (tmp_path / "whole").rglob("*") if p.is_file()), \
+        [(p.name, oct(p.stat().st_mode)) for p in (tmp_path / "whole").rglob("*")]
+
+    real, calls = Trainer.train_step, []
+
+    def dies_at_step_three(self, *a):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(self, *a)
+
+    monkeypatch.setattr(Trainer, "train_step", dies_at_step_three)
+    with pytest.raises(KeyboardInterrupt):
+        train(config, tmp_path / "cut", lambda: examples, progress=False)
+    monkeypatch.setattr(Trainer, "train_step", real)
+    (tmp_path / "cut" / MARKER).unlink()  # as an older sparc-es left it
+    assert (tmp_path / "cut" / CHECKPOINT).is_dir()
+    summary = train(config, tmp_path / "cut", lambda: examples, progress=False)
+    assert summary["steps"] == 4 and (tmp_path / "cut" / MARKER).is_file()
+    assert SparcModel.load(tmp_path / "cut").fingerprint == SparcModel.load(tmp_path / "whole").fingerprint
+
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "notes.txt").write_text("mine\n")
+    with pytest.raises(StoreError, match="folder is not empty and was not made by sparc-es"):
+        train(config, theirs, lambda: examples, progress=False)
+    assert sorted(p.name for p in theirs.iterdir()) == ["notes.txt"]
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o027])
+def test_model_weights_get_the_mode_the_umask_gives(tiny_model_dir, tmp_path, mask):
+    """safetensors writes a temporary file and renames it: its weights were 0600 under any umask."""
+    import os
+
+    before = os.umask(mask)
+    try:
+        SparcModel.load(tiny_model_dir).save(tmp_path / "saved")
+    finally:
+        os.umask(before)
+    modes = {p.name: p.stat().st_mode & 0o777 for p in (tmp_path / "saved").iterdir() if p.is_file()}
+    assert "model.safetensors" in modes and set(modes.values()) == {0o666 & ~mask}, modes
+
+
+def test_ctrl_c_stops_train_after_the_step_in_progress(tiny_model_dir, tmp_path, monkeypatch):
+    """A SIGINT that lands inside a step (or a checkpoint) lets it finish, then stops the run with one
+    line naming the checkpoint the same command resumes from; the rerun ends with the model of a
+    run never stopped."""
+    import os
+    import signal
+
+    from sparc_es.training.train import train
+
+    config, examples = _tiny_config(tiny_model_dir, max_steps=6), _handmade_examples()
+    real, calls = Trainer.train_step, []
+
+    def interrupted_in_step_three(self, *a):
+        calls.append(1)
+        if len(calls) == 3:
+            os.kill(os.getpid(), signal.SIGINT)  # what Ctrl-C sends, delivered in the middle of the step
+        return real(self, *a)
+
+    monkeypatch.setattr(Trainer, "train_step", interrupted_in_step_three)
+    with pytest.raises(KeyboardInterrupt) as e:
+        train(config, tmp_path / "cut", lambda: examples, progress=False)
+    assert str(e.value) == (f"train interrupted at step 3 of 6; run the same command again to resume from the "
+                            f"checkpoint of step 2 ({tmp_path / 'cut' / 'checkpoint'}, written every 2 steps)")
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    monkeypatch.setattr(Trainer, "train_step", real)
+    train(config, tmp_path / "cut", lambda: examples, progress=False)
+    train(config, tmp_path / "whole", lambda: examples, progress=False)
+    assert SparcModel.load(tmp_path / "cut").fingerprint == SparcModel.load(tmp_path / "whole").fingerprint
+
+
+def test_train_help_says_its_defaults_as_they_are(capsys):
+    """w's learning rate is the --w-lr default (the text said 1e-3 where the default was 0.01), and the
+    shipped model's lexical and stem weights are said to be set when shipping, not by train."""
+    from sparc_es.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"w has its own learning rate ({TrainConfig.w_lr:g}, --w-lr)" in text
+    assert "1e-3" not in text
+    assert TrainConfig().lexical_weight == 0
+    assert "(--lexical-weight) defaults to 0, off, and train has no stem weight" in text
+    assert "alpha = 0.2, stem weight 0.3 and stop-word rule are set in the trained folder afterwards by " \
+           "``scripts/ship_model.py``" in text

@@ -5,8 +5,8 @@ Each question brings its positive sentence (the one holding the answer) and two 
 random other sentence of the same passage, and a random sentence from the Lucene BM25 top 100 of
 the whole pool that does not contain the answer. With B questions a batch scores B x 3B with
 g(q, s) = sum over the question's tokens of f(v, s) and the loss is cross-entropy over the
-in-batch sentences. The word-embedding matrix E is frozen; w has its own learning rate (1e-3);
-AdamW with linear warm-up and decay.
+in-batch sentences. The word-embedding matrix E is frozen; w has its own learning rate ({w_lr:g},
+--w-lr); AdamW with linear warm-up and decay.
 
 Only the rows of E for tokens that occur in the batch's questions are scored (a few hundred, not
 30,522), so a step costs little more than the transformer. A batch larger than memory allows is
@@ -26,6 +26,11 @@ regulariser that SPLADE trains for sparsity with, over what each sentence stores
 
 Checkpoints (model folder plus optimiser, scheduler and random states) are written every
 ``checkpoint_every`` steps; running the same command again resumes from the last one.
+
+The defaults are the shipped default model's training recipe. Its lexical term is not trained:
+``lexical_weight`` (--lexical-weight) defaults to 0, off, and train has no stem weight; the shipped
+model's alpha = 0.2, stem weight 0.3 and stop-word rule are set in the trained folder afterwards
+by ``scripts/ship_model.py`` (``sh scripts/train_default.sh`` runs both).
 """
 
 from __future__ import annotations
@@ -36,13 +41,15 @@ import random
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from sparc_es.corpus.sources import Sentence
 from sparc_es.errors import ModelError, SparcError, StoreError
 from sparc_es.evaluation.evalsets import VALIDATION_ARTICLES
+from sparc_es.layout import ownership as folders
 from sparc_es.layout.locks import exclusive
 from sparc_es.model import Head, MaxOver, SparcModel, passage_text
 from sparc_es.model.checkpoint import read_state
@@ -58,7 +65,8 @@ class TrainConfig:
     """Settings of one training run; saved with every checkpoint and the final model.
 
     Each field is a ``sparc-es train`` flag (``--max-length`` for ``max_length``) with the help
-    given here; defaults are the shipped default's recipe (docs/training.md)."""
+    given here; defaults are the shipped default's training recipe (docs/training.md), whose
+    lexical and stem weights are set when shipping, not trained (see the module's text)."""
 
     model: str = setting("splade-bert-tiny", "starting checkpoint")
     max_length: int = setting(128, "tokens per input")
@@ -85,7 +93,8 @@ class TrainConfig:
     passage_head: str = setting("mlm", "the passage encoder's vocabulary logits", choices=("dot", "mlm"))
     lexical_weight: float = setting(0.0, "the lexical term: each sentence's own tokens also get alpha x their BM25 "
                                           "weight over the training sentences; alpha's starting value, learned from "
-                                          "there; 0 turns it off")
+                                          "there; 0 turns it off (the shipped model was trained without it: its "
+                                          "alpha 0.2 and stem weight 0.3 were set by scripts/ship_model.py)")
     flops_weight: float = setting(0.0, "the FLOPS regulariser (Paria et al. 2020, as SPLADE trains for sparsity): adds "
                                         "this weight x the sum over the vocabulary of each token's squared mean "
                                         "stored score over the batch's sentences, which pushes towards shorter "
@@ -125,6 +134,11 @@ class TrainConfig:
         for name in ("epochs", "lr", "w_lr", "token_weight_lr"):
             if not getattr(self, name) > 0:
                 raise SparcError(f"training {name} must be above 0")
+
+
+# The learning rate of w that the text above names is the setting's default, not a copy of it.
+if __doc__:  # None under python -OO
+    __doc__ = __doc__.format(w_lr=TrainConfig.w_lr)
 
 
 @dataclass(frozen=True)
@@ -427,20 +441,40 @@ class Trainer:
         bar = tqdm(total=self.total_steps, initial=self.step, unit="step", desc="train",
                    disable=not self.progress, file=sys.stderr, dynamic_ncols=True)
         started = time.perf_counter() - self.seconds
-        while self.step < self.total_steps:
-            indices, rng = self.batches(self.step)
-            questions, sentences = sample_batch(self.examples, indices, rng, self.config.same_passage_negatives,
-                                                self.config.bm25_negatives)
-            self.losses.append(self.train_step(questions, sentences))
-            self.step += 1
-            self.seconds = time.perf_counter() - started
-            bar.update(1)
-            bar.set_postfix(loss=f"{sum(self.losses[-20:]) / len(self.losses[-20:]):.3f}",
-                            exp_w=f"{float(self.model.w.detach().exp()):.2f}")
-            if self.step % self.config.checkpoint_every == 0 and self.step < self.total_steps:
-                self.checkpoint()
+        saved = self.step  # the step of the checkpoint a rerun resumes from (0: none yet)
+        try:
+            # Ctrl-C stops the run after the step (and the checkpoint) in progress, never inside one:
+            # torch, the tokenizer and the checkpoint's files are left whole (a second Ctrl-C stops at once).
+            with _deferred_interrupt() as interrupted:
+                while self.step < self.total_steps:
+                    indices, rng = self.batches(self.step)
+                    questions, sentences = sample_batch(self.examples, indices, rng,
+                                                        self.config.same_passage_negatives, self.config.bm25_negatives)
+                    self.losses.append(self.train_step(questions, sentences))
+                    self.step += 1
+                    self.seconds = time.perf_counter() - started
+                    bar.update(1)
+                    bar.set_postfix(loss=f"{sum(self.losses[-20:]) / len(self.losses[-20:]):.3f}",
+                                    exp_w=f"{float(self.model.w.detach().exp()):.2f}")
+                    if self.step % self.config.checkpoint_every == 0 and self.step < self.total_steps:
+                        self.checkpoint()
+                        saved = self.step
+                    if interrupted():
+                        raise KeyboardInterrupt
+        except KeyboardInterrupt:  # the progress line ends, and one line says how to go on
+            bar.close()
+            raise KeyboardInterrupt(self._interrupted(saved)) from None
         bar.close()
         return self.finish()
+
+    def _interrupted(self, saved: int) -> str:
+        """What to do after a Ctrl-C: resume from the checkpoint of step ``saved``, or start over."""
+        if saved:
+            return (f"train interrupted at step {self.step} of {self.total_steps}; run the same command again to "
+                    f"resume from the checkpoint of step {saved} ({self.output / CHECKPOINT}, written every "
+                    f"{self.config.checkpoint_every} steps)")
+        return (f"train interrupted at step {self.step} of {self.total_steps}, before its first checkpoint (step "
+                f"{self.config.checkpoint_every}); the same command starts again from step 0")
 
     def _sync_lambda(self) -> None:
         """Write the learned lambda and alpha into the model's config."""
@@ -510,6 +544,33 @@ def resume_checkpoint(output: Path) -> None:
         tmp.rename(final)
 
 
+@contextmanager
+def _deferred_interrupt() -> Iterator[Callable[[], bool]]:
+    """For the ``with`` block, a Ctrl-C (SIGINT) is noted instead of raised where it lands; the block
+    asks the callable it gets whether one came, and stops at a point of its choosing. A second
+    Ctrl-C raises at once. Outside the main thread, or where SIGINT is ignored (nohup) or handled
+    by someone else, nothing changes."""
+    import signal
+    import threading
+
+    pending: list[int] = []
+    if threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield lambda: bool(pending)
+        return
+
+    def note(signum, frame) -> None:
+        if pending:
+            raise KeyboardInterrupt
+        pending.append(signum)
+
+    signal.signal(signal.SIGINT, note)
+    try:
+        yield lambda: bool(pending)
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def _rng_state(device: str):
     import torch
 
@@ -530,7 +591,25 @@ def train(config: TrainConfig, output: str | Path, examples: Callable[[], list[E
     minutes); resumes from ``output/checkpoint`` when present. The source corpus's examples are
     mined by :func:`sparc_es.training.examples.squad_examples`."""
     output = Path(output)
+    folders.check_folder_output(output, "--output")
     with exclusive(output, "sparc-es train"):
-        output.mkdir(parents=True, exist_ok=True)
+        check_output(output)
+        folders.claim(output, "train")  # the marker every folder sparc-es makes holds
         resume_checkpoint(output)
         return Trainer(config, output, examples(), progress=progress).train()
+
+
+# What a train output folder holds before its model is saved: an unfinished run's (written before
+# folders were marked, ``.sparc-es``) is resumed, not refused.
+_TRAIN_FILES = (CHECKPOINT, CHECKPOINT + ".tmp", "examples.json", "training.json")
+
+
+def check_output(output: Path) -> None:
+    """Refuse, with one line, an output folder that holds files sparc-es did not write: train marks
+    its folder as its own (which ``--overwrite`` and ``demo`` may delete), so it must not mark one of
+    the user's. A folder it made, an unfinished run's or an empty one is taken."""
+    if not output.is_dir() or folders.is_ours(output) or any((output / name).exists() for name in _TRAIN_FILES):
+        return
+    if any(output.iterdir()):
+        raise StoreError(f"{output}: folder is not empty and was not made by sparc-es; choose a new folder for "
+                         "the model train writes")

@@ -390,3 +390,91 @@ def test_expand_model_extends_e_the_head_and_the_passage_encoder_with_the_pieces
     assert expanded.passage_model.tokenizer.tokenize("storedocvectors") == ["storedocvectors"]
     # the old entries are untouched
     assert torch.equal(expanded.embeddings[:vocab].detach(), old_e)
+
+
+# --- what a user is told: numbers, resumes, advice -------------------------------------------------
+
+@pytest.mark.parametrize("changes, said", [
+    ({"lr": -1.0}, "adaptation lr must be a finite number above 0 (--lr -1)"),
+    ({"lr": 0.0}, "(--lr 0)"),
+    ({"lr": float("nan")}, "(--lr nan)"),
+    ({"steps": 0}, "adaptation steps must be at least 1 (--steps 0)"),
+    ({"batch_size": 0}, "adaptation batch_size must be at least 1 (--batch-size 0)"),
+    ({"mask_probability": 0.0}, "must be above 0 and below 1, neither bound included (--mask-probability 0)"),
+    ({"mask_probability": 1.0}, "(--mask-probability 1)"),
+])
+def test_adapt_numbers_are_checked_as_train_checks_them(changes, said):
+    with pytest.raises(SparcError) as e:
+        AdaptConfig(**changes)
+    assert said in str(e.value)
+
+
+def test_a_negative_learning_rate_is_one_line_naming_the_flag(tmp_path, cli):
+    """--lr -1 reached torch, whose ValueError said nothing of the flag (train checked its own)."""
+    rc, _, err = cli("adapt", "--corpus", DEMO, "--output", tmp_path / "never-made", "--lr", "-1")
+    assert rc == 1 and err == "sparc-es: error: adaptation lr must be a finite number above 0 (--lr -1)\n", err
+    assert not (tmp_path / "never-made").exists()
+
+
+def test_advice_names_whose_range_it_compares_with():
+    line = adapt_module.advice({"share": 0.2, "words": 1000})
+    assert "(outside the validation domains' 5.4%-11.1%)" in line
+
+
+def test_help_says_a_resume_is_byte_identical_at_the_same_thread_count(capsys):
+    from sparc_es.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["adapt", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "at the same thread count (--threads) its model is byte for byte the model of a run that was never " \
+           "stopped" in text
+    assert "continues exactly" not in text
+
+
+@pytest.mark.slow
+def test_a_resume_says_where_it_starts_and_other_settings_are_named_with_both_values(tmp_path, monkeypatch, capsys):
+    """The rerun of a killed adapt says the step it resumes from; one with other settings names each
+    that differs, with this run's value and the checkpoint's. The model's weights are written with
+    the mode the umask gives, as every other file (safetensors alone made them 0600)."""
+    config = AdaptConfig(steps=4, batch_size=8, checkpoint_every=2, lr=1e-3)
+    real = adapt_module._batch_indices
+
+    def killed_at_step_3(n, step, batch_size, seed):
+        if step == 3:
+            raise KeyboardInterrupt
+        return real(n, step, batch_size, seed)
+
+    out = tmp_path / "adapted"
+    monkeypatch.setattr(adapt_module, "_batch_indices", killed_at_step_3)
+    with pytest.raises(KeyboardInterrupt):
+        adapt("splade-bert-tiny", [DEMO], out, config, progress=False)
+    monkeypatch.setattr(adapt_module, "_batch_indices", real)
+    other = tmp_path / "other.txt"
+    other.write_text("Another corpus of one sentence.\n")
+    for changes, corpus, said in [
+        ({"lr": 2e-3}, DEMO, "--lr 0.002 (the checkpoint's: 0.001)"),
+        ({"steps": 6, "lr": 2e-3}, DEMO, "--steps 6 (the checkpoint's: 4), --lr 0.002 (the checkpoint's: 0.001)"),
+        ({}, other, f"--corpus {other} (the checkpoint's: {DEMO})"),
+    ]:
+        with pytest.raises(SparcError) as e:
+            adapt("splade-bert-tiny", [corpus], out, dataclasses.replace(config, **changes), progress=False)
+        message = str(e.value)
+        assert f"an unfinished adaptation with other settings: {said}; run it with the checkpoint's settings " \
+               "to resume it, or pass --overwrite to start again" in message, message
+        assert "corpus_fingerprint" not in message and "sentences (their fingerprint)" not in message
+    capsys.readouterr()
+    adapt("splade-bert-tiny", [DEMO], out, config, progress=False)
+    assert "sparc-es adapt: resuming from step 2 of 4 (adapt-checkpoint.pt)\n" in capsys.readouterr().err
+    mode = 0o666 & ~_umask()
+    weights = sorted(out.rglob("*.safetensors"))
+    assert weights and all(p.stat().st_mode & 0o777 == mode for p in weights), \
+        [(p.name, oct(p.stat().st_mode)) for p in weights]
+
+
+def _umask() -> int:
+    import os
+
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

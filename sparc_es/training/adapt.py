@@ -34,8 +34,11 @@ questions score better with it.
 
 Batches and masks are drawn from the seed and the step number alone, so a run is deterministic
 and a resumed run (``adapt-checkpoint.pt`` in the output folder, every ``checkpoint_every`` steps)
-continues exactly where the killed one was. The target sentences' texts are held in memory (for
-random batches); nothing else of the corpus is.
+takes up the killed one's steps where it left them: at the same thread count (--threads) its model
+is byte for byte the model of a run that was never stopped; at another count the losses match but
+the weights may differ in their last bits, since the order of float sums follows the number of
+threads (a resume says so). The target sentences' texts are held in memory (for random batches);
+nothing else of the corpus is.
 
 Time: a run takes ``steps`` x one step, whatever the corpus's size (a step reads ``batch_size``
 sentences); a step costs more the longer its sentences (each batch is padded to its longest, at
@@ -113,23 +116,32 @@ class AdaptConfig:
                                "--expand-vocabulary adds: expansion alone)", choices=("all", "new"))
 
     def __post_init__(self) -> None:
-        for name in ("steps", "batch_size", "checkpoint_every"):
+        # The checks train makes of its numbers, each naming its flag and the value given.
+        for name in ("steps", "batch_size", "checkpoint_every", "expand_min_count"):
             if getattr(self, name) < 1:
-                raise SparcError(f"adaptation {name} must be at least 1")
+                raise SparcError(f"adaptation {name} must be at least 1 ({_flag(name)} {getattr(self, name)})")
+        if not (math.isfinite(self.lr) and self.lr > 0):
+            raise SparcError(f"adaptation lr must be a finite number above 0 (--lr {self.lr:g})")
         if not 0 < self.strength <= 1:
-            raise SparcError("the adaptation strength must be in (0, 1]")
+            raise SparcError(f"the adaptation strength must be in (0, 1]: above 0, at most 1 (--strength "
+                             f"{self.strength:g})")
         if not 0 < self.mask_probability < 1:
-            raise SparcError("the mask probability must be between 0 and 1")
+            raise SparcError(f"the mask probability must be above 0 and below 1, neither bound included "
+                             f"(--mask-probability {self.mask_probability:g})")
         if self.max_length < 8:
-            raise SparcError("the adaptation max length must be at least 8 tokens")
+            raise SparcError(f"the adaptation max length must be at least 8 tokens (--max-length {self.max_length})")
         if self.expand_vocabulary < 0:
-            raise SparcError("expand_vocabulary must be 0 (off) or a number of words")
-        if self.expand_min_count < 1:
-            raise SparcError("expand_min_count must be at least 1")
+            raise SparcError(f"expand_vocabulary must be 0 (off) or a number of words (--expand-vocabulary "
+                             f"{self.expand_vocabulary})")
         if self.rows not in ("all", "new"):
             raise SparcError(f"rows must be 'all' or 'new', not {self.rows!r}")
         if self.rows == "new" and not self.expand_vocabulary:
             raise SparcError("rows='new' trains only the rows vocabulary expansion adds: give --expand-vocabulary N")
+
+
+def _flag(name: str) -> str:
+    """The ``sparc-es adapt`` flag of the setting ``name`` (``batch_size`` -> ``--batch-size``)."""
+    return "--" + name.replace("_", "-")
 
 
 # What adapt (embedding replacement, the defaults) did on the seven validation domains under the
@@ -146,7 +158,7 @@ def advice(fit: dict) -> str:
     e = VALIDATION_EVIDENCE
     low, high = e["split_share"]
     worst, best = e["mrr_change"]
-    where = ("inside" if low <= fit["share"] <= high else "outside") + f" their {low:.1%}-{high:.1%}"
+    where = ("inside" if low <= fit["share"] <= high else "outside") + f" the validation domains' {low:.1%}-{high:.1%}"
     return (f"your corpus: {fit['share']:.1%} of its {fit['words']:,} words are split by the vocabulary ({where}); "
             f"on {e['domains']} validation domains adapt changed MRR by {worst:+.2f} to {best:+.2f} "
             f"({e['docs_mean_change']:+.2f} on average over the documentation ones, within noise) and this share did "
@@ -282,6 +294,27 @@ def _batch_indices(n: int, step: int, batch_size: int, seed: int) -> list[int]:
     return out
 
 
+def _differences(now: dict, then: dict) -> str:
+    """The settings of this run that differ from those an unfinished run's checkpoint recorded,
+    each with both values: ``--lr 0.001 (the checkpoint's: 5e-05)``."""
+    def shown(value) -> str:
+        if isinstance(value, list):
+            return " ".join(str(v) for v in value)
+        return f"{value:g}" if isinstance(value, float) else str(value)
+
+    names = {"model": "--model (its fingerprint)", "base": "--base", "corpus": "--corpus",
+             "corpus_fingerprint": "the corpus's sentences (their fingerprint)"}
+    parts = []
+    for key in [*now, *(k for k in then if k not in now)]:
+        if key == "corpus_fingerprint" and now.get("corpus") != then.get("corpus"):
+            continue  # other paths: said once, by --corpus
+        if now.get(key) != then.get(key):
+            theirs = shown(then[key]) if key in then else "not recorded"
+            ours = shown(now[key]) if key in now else "none"
+            parts.append(f"{names.get(key, _flag(key))} {ours} (the checkpoint's: {theirs})")
+    return ", ".join(parts) or "none that it names"
+
+
 def _interrupted(out: Path, step: int, saved: int, config: AdaptConfig) -> str:
     """What to do after a Ctrl-C at ``step``: resume from the checkpoint of step ``saved``, or start over."""
     if saved:
@@ -350,7 +383,9 @@ def _adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, 
         # weights-only: the output folder is not trusted, and a planted pickle must not run
         state = read_state(checkpoint, ("settings", "step", "elapsed", "losses", "E", "optimizer"), restart)
         if state["settings"] != settings:
-            raise StoreError(f"{checkpoint}: an unfinished adaptation with other settings; pass --overwrite")
+            raise StoreError(f"{checkpoint}: an unfinished adaptation with other settings: "
+                             f"{_differences(settings, state['settings'])}; run it with the checkpoint's settings "
+                             f"to resume it, or {restart}")
         step, elapsed, losses, E = state["step"], state["elapsed"], state["losses"], state["E"]
         if not (isinstance(step, int) and 0 < step <= config.steps and isinstance(elapsed, (int, float))
                 and isinstance(losses, list) and len(losses) == step
@@ -362,6 +397,14 @@ def _adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, 
             optimizer.load_state_dict(state["optimizer"])
         except (ValueError, KeyError, TypeError, RuntimeError) as e:
             raise StoreError(f"{checkpoint}: an inconsistent optimiser state ({type(e).__name__}); {restart}") from None
+        print(f"sparc-es adapt: resuming from step {step} of {config.steps} ({checkpoint.name})", file=sys.stderr,
+              flush=True)
+        threads = state.get("threads")
+        if isinstance(threads, int) and threads != torch.get_num_threads():
+            print(f"sparc-es adapt: the run began with {threads} torch threads and goes on with "
+                  f"{torch.get_num_threads()}: float sums follow the thread count, so the model may differ in its "
+                  f"last bits from one run whole (--threads {threads} resumes it byte for byte)", file=sys.stderr,
+                  flush=True)
 
     bar = tqdm(total=config.steps, initial=step, unit="step", desc="adapt", disable=not progress,
                file=sys.stderr, dynamic_ncols=True)
@@ -386,7 +429,8 @@ def _adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, 
                 folders.claim(out, "adapt")  # made at the first checkpoint: an early Ctrl-C leaves no empty folder
                 tmp = out / (CHECKPOINT + ".tmp")  # replaced atomically: a kill never leaves half a file
                 torch.save({"settings": settings, "step": step, "elapsed": time.perf_counter() - started,
-                            "losses": losses, "E": mlm.E.detach().cpu().clone(), "optimizer": optimizer.state_dict()},
+                            "losses": losses, "E": mlm.E.detach().cpu().clone(), "optimizer": optimizer.state_dict(),
+                            "threads": torch.get_num_threads()},
                            tmp)
                 tmp.replace(checkpoint)
                 saved = step

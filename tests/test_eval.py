@@ -385,3 +385,64 @@ def test_a_beir_folder_says_what_it_left_out(tmp_path, capsys):
     assert "1 judged queries of test.tsv not in queries.jsonl left out" in err
     assert "1 judgements of documents not in corpus.jsonl left out" in err
     assert read_qrels(tmp_path / "out" / "qrels.txt") == {"q1": {"d1": 1}}
+
+
+# --- the walkthrough's evaluation inputs: runs that cannot be scored, coverage, sets written ------------------
+
+def _one_line_error(cli, *argv) -> str:
+    rc, _, err = cli(*argv)
+    assert rc == 1 and err.count("\n") == 1, (rc, err)
+    return err
+
+
+def test_a_run_of_sentences_against_document_qrels_is_refused_and_says_run_documents(tmp_path, cli):
+    from sparc_es.evaluation.measures import score_file
+
+    (tmp_path / "qrels.txt").write_text("q1 0 Super_Bowl-0 1\nq2 0 Super_Bowl-1 1\nq2 0 Other-3 0\n")
+    (tmp_path / "sentences.trec").write_text("q1 Q0 Super_Bowl-0#3c75 1 0.5 t\nq1 Q0 Other-3#d722 2 0.4 t\n"
+                                             "q2 Q0 Super_Bowl-1#2e4b 1 0.5 t\n")
+    err = _one_line_error(cli, "eval", "--run", tmp_path / "sentences.trec", "--qrels", tmp_path / "qrels.txt")
+    assert "sentences.trec: it ranks sentences (e.g. 'Super_Bowl-0#3c75')" in err and "judge documents" in err
+    assert "sparc-es run --documents" in err and "0.00" in err
+    # the reverse: documents against qrels of sentences
+    (tmp_path / "sq.txt").write_text("q1 0 Super_Bowl-0#3c75 1\n")
+    (tmp_path / "documents.trec").write_text("q1 Q0 Super_Bowl-0 1 0.5 t\n")
+    err = _one_line_error(cli, "eval", "--run", tmp_path / "documents.trec", "--qrels", tmp_path / "sq.txt")
+    assert "ranks documents (e.g. 'Super_Bowl-0') and the qrels judge sentences" in err and "without --documents" in err
+    # ids of another collection altogether, with --baseline too
+    (tmp_path / "other.trec").write_text("q1 Q0 x9 1 0.5 t\nq2 Q0 x8 1 0.5 t\n")
+    for argv in (["--run", tmp_path / "other.trec"],
+                 ["--run", tmp_path / "sentences.trec", "--baseline", tmp_path / "other.trec"]):
+        err = _one_line_error(cli, "eval", *argv, "--qrels", tmp_path / "qrels.txt")
+        assert "none of the documents it ranks for the 2 queries the qrels judge is judged there" in err or \
+            "it ranks sentences" in err, err
+    with pytest.raises(InputError, match="other.trec: none of the documents it ranks"):
+        score_file(tmp_path / "other.trec", read_qrels(tmp_path / "qrels.txt"))
+    # a run of the qrels' documents that finds no relevant one is a real 0.00, scored: the ids are judged
+    (tmp_path / "poor.trec").write_text("q1 Q0 Other-3 1 0.5 t\nq2 Q0 Other-3 1 0.5 t\n")
+    rc, out, _ = cli("eval", "--run", tmp_path / "poor.trec", "--qrels", tmp_path / "qrels.txt")
+    assert rc == 0 and "MRR@1000     0.00" in out
+
+
+def test_eval_says_how_many_judged_queries_a_run_leaves_out(tmp_path, cli):
+    (tmp_path / "qrels.txt").write_text("".join(f"q{i} 0 d{i} 1\n" for i in range(6)))
+    (tmp_path / "all.trec").write_text("".join(f"q{i} Q0 d{i} 1 1.0 t\n" for i in range(6)))
+    (tmp_path / "four.trec").write_text("".join(f"q{i} Q0 d{i} 1 1.0 t\n" for i in range(4)))
+    rc, out, err = cli("eval", "--run", tmp_path / "all.trec", "--qrels", tmp_path / "qrels.txt")
+    assert rc == 0 and err == ""
+    rc, out, err = cli("eval", "--run", tmp_path / "four.trec", "--qrels", tmp_path / "qrels.txt")
+    assert rc == 0 and "MRR@1000    66.67" in out
+    four = tmp_path / "four.trec"
+    assert err == f"sparc-es: warning: 2 of 6 judged queries have no results in {four} (counted as 0)\n"
+    rc, out, _ = cli("eval", "--run", tmp_path / "four.trec", "--qrels", tmp_path / "qrels.txt", "--json")
+    assert json.loads(out)["unanswered"] == 2
+    # against a baseline of other queries: each run's count, and that they differ
+    rc, out, err = cli("eval", "--run", tmp_path / "four.trec", "--baseline", tmp_path / "all.trec",
+                       "--qrels", tmp_path / "qrels.txt")
+    assert rc == 0 and "MRR@1000    66.67 100.00 -33.33" in out
+    lines = err.splitlines()
+    assert len(lines) == 2 and "2 of 6 judged queries have no results in" in lines[0], err
+    assert "answer different queries (4 and 6 of the 6 judged; 0 only in the run, 2 only in the baseline)" in lines[1]
+    rc, out, err = cli("eval", "--run", tmp_path / "all.trec", "--baseline", tmp_path / "all.trec",
+                       "--qrels", tmp_path / "qrels.txt")
+    assert rc == 0 and err == ""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from sparc_es.cli.output import warn
 
@@ -22,7 +21,7 @@ def add_parser(sub) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from sparc_es.evaluation.measures import compare, evaluate_file
+    from sparc_es.evaluation.measures import compare, coverage_notes, score_file
     from sparc_es.evaluation.trec import read_qrels
 
     qrels = read_qrels(args.qrels)
@@ -30,10 +29,16 @@ def command(args: argparse.Namespace) -> int:
     if unjudgeable:
         warn(f"{len(unjudgeable)} of {len(qrels)} queries of {args.qrels} have no relevant document (relevance > 0), "
              f"e.g. {unjudgeable[0]!r}: they count 0 in every mean")
-    if args.baseline:  # the runs are read from their files one query at a time, as without --baseline
-        differences = compare(Path(args.run), Path(args.baseline), qrels)
+    # the runs are read from their files one query at a time, with or without --baseline
+    scored = score_file(args.run, qrels)
+    baseline = score_file(args.baseline, qrels) if args.baseline else None
+    for note in coverage_notes(qrels, (args.run, scored), (args.baseline, baseline) if baseline else None):
+        warn(note)
+    if baseline is not None:
+        differences = compare(scored, baseline, qrels)
         if args.json:
             print(json.dumps({"run": str(args.run), "baseline": str(args.baseline), "queries": len(qrels),
+                              "unanswered": scored.unanswered(qrels), "baseline_unanswered": baseline.unanswered(qrels),
                               "measures": [{**vars(d), "delta": d.delta} for d in differences]}))
             return 0
         print(f"{len(qrels)} judged queries; run minus baseline, paired bootstrap 95% interval")
@@ -42,9 +47,10 @@ def command(args: argparse.Namespace) -> int:
             print(f"{d.measure:<10} {100 * d.run:6.2f} {100 * d.baseline:6.2f} {100 * d.delta:+6.2f}  "
                   f"[{100 * d.low:+.2f}, {100 * d.high:+.2f}]  {d.changed}")
         return 0
-    scores = evaluate_file(args.run, qrels)
+    scores = scored.means(qrels)
     if args.json:
-        print(json.dumps({"run": str(args.run), "queries": len(qrels), **scores}))
+        print(json.dumps({"run": str(args.run), "queries": len(qrels), "unanswered": scored.unanswered(qrels),
+                          **scores}))
     else:
         print(f"{len(qrels)} judged queries (missing or empty results count as 0)")
         for name, value in scores.items():

@@ -39,7 +39,7 @@ def evaluate(run: Run | Queries, qrels: Qrels, measures: Mapping[str, str] = MEA
 
 def evaluate_file(path: str | Path, qrels: Qrels, measures: Mapping[str, str] = MEASURES) -> dict[str, float]:
     """:func:`evaluate` of a TREC run file, read one query at a time."""
-    return _means(per_query_file(path, qrels, measures), qrels)
+    return score_file(path, qrels, measures).means(qrels)
 
 
 def per_query(run: Run | Queries, qrels: Qrels, measure: str) -> dict[str, float]:
@@ -47,31 +47,121 @@ def per_query(run: Run | Queries, qrels: Qrels, measure: str) -> dict[str, float
     return _per_query(run, qrels, {measure: measure})[measure]
 
 
+@dataclass(frozen=True)
+class Scored:
+    """A run file scored: each measure per judged query, and which judged queries it answered."""
+
+    values: dict[str, dict[str, float]]  # measure -> judged qid -> value (0 where unanswered)
+    answered: frozenset[str]  # the judged queries with at least one result in the run
+
+    def means(self, qrels: Qrels) -> dict[str, float]:
+        return _means(self.values, qrels)
+
+    def unanswered(self, qrels: Qrels) -> int:
+        """Judged queries the run has no result for (each counts 0 in every mean)."""
+        return len(qrels) - len(self.answered)
+
+
 def per_query_file(path: str | Path, qrels: Qrels, measures: Mapping[str, str] = MEASURES
                    ) -> dict[str, dict[str, float]]:
+    """Each measure per judged query of a TREC run file (:func:`score_file`)."""
+    return score_file(path, qrels, measures).values
+
+
+def score_file(path: str | Path, qrels: Qrels, measures: Mapping[str, str] = MEASURES) -> Scored:
     """Each measure per judged query of a TREC run file, streamed query by query
     (:func:`~sparc_es.evaluation.trec.iter_run`). A file whose queries' lines are not each together is read
-    whole instead, as trec_eval reads every file."""
+    whole instead, as trec_eval reads every file.
+
+    A run that can measure nothing is a one-line :class:`~sparc_es.errors.InputError` naming it, never
+    a 0.00: an empty run, one none of whose queries the qrels judge, and one none of whose documents
+    (for the queries they share) the qrels judge at all, which are ids of another kind or collection,
+    e.g. sentence ids (``doc#key``) against qrels of documents (``sparc-es run --documents``)."""
     from sparc_es.evaluation.trec import RunNotGrouped, iter_run, read_run
 
     seen: set[str] = set()
+    ids = _IdCheck(qrels)
 
     def counted(queries: Queries) -> Queries:
         for qid, docs in queries:
             seen.add(qid)
+            if qid in qrels:
+                ids.look(docs)
             yield qid, docs
 
     try:
         values = _per_query(counted(iter_run(path)), qrels, measures)
     except RunNotGrouped:
         seen.clear()
+        ids = _IdCheck(qrels)
         values = _per_query(counted(read_run(path).items()), qrels, measures)
     if not seen:
         raise InputError(path, "an empty run: no result lines")
-    if not seen & qrels.keys():
+    answered = frozenset(seen & qrels.keys())
+    if not answered:
         raise InputError(path, f"none of its {len(seen)} queries is judged in the qrels (e.g. {min(seen)!r}; the qrels "
                                f"judge e.g. {min(qrels)!r}): a run and qrels of different sets?")
-    return values
+    ids.check(path, len(answered))
+    return Scored(values, answered)
+
+
+def coverage_notes(qrels: Qrels, run: tuple[str | Path, Scored],
+                   baseline: tuple[str | Path, Scored] | None = None) -> list[str]:
+    """What a user must hear about the judged queries the runs leave out, one line each: how many
+    have no results in each run (they count 0), and, against a baseline, whether the two runs
+    answer different queries (a paired difference then partly compares a result with nothing)."""
+    notes = [f"{scored.unanswered(qrels)} of {len(qrels)} judged queries have no results in {path} (counted as 0)"
+             for path, scored in (run, *([baseline] if baseline else [])) if scored.unanswered(qrels)]
+    if baseline is not None and run[1].answered != baseline[1].answered:
+        ours, theirs = run[1].answered, baseline[1].answered
+        notes.append(f"{run[0]} and the baseline {baseline[0]} answer different queries ({len(ours)} and "
+                     f"{len(theirs)} of the {len(qrels)} judged; {len(ours - theirs)} only in the run, "
+                     f"{len(theirs - ours)} only in the baseline): each counts 0 where it has no results, so the "
+                     "differences include queries one run left out")
+    return notes
+
+
+class _IdCheck:
+    """Whether a run ranks any document the qrels judge, seen query by query: one that ranks none
+    would score 0.00 on every measure because its ids are of another kind (sentences against
+    documents, or the reverse) or another collection."""
+
+    def __init__(self, qrels: Qrels) -> None:
+        self.judged = {d for judged in qrels.values() for d in judged}
+        self.documents = {d.rpartition("#")[0] for d in self.judged if "#" in d}  # the qrels judge sentences
+        self.found = False
+        self.example: str | None = None
+        self.sentence: str | None = None  # a run id doc#key whose doc the qrels judge
+        self.document: str | None = None  # a run id that is the document of a judged sentence
+
+    def look(self, docs: Iterable[str]) -> None:
+        if self.found:
+            return
+        for d in docs:
+            if d in self.judged:
+                self.found = True
+                return
+            self.example = self.example or d
+            if self.sentence is None and "#" in d and d.rpartition("#")[0] in self.judged:
+                self.sentence = d
+            if self.document is None and d in self.documents:
+                self.document = d
+
+    def check(self, path: str | Path, queries: int) -> None:
+        if self.found:
+            return
+        if self.sentence is not None:
+            raise InputError(path, f"it ranks sentences (e.g. {self.sentence!r}) and the qrels judge documents (e.g. "
+                                   f"{self.sentence.rpartition('#')[0]!r}): every measure would be 0.00; rank "
+                                   "documents with `sparc-es run --documents`")
+        if self.document is not None:
+            judged = min(d for d in self.judged if d.rpartition("#")[0] == self.document)
+            raise InputError(path, f"it ranks documents (e.g. {self.document!r}) and the qrels judge sentences (e.g. "
+                                   f"{judged!r}): every measure would be 0.00; rank sentences (`sparc-es run` "
+                                   "without --documents)")
+        raise InputError(path, f"none of the documents it ranks for the {queries} queries the qrels judge is judged "
+                               f"there (e.g. {self.example!r}; the qrels judge e.g. {min(self.judged)!r}): every "
+                               "measure would be 0.00; a run and qrels of different collections?")
 
 
 def _means(values: dict[str, dict[str, float]], qrels: Qrels) -> dict[str, float]:
@@ -118,18 +208,23 @@ class Difference:
         return self.run - self.baseline
 
 
-def compare(run: Run | str | Path, baseline: Run | str | Path, qrels: Qrels, measures: Mapping[str, str] = MEASURES,
-            resamples: int = 2000, seed: int = 0) -> list[Difference]:
+def compare(run: Run | str | Path | Scored, baseline: Run | str | Path | Scored, qrels: Qrels,
+            measures: Mapping[str, str] = MEASURES, resamples: int = 2000, seed: int = 0) -> list[Difference]:
     """Each measure of ``run`` against ``baseline`` with a paired bootstrap 95% interval of the
     difference: the queries are resampled with replacement, both runs keep their own value on each.
     Two runs on the same questions differ on few of them, so the paired interval is much narrower
     than either mean's own, and tells a real difference from a reshuffle of a few queries.
-    A run is a whole run or the path of a run file (streamed, :func:`per_query_file`)."""
+    A run is a whole run, the path of a run file (streamed, :func:`score_file`) or a run file
+    already scored on ``measures``."""
     import numpy as np
 
+    def values(r: Run | str | Path | Scored) -> dict[str, dict[str, float]]:
+        if isinstance(r, Scored):
+            return r.values
+        return per_query_file(r, qrels, measures) if isinstance(r, str | Path) else _per_query(r, qrels, measures)
+
     queries = list(qrels)
-    ours, theirs = (per_query_file(r, qrels, measures) if isinstance(r, str | Path) else _per_query(r, qrels, measures)
-                    for r in (run, baseline))
+    ours, theirs = values(run), values(baseline)
     rows = max(1, 2_000_000 // max(len(queries), 1))  # resamples drawn at once: memory bounded by a constant
     out = []
     for name in measures:

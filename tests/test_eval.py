@@ -446,3 +446,35 @@ def test_eval_says_how_many_judged_queries_a_run_leaves_out(tmp_path, cli):
     rc, out, err = cli("eval", "--run", tmp_path / "all.trec", "--baseline", tmp_path / "all.trec",
                        "--qrels", tmp_path / "qrels.txt")
     assert rc == 0 and err == ""
+
+
+class _Sentences:
+    """An engine of ``sentences`` hits in ``documents`` documents for every question, whatever it asks
+    for: a corpus of that size."""
+
+    def __init__(self, sentences: int, documents: int) -> None:
+        self.sentences, self.documents = sentences, documents
+
+    def batch_search(self, topics, k=1000, threads=1):
+        from sparc_es.engines.base import Hit
+
+        return {qid: [Hit(id=f"d{i % self.documents}#{i}", score=100.0 - i, doc=f"d{i % self.documents}")
+                      for i in range(self.sentences)][:k] for qid, _ in topics}
+
+
+def test_documents_short_of_k_are_counted_only_where_a_deeper_search_could_find_more(tmp_path):
+    from sparc_es.evaluation.runs import RunFile, hit_documents, write_runs
+
+    topics = [(f"q{i}", "what") for i in range(3)]
+    # the whole corpus (140 sentences in 30 documents) is fewer than the depth: no deeper search helps
+    [written] = write_runs([RunFile(_Sentences(140, 30), tmp_path / "small.trec")], topics, 1000, batch=2,
+                           depth=1000, documents=hit_documents)
+    assert written.short == 0 and (tmp_path / "small.trec").read_text().count("\n") == 3 * 30
+    # a full depth of sentences in fewer documents than k: a deeper search could find more
+    [written] = write_runs([RunFile(_Sentences(5000, 300), tmp_path / "big.trec")], topics, 1000, batch=2,
+                           depth=1000, documents=hit_documents)
+    assert written.short == 3
+    # min_score cut the sentences: what is below it is below it deeper too
+    [written] = write_runs([RunFile(_Sentences(5000, 300), tmp_path / "cut.trec")], topics, 1000, batch=2,
+                           depth=1000, min_score=50.0, documents=hit_documents)
+    assert written.short == 0

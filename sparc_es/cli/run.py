@@ -43,7 +43,7 @@ def command(args: argparse.Namespace) -> int:
         refuse(args, ("threads",), "applies to the Lucene engines only: Elasticsearch searches on the cluster")
     if args.tag is not None and (not args.tag.strip() or len(args.tag.split()) > 1):
         raise SparcError(f"--tag {args.tag!r}: a run tag is one word (TREC run files split on whitespace)")
-    depth = 1000 if args.depth is None else args.depth
+    depth = max(1000 if args.depth is None else args.depth, args.k)  # sentences searched with --documents
     folders.check_file_output(args.output, "--output")
     folders.check_apart(args.output, [args.topics, args.index], "--output")
     topics = list(read_topics(args.topics))
@@ -58,7 +58,7 @@ def command(args: argparse.Namespace) -> int:
         if args.documents:  # Elasticsearch's hits carry their document; a Lucene index's store has it
             documents = hit_documents if args.engine == "es" else index_documents(args.index)
         [written] = write_runs([RunFile(engine, Path(args.output), tag)], topics, args.k,
-                               depth=max(depth, args.k) if args.documents else args.k, threads=args.threads or 1,
+                               depth=depth if args.documents else args.k, threads=args.threads or 1,
                                batch=RUN_BATCH, min_score=args.min_score, documents=documents)
     finally:
         engine.close()

@@ -42,7 +42,9 @@ class RunFile:
 @dataclass
 class Written:
     """What searching one run took: the queries written, the seconds spent in the engine, and (with
-    documents) the queries left with fewer than ``k`` documents."""
+    documents) the queries left with fewer than ``k`` documents among a full ``depth`` of sentences,
+    which a deeper search could fill (a query the engine answered with fewer sentences, or whose
+    sentences ``min_score`` cut, has all the corpus holds for it)."""
 
     queries: int = 0
     seconds: float = 0.0
@@ -90,8 +92,9 @@ def _search_batch(engine: BatchSearcher, part: list[tuple[str, str]], writer: Tr
     for qid, _ in part:
         hits = results[qid]
         if doc_of is not None:
+            full = len(hits) >= depth
             hits = best_per_document(hits, doc_of, k)
-            done.short += len(hits) < k
+            done.short += full and len(hits) < k
         writer.write(qid, hits)
     done.queries += len(part)
 

@@ -488,7 +488,7 @@ def evalsets(dest: Path, qa_set: Path, names: list[str], out: Path) -> int:
     for name in names:
         cmd = [str(Path(sys.executable).parent / "sparc-es"), "evalset", "--docs", str(dest / name),
                "--questions", str(qa_set / f"{name}.questions.tsv"), "--answers", str(qa_set / f"{name}.answers.tsv"),
-               "--name", f"docs-{name}", "--output", str(out / f"docs-{name}")]
+               "--name", f"docs-{name}", "--output", str(out / f"docs-{name}"), "--overwrite"]  # regenerated
         rc = subprocess.run(cmd).returncode
         if rc:
             return rc

@@ -360,7 +360,8 @@ def test_an_evaluation_set_that_judges_nothing_is_refused(tmp_path, capsys):
 
 @pytest.mark.parametrize("content, says", [
     (gzip.compress(b'{"header": {"dataset": "x"}}\n'), "no questions"),
-    (b"plain text, not gzip", "not a readable gzip file"),
+    (gzip.compress(b'{"header": 1}\n{"context": "x"}\n')[:-12], "not a readable gzip file"),
+    (b"plain text, not gzip", ":1: not JSON"),
     (gzip.compress(b'{"header": 1}\n{"context": "x", bad\n'), ":2: not JSON"),
     (gzip.compress(b'{"header": 1}\n\xff\xfe\n'), ":2: not valid UTF-8"),
     (gzip.compress(b'{"header": 1}\n{"context": "x"}\n'), ":2: expected an MRQA record"),
@@ -478,3 +479,64 @@ def test_documents_short_of_k_are_counted_only_where_a_deeper_search_could_find_
     [written] = write_runs([RunFile(_Sentences(5000, 300), tmp_path / "cut.trec")], topics, 1000, batch=2,
                            depth=1000, min_score=50.0, documents=hit_documents)
     assert written.short == 0
+
+
+def test_evalset_data_that_does_not_exist_is_named(tmp_path, cli, monkeypatch):
+    monkeypatch.setenv("SPARC_ES_DATA", str(tmp_path))  # not the folder the flag names
+    missing = tmp_path / "nonexist"
+    err = _one_line_error(cli, "evalset", "--domain", "squad", "--data", missing, "--output", tmp_path / "out")
+    assert f"{missing}: --data: the data folder does not exist" in err and "SPARC_ES_DATA" not in err
+    err = _one_line_error(cli, "table", "--data", missing, "--workdir", tmp_path / "w")
+    assert "--data: the data folder does not exist" in err
+    with pytest.raises(InputError, match="the data folder does not exist"):
+        build_eval_set("newsqa", missing)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match=r"NewsQA.jsonl.gz: not found in the data folder .*empty$"):
+        build_eval_set("newsqa", tmp_path / "empty")
+    err = _one_line_error(cli, "evalset", "--mrqa", tmp_path / "none.jsonl.gz", "--output", tmp_path / "out")
+    assert "none.jsonl.gz: MRQA file not found" in err and "SPARC_ES_DATA" not in err
+    assert not (tmp_path / "out").exists()
+
+
+MRQA = (b'{"header": {"dataset": "x"}}\n'
+        b'{"context": "Paris is the capital of France. It is large.", "qas": [{"qid": "q1", '
+        b'"question": "What is the capital of France?", "detected_answers": [{"text": "Paris", '
+        b'"char_spans": [[0, 4]]}]}]}\n')
+
+
+def test_evalset_reads_an_mrqa_file_gzipped_or_not(tmp_path, cli):
+    (tmp_path / "plain.jsonl").write_bytes(MRQA)
+    (tmp_path / "zipped.jsonl.gz").write_bytes(gzip.compress(MRQA))
+    (tmp_path / "misnamed.jsonl.gz").write_bytes(MRQA)  # the bytes decide, not the name
+    sets = [tmp_path / f"set-{n}" for n in range(3)]
+    for name, folder in zip(("plain.jsonl", "zipped.jsonl.gz", "misnamed.jsonl.gz"), sets):
+        rc, out, err = cli("evalset", "--mrqa", tmp_path / name, "--name", "x", "--output", folder)
+        assert rc == 0 and "2 sentences, 1 merged queries, 1 sentence judgements" in out, err
+    assert len({(s / "corpus.jsonl").read_bytes() for s in sets}) == 1
+    assert len({(s / "qrels.txt").read_bytes() for s in sets}) == 1
+
+
+def test_evalset_refuses_an_existing_folder_and_replaces_only_its_own(tmp_path, cli):
+    (tmp_path / "qa.jsonl").write_bytes(MRQA)
+    out = tmp_path / "set"
+    argv = ["evalset", "--mrqa", tmp_path / "qa.jsonl", "--output", out]
+    rc, _, _ = cli(*argv)
+    assert rc == 0 and (out / ".sparc-es").is_file()  # marked, as every folder sparc-es makes
+    (out / "qrels.txt").write_text("edited by hand\n")
+    err = _one_line_error(cli, *argv)
+    assert f"{out}: already exists; pass --overwrite" in err
+    assert (out / "qrels.txt").read_text() == "edited by hand\n"
+    rc, _, _ = cli(*argv, "--overwrite")
+    assert rc == 0 and (out / "qrels.txt").read_text().startswith("q1 0 qa-0-") and (out / ".sparc-es").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["qa.jsonl", "set"]  # nothing left beside it
+    # a folder sparc-es did not make is never deleted, --overwrite or not
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me\n")
+    err = _one_line_error(cli, "evalset", "--mrqa", tmp_path / "qa.jsonl", "--output", mine, "--overwrite")
+    assert "was not made by sparc-es" in err and (mine / "notes.txt").read_text() == "keep me\n"
+    # an empty folder is written into; a set written before folders were marked is replaced
+    (tmp_path / "empty").mkdir()
+    assert cli("evalset", "--mrqa", tmp_path / "qa.jsonl", "--output", tmp_path / "empty")[0] == 0
+    (out / ".sparc-es").unlink()
+    assert cli(*argv, "--overwrite")[0] == 0 and (out / ".sparc-es").is_file()

@@ -120,7 +120,7 @@ def test_a_changed_corpus_is_not_scored_with_the_cached_index_of_the_old_one(tmp
     """The table's caches are keyed by model and settings; a set rebuilt under the same name (a
     reader's change) must not be scored with the index of its old corpus."""
     def table():
-        assert cli("evalset", "--beir", beir, "--output", tmp_path / "set")[0] == 0
+        assert cli("evalset", "--beir", beir, "--output", tmp_path / "set", "--overwrite")[0] == 0
         rc, _, err = cli("table", "--domains", tmp_path / "set", "--systems", "bm25", "--workdir",
                          tmp_path / "runs", "--json", tmp_path / "t.json", "--markdown", tmp_path / "t.md")
         assert rc == 0, err

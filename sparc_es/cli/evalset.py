@@ -21,7 +21,7 @@ def add_parser(sub) -> None:
                        "output folder is a domain for `sparc-es table --domains DIR`.")
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--domain", choices=list(DOMAINS), help="one of the project's sets, from ../shared/data")
-    source.add_argument("--mrqa", metavar="FILE", help="any MRQA .jsonl.gz file")
+    source.add_argument("--mrqa", metavar="FILE", help="any MRQA file, JSON lines, gzipped (.jsonl.gz) or not")
     source.add_argument("--beir", metavar="DIR", help="a BEIR folder: corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv")
     source.add_argument("--docs", metavar="DIR", help="your own documents (what encode --corpus reads), with "
                         "--questions and --answers: sentences whose text matches a question's answer pattern "
@@ -35,16 +35,34 @@ def add_parser(sub) -> None:
     p.add_argument("--split", default="test", help="with --beir: the qrels split (default: %(default)s)")
     p.add_argument("--name", help="the set's name in tables (default: the file's or folder's)")
     p.add_argument("--output", required=True, metavar="DIR")
-    p.add_argument("--data", metavar="DIR", help="data folder (default: $SPARC_ES_DATA or ../shared/data)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing output folder (only one sparc-es "
+                   "made)")
+    p.add_argument("--data", metavar="DIR", help="with --domain: the data folder (default: $SPARC_ES_DATA or "
+                   "../shared/data)")
 
 
 def command(args: argparse.Namespace) -> int:
-    from sparc_es.evaluation.evalsets import beir_eval_set, build_eval_set, docs_eval_set, mrqa_eval_set
+    from sparc_es.evaluation.evalsets import (
+        beir_eval_set,
+        build_eval_set,
+        check_data_folder,
+        check_output,
+        docs_eval_set,
+        mrqa_eval_set,
+    )
 
     if args.candidates and not args.mrqa:
         raise SparcError("--candidates goes with --mrqa")
     if (args.docs, args.questions, args.answers).count(None) not in (0, 3):
         raise SparcError("--docs, --questions and --answers go together")
+    if args.data is not None and not args.domain:
+        raise SparcError("--data goes with --domain (the project's sets are read from it)")
+    if args.data is not None:
+        check_data_folder(args.data, "--data")
+    # before the set is built: a folder that would be refused costs nothing
+    folders.check_apart(args.output, [args.docs, args.mrqa, args.beir, args.questions, args.answers, args.candidates,
+                                      args.data], "--output")
+    check_output(args.output, args.overwrite, "--output")
     if args.docs:
         evalset, unanswered = docs_eval_set(args.docs, args.questions, args.answers, args.name)
         if unanswered:
@@ -57,11 +75,9 @@ def command(args: argparse.Namespace) -> int:
     else:
         evalset = beir_eval_set(args.beir, args.split, args.name)
     evalset.check(args.docs or args.mrqa or args.beir or args.domain)
-    folders.check_apart(args.output, [args.docs, args.mrqa, args.beir, args.questions, args.answers, args.candidates],
-                        "--output")
     for note in evalset.notes:
         warn(note)
-    paths = evalset.write(args.output)
+    paths = evalset.write(args.output, overwrite=args.overwrite)
     merged = "merged " if evalset.level == "sentence" else ""
     print(f"{evalset.name}: {len(evalset.sentences)} sentences, {len(evalset.topics)} {merged}queries, "
           f"{sum(map(len, evalset.qrels.values()))} {evalset.level} judgements -> "

@@ -30,6 +30,7 @@ def add_parser(sub) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
+    from sparc_es.evaluation.evalsets import check_data_folder
     from sparc_es.evaluation.table import run_table, split_systems, write_table
 
     set_threads(args.threads)
@@ -39,6 +40,8 @@ def command(args: argparse.Namespace) -> int:
     for flag, path in (("--json", json_path), ("--markdown", markdown_path)):
         folders.check_file_output(path, flag)
         folders.check_apart(path, given, flag)
+    if args.data is not None:
+        check_data_folder(args.data, "--data")
     if not split_systems(args.systems) or not [d for d in args.domains.split(",") if d.strip()]:
         raise SparcError("--systems and --domains each name at least one")
     rows = run_table(split_systems(args.systems), args.domains.split(","), args.workdir, args.data,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,8 +17,9 @@ from pathlib import Path
 import regex
 
 from sparc_es.corpus.sources import Sentence
-from sparc_es.errors import InputError
+from sparc_es.errors import InputError, StoreError
 from sparc_es.evaluation.trec import write_qrels, write_topics
+from sparc_es.layout import ownership as folders
 
 DATA_ENV = "SPARC_ES_DATA"
 
@@ -30,11 +32,12 @@ def data_dir() -> Path:
 
 
 def read_mrqa(path: str | Path) -> Iterator[dict]:
-    """The context records of an MRQA ``.jsonl.gz`` file (its header line skipped)."""
+    """The context records of an MRQA JSON-lines file, gzipped (``.jsonl.gz``) or not (its header
+    line skipped)."""
     path = Path(path)
     if not path.is_file():
-        raise InputError(path, f"MRQA file not found (set {DATA_ENV} to the data folder)")
-    for lineno, record in _gzip_json_lines(path, "an MRQA record"):
+        raise InputError(path, "not a regular file" if path.exists() else "MRQA file not found")
+    for lineno, record in _json_lines(path, "an MRQA record"):
         qas = record.get("qas")
         if not isinstance(record.get("context"), str) or not isinstance(qas, list) or not all(
                 isinstance(qa, dict) and {"qid", "question", "detected_answers"} <= qa.keys() for qa in qas):
@@ -43,12 +46,20 @@ def read_mrqa(path: str | Path) -> Iterator[dict]:
         yield record
 
 
-def _gzip_json_lines(path: Path, what: str) -> Iterator[tuple[int, dict]]:
-    """The JSON objects of a gzipped JSON-lines file, the header line skipped; a file that is not
-    gzip, not UTF-8 or not JSON is a one-line error naming it (and the line)."""
-    lineno = 0
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _json_lines(path: Path, what: str) -> Iterator[tuple[int, dict]]:
+    """The JSON objects of a JSON-lines file, gzipped or not (told by gzip's magic bytes, whatever
+    the name ends with), the header line skipped; a broken gzip stream, or text that is not UTF-8
+    or not JSON, is a one-line error naming the file (and the line)."""
+    if not path.is_file():
+        raise InputError(path, "not a regular file" if path.exists() else "file not found")
+    lineno, zipped = 0, False
     try:
-        with gzip.open(path, "rb") as f:  # bytes, decoded line by line: an error knows its line
+        with open(path, "rb") as head:
+            zipped = head.read(2) == GZIP_MAGIC
+        with (gzip.open if zipped else open)(path, "rb") as f:  # bytes, decoded line by line: errors know their line
             for lineno, raw in enumerate(f, start=1):
                 line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
                 if not line.strip():
@@ -60,6 +71,8 @@ def _gzip_json_lines(path: Path, what: str) -> Iterator[tuple[int, dict]]:
                     continue
                 yield lineno, obj
     except (gzip.BadGzipFile, EOFError, OSError) as e:
+        if not zipped:
+            raise
         raise InputError(path, f"not a readable gzip file ({e})", lineno or None) from None
     except UnicodeDecodeError:
         raise InputError(path, "not valid UTF-8", lineno) from None
@@ -75,7 +88,7 @@ def multireqa_sentences(mrqa: str | Path, candidates: str | Path, prefix: str) -
     """
     contexts = list(read_mrqa(mrqa))
     by_qid = {qa["qid"]: i for i, c in enumerate(contexts) for qa in c["qas"]}
-    for lineno, cand in _gzip_json_lines(Path(candidates), "a MultiReQA candidate"):
+    for lineno, cand in _json_lines(Path(candidates), "a MultiReQA candidate"):
         try:
             head, _, number = cand["candidate_id"].rpartition("/_")
             qid = head.split("_", 1)[1].split("/")[0]
@@ -131,20 +144,35 @@ class EvalSet:
 
     FILES = {"corpus": "corpus.jsonl", "topics": "topics.tsv", "qrels": "qrels.txt", "info": "evalset.json"}
 
-    def write(self, folder: str | Path) -> dict[str, Path]:
+    def write(self, folder: str | Path, overwrite: bool = False) -> dict[str, Path]:
         """Write ``corpus.jsonl`` (the project's input format), ``topics.tsv``, TREC ``qrels.txt`` and
-        ``evalset.json`` (name, level, counts)."""
+        ``evalset.json`` (name, level, counts) into ``folder``, marked as made by sparc-es. A folder
+        already there and not empty is refused unless ``overwrite``, and replaced only if sparc-es
+        made it (:func:`check_output`). The set is written beside it and renamed into place, so a
+        failed write leaves what was there as it was."""
         folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        paths = {key: folder / name for key, name in self.FILES.items()}
-        with open(paths["corpus"], "w", encoding="utf-8") as f:
-            for s in self.sentences:
-                f.write(json.dumps(s.to_json(), ensure_ascii=False) + "\n")
-        write_topics(paths["topics"], self.topics)
-        write_qrels(paths["qrels"], ((qid, self.qrels[qid]) for qid, _ in self.topics if qid in self.qrels))
-        paths["info"].write_text(json.dumps({"name": self.name, "level": self.level, "sentences": len(self.sentences),
-                                             "queries": len(self.topics)}, indent=2) + "\n")
-        return paths
+        check_output(folder, overwrite)
+        partial = folder.with_name(f".{folder.name}.writing")  # left by a write that was killed
+        if partial.exists() or partial.is_symlink():
+            folders.remove(partial, "writing an evaluation set")
+        try:
+            folders.claim(partial, "evalset")
+            paths = {key: partial / name for key, name in self.FILES.items()}
+            with open(paths["corpus"], "w", encoding="utf-8") as f:
+                for s in self.sentences:
+                    f.write(json.dumps(s.to_json(), ensure_ascii=False) + "\n")
+            write_topics(paths["topics"], self.topics)
+            write_qrels(paths["qrels"], ((qid, self.qrels[qid]) for qid, _ in self.topics if qid in self.qrels))
+            paths["info"].write_text(json.dumps({"name": self.name, "level": self.level,
+                                                 "sentences": len(self.sentences), "queries": len(self.topics)},
+                                                indent=2) + "\n")
+        except BaseException:
+            shutil.rmtree(partial, ignore_errors=True)
+            raise
+        if folder.exists():  # checked above: empty, or made by sparc-es
+            shutil.rmtree(folder)
+        os.replace(partial, folder)
+        return {key: folder / name for key, name in self.FILES.items()}
 
     @classmethod
     def read(cls, folder: str | Path) -> EvalSet:
@@ -165,6 +193,27 @@ class EvalSet:
         return cls(info.get("name", folder.name), list(read_corpus([folder / cls.FILES["corpus"]])),
                    list(read_topics(folder / cls.FILES["topics"])), read_qrels(folder / cls.FILES["qrels"]),
                    level).check(folder)
+
+
+def check_output(folder: str | Path, overwrite: bool = False, flag: str = "the output folder") -> None:
+    """Refuse, with one line, an evaluation set's output ``folder`` (``flag`` names it) that
+    :meth:`EvalSet.write` would not write: a file, a folder that is not empty without ``overwrite``,
+    or, with it, a folder sparc-es did not make (an evaluation set written before folders were
+    marked, holding only its four files, counts as sparc-es's)."""
+    folder = Path(folder)
+    folders.check_folder_output(folder, flag)
+    if not folder.exists() or (folder.is_dir() and not folder.is_symlink() and not any(folder.iterdir())):
+        return
+    if not overwrite:
+        raise StoreError(f"{folder}: already exists; pass --overwrite to replace it")
+    if not _older_set(folder):
+        folders.check_removable(folder)
+
+
+def _older_set(folder: Path) -> bool:
+    """Whether ``folder`` is an evaluation set an older sparc-es wrote: its four files, nothing else."""
+    return (folder.is_dir() and not folder.is_symlink()
+            and {p.name for p in folder.iterdir()} == set(EvalSet.FILES.values()))
 
 
 def _newsqa_sentences(contexts: list[dict], prefix: str) -> Iterator[Sentence]:
@@ -239,17 +288,35 @@ def _validation_set(root: str | Path | None) -> EvalSet:
     return EvalSet("val", sentences, topics, _judged(qrels))
 
 
+def check_data_folder(root: str | Path, flag: str | None = None) -> None:
+    """A one-line error naming ``root`` (and the option ``flag`` that gave it) unless it is a folder."""
+    if not Path(root).is_dir():
+        raise InputError(root, f"{f'{flag}: ' if flag else ''}the data folder "
+                               f"{'is not a folder' if Path(root).exists() else 'does not exist'}")
+
+
 def build_eval_set(domain: str, root: str | Path | None = None) -> EvalSet:
     """One of the project's :data:`DOMAINS`: ``squad`` and ``newsqa`` dev (see :func:`mrqa_eval_set`),
     ``val`` the training slice's held-out articles."""
     if domain not in DOMAINS:
         raise InputError(domain, f"unknown domain; choose from {', '.join(DOMAINS)}")
+    if root:  # a folder named, not $SPARC_ES_DATA's: no hint about the variable
+        check_data_folder(root)
     if domain == "val":
         return _validation_set(root)
-    root = Path(root) if root else data_dir()
+    folder = Path(root) if root else data_dir()
+
+    def data_file(relative: str) -> Path:
+        path = folder / relative
+        if not path.is_file():
+            raise InputError(path, f"not found in the data folder {root}" if root else
+                             f"not found (set {DATA_ENV} to the data folder)")
+        return path
+
     mrqa_name, prefix = DOMAINS[domain]
-    candidates = root / "multireqa" / "dev" / "SQuAD" / "candidates.json.gz" if domain == "squad" else None
-    return mrqa_eval_set(root / "mrqa" / mrqa_name, candidates, domain, prefix)
+    mrqa = data_file(f"mrqa/{mrqa_name}")
+    candidates = data_file("multireqa/dev/SQuAD/candidates.json.gz") if domain == "squad" else None
+    return mrqa_eval_set(mrqa, candidates, domain, prefix)
 
 
 def mrqa_eval_set(mrqa: str | Path, candidates: str | Path | None = None, name: str | None = None,

@@ -310,7 +310,7 @@ def run_table(systems: list[str], domains: list[str], workdir: str | Path, data:
         evalset = build_eval_set(domain, data) if domain in DOMAINS else EvalSet.read(domain)
         domain = evalset.name
         folder = Path(workdir) / domain
-        paths = evalset.write(folder / "evalset")
+        paths = evalset.write(folder / "evalset", overwrite=True)  # the set is cached in WORKDIR, and re-written
         _drop_stale(folder, paths["corpus"])
         doc_of = {s.id: s.doc for s in evalset.sentences} if evalset.level == "document" else None
         hybrids = any(s.options.get("hybrid") in ("minmax", "rrf") for s in parsed)  # BM25 run fused here

@@ -4,6 +4,7 @@ E stays frozen, and a killed run resumes to the same weights."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 import torch
@@ -488,3 +489,46 @@ def test_train_help_says_its_defaults_as_they_are(capsys):
     assert "(--lexical-weight) defaults to 0, off, and train has no stem weight" in text
     assert "alpha = 0.2, stem weight 0.3 and stop-word rule are set in the trained folder afterwards by " \
            "``scripts/ship_model.py``" in text
+
+
+@pytest.mark.jvm
+def test_ctrl_c_after_the_java_vm_started_is_pythons(tiny_model_dir, tmp_path):
+    """Mining the examples starts the Java VM (Lucene BM25), which puts its own SIGINT handler in
+    Python's place: a Ctrl-C during training then made the VM exit the process from its own thread
+    while torch ran on (no checkpoint said; once in about nine tries, "corrupted double-linked list").
+    Run in a child process, which the VM would end: train takes Ctrl-C back once the examples are in."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(f"""
+        import os, signal, sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from test_train import Trainer, _handmade_examples, _tiny_config
+        from sparc_es.training.train import train
+
+        def mined():
+            from sparc_es.engines._java import start_jvm
+            start_jvm()
+            return _handmade_examples()
+
+        real, calls = Trainer.train_step, []
+
+        def interrupted_in_step_three(self, *a):
+            calls.append(1)
+            if len(calls) == 3:
+                os.kill(os.getpid(), signal.SIGINT)
+            return real(self, *a)
+
+        Trainer.train_step = interrupted_in_step_three
+        try:
+            train(_tiny_config({str(tiny_model_dir)!r}, max_steps=6), {str(tmp_path / "cut")!r}, mined,
+                  progress=False)
+        except KeyboardInterrupt as e:
+            print(e)
+            sys.exit(7)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 7, (done.returncode, done.stderr[-2000:])
+    assert done.stdout.startswith("train interrupted at step 3 of 6; run the same command again to resume from "
+                                  "the checkpoint of step 2"), done.stdout

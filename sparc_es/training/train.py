@@ -544,6 +544,21 @@ def resume_checkpoint(output: Path) -> None:
         tmp.rename(final)
 
 
+def _reclaim_interrupt() -> None:
+    """Make Ctrl-C Python's again. The Java VM (started for the BM25 candidates of the examples)
+    installs its own SIGINT handler over Python's, without Python knowing: a Ctrl-C then made the
+    VM call exit() from its own thread while torch ran on in the main one, with no checkpoint said,
+    and once in a while the two exits corrupted the heap ("corrupted double-linked list", SIGABRT).
+    Setting Python's handler again puts it back at the system level. In the main thread only, and
+    only where Python's own handler is the one in place (not where SIGINT is ignored: nohup)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread() \
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 @contextmanager
 def _deferred_interrupt() -> Iterator[Callable[[], bool]]:
     """For the ``with`` block, a Ctrl-C (SIGINT) is noted instead of raised where it lands; the block
@@ -596,7 +611,9 @@ def train(config: TrainConfig, output: str | Path, examples: Callable[[], list[E
         check_output(output)
         folders.claim(output, "train")  # the marker every folder sparc-es makes holds
         resume_checkpoint(output)
-        return Trainer(config, output, examples(), progress=progress).train()
+        mined = examples()
+        _reclaim_interrupt()  # mining the examples may have started the Java VM, which takes Ctrl-C
+        return Trainer(config, output, mined, progress=progress).train()
 
 
 # What a train output folder holds before its model is saved: an unfinished run's (written before

@@ -26,7 +26,7 @@ def add_parser(sub) -> None:
     p.add_argument("--threads", type=positive, help="search threads of the Lucene engines (default: 1; "
                    "Elasticsearch searches on the cluster)")
     p.add_argument("--tag", help="run tag, last column (default: sparc-es, the engine and the hybrid, e.g. "
-                   "sparc-es-lucene-sum0.3)")
+                   "sparc-es-lucene-sum0.35)")
     p.add_argument("--documents", action="store_true",
                    help="rank documents, not sentences: each document scored by its best sentence among the "
                         "top --depth sentences, document ids in the run file (for document-level qrels)")

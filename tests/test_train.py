@@ -464,11 +464,17 @@ def test_ctrl_c_stops_train_after_the_step_in_progress(tiny_model_dir, tmp_path,
         return real(self, *a)
 
     monkeypatch.setattr(Trainer, "train_step", interrupted_in_step_three)
-    with pytest.raises(KeyboardInterrupt) as e:
-        train(config, tmp_path / "cut", lambda: examples, progress=False)
+    # Python's handler, as in a terminal: a shell that starts the tests in the background (`cmd &`)
+    # starts them with SIGINT ignored, and train rightly leaves an ignored SIGINT ignored
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt) as e:
+            train(config, tmp_path / "cut", lambda: examples, progress=False)
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, before)
     assert str(e.value) == (f"train interrupted at step 3 of 6; run the same command again to resume from the "
                             f"checkpoint of step 2 ({tmp_path / 'cut' / 'checkpoint'}, written every 2 steps)")
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     monkeypatch.setattr(Trainer, "train_step", real)
     train(config, tmp_path / "cut", lambda: examples, progress=False)
     train(config, tmp_path / "whole", lambda: examples, progress=False)
@@ -503,6 +509,7 @@ def test_ctrl_c_after_the_java_vm_started_is_pythons(tiny_model_dir, tmp_path):
 
     script = textwrap.dedent(f"""
         import os, signal, sys
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal, not a background job
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         from test_train import Trainer, _handmade_examples, _tiny_config
         from sparc_es.training.train import train

@@ -46,7 +46,7 @@ from pathlib import Path
 import orjson
 
 from sparc_es import __version__
-from sparc_es.corpus.sources import Files, ReadStats, Sentence, Source, as_source
+from sparc_es.corpus.sources import JSONL_SUFFIXES, Files, ReadStats, Sentence, Source, as_source
 from sparc_es.encode.backend import Backend, Local
 from sparc_es.errors import SparcError, StoreError
 from sparc_es.layout import ownership as folders
@@ -339,13 +339,18 @@ class _EncodeRun:
                              f"float weights); {_AGAIN}")
 
     def _check_same_corpus(self, old: Manifest) -> None:
-        """Refuse to update from other corpus folders: a document's id is its path inside the folder given,
-        so the same files under another folder would all be renamed, and the rest removed."""
+        """Refuse to update from other corpus folders or document files: a document's id is its path
+        inside the folder given, so the same files under another folder would all be renamed, and the
+        rest removed. JSONL files are not compared: their records name themselves."""
         if not isinstance(self.source, Files):  # documents of a search index: ids do not depend on where
             return
         now = self.source.describe()
+
+        def named(paths) -> set[Path]:  # a JSONL file's records carry their own ids: its name is no part of them
+            return {Path(p).resolve() for p in paths if Path(p).suffix.lower() not in JSONL_SUFFIXES}
+
         # where the folders are now (moved together with the encoded folder, say), compared as files
-        if {p.resolve() for p in old.corpus_roots(self.out)} != {Path(p).resolve() for p in now}:
+        if named(old.corpus_roots(self.out)) != named(now):
             raise StoreError(f"{self.out}: was encoded from {', '.join(old.corpus)}, not {', '.join(now)}; sentence "
                              "ids are paths inside the corpus folders, so an update from others would rename or "
                              "remove every sentence: update it from the same corpus, or encode it afresh with "

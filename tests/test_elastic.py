@@ -570,6 +570,10 @@ def test_living_index_from_a_source_index(tmp_path, tiny_model_dir, es_url, caps
         meta = client.indices.get_mapping(index=sparc)[sparc]["mappings"]["_meta"]
         built = meta["sparc_es_build"]
         assert built["sentences"] == manifest.sentences and built["at"]
+        capsys.readouterr()  # its corpus is an index, not files: a search does not call it gone
+        assert main(["search", "--engine", "es", "--es-url", es_url, "--es-index", sparc, "--tokenizer",
+                     str(tmp_path / "enc"), "--hybrid", "none", "a second paragraph"]) == 0
+        assert "is not at" not in capsys.readouterr().err
         # the BM25 terms: the update kept the first load's statistics, as encode --update keeps its IDF
         kept, counted = (json.loads(m["sparc_es_blend"])["counts"] for m in (meta, first_meta))
         assert kept == counted

@@ -71,7 +71,7 @@ def test_a_lone_surrogate_escape_is_refused_at_its_line_not_when_stored(tmp_path
 
 def test_a_beir_id_too_long_for_its_sentence_ids_is_refused_at_its_line(tmp_path):
     path = tmp_path / "corpus.jsonl"
-    path.write_text(json.dumps({"_id": "d" * 511, "text": "One sentence."}) + "\n")
+    path.write_text(json.dumps({"_id": "d" * 504, "text": "One sentence."}) + "\n")  # + "#" and an 8-digit key
     with pytest.raises(InputError, match=r"corpus.jsonl:1: \"_id\" 'd.*too long: .* 513 bytes"):
         list(read_corpus([path]))
 

@@ -39,6 +39,7 @@ from sparc_es.corpus.readers import format_of, read_blocks
 from sparc_es.corpus.readers.blocks import HEADING
 from sparc_es.corpus.sources import CONTROL, Sentence, context_of
 from sparc_es.engines.base import Hit, Impacts, Recorded, Tokenized, sparc_side
+from sparc_es.layout.names import ES_SOURCE
 
 # Words too common to mark or to count as the question's meaning: the search page's list
 # (sparc_es/answers/web/index.html), which it marks by the same rule.
@@ -120,7 +121,7 @@ class Places:
 
     def gone(self) -> list[Path]:
         """The corpus paths that are not there (their hits show character offsets, not lines)."""
-        return [r for r in self.roots if not r.exists() and "://" not in str(r)]
+        return [r for r in self.roots if not r.exists() and "://" not in str(r) and not str(r).startswith(ES_SOURCE)]
 
     def file(self, doc: str) -> Path | None:
         """The file of document ``doc``: under a corpus folder (a JSONL corpus file's folder for its

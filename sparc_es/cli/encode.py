@@ -22,7 +22,7 @@ def add_parser(sub) -> None:
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--corpus", nargs="+", metavar="PATH", help="files or folders")
     source.add_argument("--from-es", metavar="SOURCE_INDEX", help="read the documents of an Elasticsearch index "
-                        "(split into sentences, ids <document id>#<n>); see the options below")
+                        "(split into sentences, ids <document id>#<key>); see the options below")
     p.add_argument("--output", required=True, metavar="DIR", help="encoded folder to write")
     p.add_argument("--update", action="store_true",
                    help="OUTPUT holds an earlier encode of this corpus: keep the weights of unchanged sentences, "

@@ -6,7 +6,7 @@ Two kinds of input give the same record, :class:`Sentence`:
   ``start``, ``end`` are carried through so a hit can be shown in its document; optional
   ``headings``, its sections' titles, are read by the BM25 side with the text).
 * JSONL documents in the BEIR layout, ``{"_id": ..., "title"?: ..., "text": ...}``: each is split
-  into sentences as a text document is (ids ``<_id>#<n>``, ``doc`` = ``_id``), and each sentence's
+  into sentences as a text document is (ids ``<_id>#<key>``, ``doc`` = ``_id``), and each sentence's
   context is the document's title followed by its paragraph.
 * Documents: plain text (``.txt``), Markdown (``.md``), reStructuredText (``.rst``) and HTML
   (``.html``). :mod:`sparc_es.corpus.readers` parses each into blocks (paragraphs, list items, table rows
@@ -247,9 +247,9 @@ def _beir_document(obj: dict, path: Path, lineno: int, stats: ReadStats) -> Iter
     doc_id, title, text = obj.get("_id"), obj.get("title") or "", obj.get("text")
     if isinstance(doc_id, bool) or not isinstance(doc_id, (str, int)) or not str(doc_id).strip():
         raise InputError(path, 'invalid "_id" (a non-empty string or an integer)', lineno)
-    size = len(ID_UNSAFE.sub("_", str(doc_id)).encode("utf-8")) + 2  # its sentences' ids: "<_id>#<n>"
+    size = len(ID_UNSAFE.sub("_", str(doc_id)).encode("utf-8")) + 9  # its sentences' ids: "<_id>#<8 hex digits>"
     if size > ID_MAX_BYTES:
-        raise InputError(path, f'"_id" {shown(str(doc_id))} is too long: its sentence ids ("<_id>#0") would '
+        raise InputError(path, f'"_id" {shown(str(doc_id))} is too long: its sentence ids ("<_id>#<key>") would '
                                f"be {size} bytes, and Elasticsearch takes ids of at most {ID_MAX_BYTES}", lineno)
     if not isinstance(text, str) or not isinstance(title, str):
         raise InputError(path, '"text" and "title" must be strings', lineno)

@@ -31,3 +31,7 @@ def es_failures(index: str) -> str:
 
 # The manifest's format: a folder written by another format is refused, not misread.
 FORMAT = "sparc-es-encoded/1"
+
+# How a manifest records a corpus read from an Elasticsearch index (encode --from-es), not a path:
+# nothing on disk to open, so nothing to say is gone.
+ES_SOURCE = "elasticsearch:"

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from sparc_es.corpus.sources import ReadStats, Sentence, document_sentences
 from sparc_es.engines.elastic.connection import _cluster_errors, _point_in_time, scan
 from sparc_es.errors import EngineError, InputError
+from sparc_es.layout.names import ES_SOURCE
 
 
 @dataclass
@@ -23,10 +24,10 @@ class ElasticSource:
 
     Documents are paged with a point in time and ``search_after`` (a consistent view however long
     encoding takes), each split into sentences with its paragraph as context, as a local text
-    document is; sentence ids are ``<document id>#<n>`` and ``doc`` is the document id, so a hit
-    points back to its source document. ``id_field`` takes the document id from a source field
-    instead of ``_id``; ``query`` (query DSL) selects documents; ``title_field`` is put before
-    each paragraph in the context.
+    document is; sentence ids are ``<document id>#<key>`` (a hash of the text, as for files) and
+    ``doc`` is the document id, so a hit points back to its source document. ``id_field`` takes the
+    document id from a source field instead of ``_id``; ``query`` (query DSL) selects documents;
+    ``title_field`` is put before each paragraph in the context.
     """
 
     client: object
@@ -41,7 +42,7 @@ class ElasticSource:
     def describe(self) -> list[str]:
         query = json.dumps(self.query, sort_keys=True) if self.query else ""
         read_as = "" if self.format == "text" else f":{self.format}"  # a resume must read the same way
-        return [f"elasticsearch:{self.index}:{self.text_field}:{self.id_field or '_id'}:{self.title_field or ''}"
+        return [f"{ES_SOURCE}{self.index}:{self.text_field}:{self.id_field or '_id'}:{self.title_field or ''}"
                 f":{query}{read_as}"]
 
     def documents(self) -> Iterator[tuple[str, dict]]:

@@ -271,6 +271,9 @@ def test_explain_ranks_are_searchs_and_its_errors_are_one_line(index, tiny_model
     rc, out, err = cli("explain", "--index", index, "--json", JAVA, 2)
     explained = json.loads(out)["hits"][0]
     assert rc == 0 and explained["id"] == searched[1]["id"] and explained["search_score"] == searched[1]["score"]
+    folded = searched[0]["collapsed"][0]  # a sentence search shows under the first hit: said so, not "not found"
+    rc, out, err = cli("explain", "--index", index, JAVA, folded["id"])
+    assert rc == 0 and f"in the paragraph of search's hit #1 (shown under it), score {folded['score']:.2f}" in out, out
     for argv, says in [((JAVA, "nowhere.md#3"), "no sentence with this id"),
                        ((JAVA, 9999), "rank 9999: the search finds"),
                        ((JAVA, "99999999999999999999"), "explain looks at the first 10,000 hits at most"),

@@ -87,9 +87,10 @@ class Explainer:
 
     # --- which hits ------------------------------------------------------------------------
 
-    def resolve(self, question: str, wanted: list[str]) -> list[tuple[str, int | None, float | None]]:
-        """(sentence id, its rank in the search or None, its search score or None) of each of
-        ``wanted``: a sentence id of the index, else a rank (1 = the first hit of ``search``)."""
+    def resolve(self, question: str, wanted: list[str]) -> list[tuple[str, int | None, float | None, int | None]]:
+        """(sentence id, its rank in the search or None, its search score or None, the rank of the hit
+        whose paragraph it is collapsed into or None) of each of ``wanted``: a sentence id of the
+        index, else a rank (1 = the first hit of ``search``)."""
         store = self.sparc.store
         known = store.get(list(dict.fromkeys(wanted)))
         ranks = [int(w) for w in wanted if w not in known and _rank(w)]
@@ -98,16 +99,19 @@ class Explainer:
             raise SparcError(f"rank {too_deep[0]}: explain looks at the first {MAX_HITS:,} hits at most")
         depth = max([RANK_DEPTH, *ranks])
         ranking = self.engine.batch_search([("q", question)], k=depth)["q"] if wanted else []
+        under: dict[str, tuple[int, float]] = {}  # a sentence folded into an earlier hit: that hit's rank, its score
         if self.collapse and ranking:  # rank n: the n-th paragraph's best sentence, as search shows it
             stored = store.get([h.id for h in ranking], context=True)
-            seen: set[tuple] = set()
+            seen: dict[tuple, int] = {}
             firsts = []
             for h in ranking:
                 s = stored.get(h.id)
                 key = paragraph(s.doc, s.context, h.id) if s is not None else paragraph(None, "", h.id)
                 if key not in seen:
-                    seen.add(key)
                     firsts.append(h)
+                    seen[key] = len(firsts)
+                else:
+                    under[h.id] = (seen[key], h.score)
             ranking = firsts
         place = {h.id: (rank, h.score) for rank, h in enumerate(ranking, start=1)}
         out = []
@@ -121,7 +125,8 @@ class Explainer:
             else:
                 raise SparcError(f"{w!r}: no sentence with this id in {self.index}, and not a rank (1, 2, ...)")
             rank, score = place.get(sid, (None, None))
-            out.append((sid, rank, score))
+            folded, folded_score = under.get(sid, (None, score))
+            out.append((sid, rank, folded_score, folded))
         return out
 
     # --- the explanation -------------------------------------------------------------------
@@ -135,14 +140,14 @@ class Explainer:
         bag = self.sparc.queries.encode(question)  # what the engine asks: integer counts
         factor = self.manifest.factor
         chosen = self.resolve(question, wanted)
-        ids = list(dict.fromkeys(sid for sid, _, _ in chosen))
+        ids = list(dict.fromkeys(sid for sid, *_ in chosen))
         sentences = self.sparc.store.get(ids, context=True)
         engine_scores = self.sparc.scores_of(question, ids)
         corpus, idf = self.inputs()
         pipeline = self.model().pipeline
         places = Places(self.manifest.corpus_roots(self.index))
         hits = []
-        for sid, rank, search_score in chosen:
+        for sid, rank, search_score, collapsed_into in chosen:
             s = sentences[sid]
             parts = pipeline.explain_parts(s.text, s.context, corpus, idf, tokens=bag)
             made = quantize(list(parts), np.array([p.weight for p in parts.values()], dtype=np.float32), factor)
@@ -157,7 +162,8 @@ class Explainer:
             total = sum(c["count"] * c["impact"] for c in tokens)
             place = places.of(s)
             hits.append({
-                "id": sid, "rank": rank, "search_score": search_score, "text": s.text, "context": s.context,
+                "id": sid, "rank": rank, "search_score": search_score, "collapsed_into": collapsed_into,
+                "text": s.text, "context": s.context,
                 "doc": s.doc, "start": s.start, "end": s.end, "line": place.line,
                 "path": str(place.path) if place.path else None,
                 "headings": list(place.headings) if place.headings is not None else None,
@@ -219,8 +225,13 @@ def table(result: dict) -> str:
             where += f" (characters {h['start']}-{h['end']})"
         if h["headings"]:
             where += " · " + " > ".join(h["headings"])
-        place = (f"rank {h['rank']} in search, score {h['search_score']:.2f}" if h["rank"] is not None
-                 else f"not in search's top {RANK_DEPTH}")
+        if h["rank"] is not None:
+            place = f"rank {h['rank']} in search, score {h['search_score']:.2f}"
+        elif h.get("collapsed_into") is not None:
+            place = (f"in the paragraph of search's hit #{h['collapsed_into']} (shown under it), score "
+                     f"{h['search_score']:.2f}")
+        else:
+            place = f"not in search's top {RANK_DEPTH}"
         lines += ["", f"{name}  {h['id']}  [{where}; {place}]", f"  {h['text']}",
                   f"  {'token':<{width}} {'count':>5} {'impact':>6}  {'weight':>7} = ({'neural':>7} + {'passage':>7}) "
                   f"x {'idf':>5} + {'lexical':>7} + {'stem':>6}" + (f" + {'word':>6}" if words else "")]

@@ -792,3 +792,34 @@ def test_elasticsearch_hits_are_placed_in_their_documents_by_search_and_serve(tm
         assert status == 200 and sentence["line"] == 7 and sentence["text"] == top["text"], sentence
     finally:
         server.close()
+
+
+@pytest.mark.skipif(_chromium() is None, reason="no chromium binary; on Debian/Ubuntu: "
+                    "apt-get update && apt-get install -y chromium (or chromium-browser)")
+@pytest.mark.jvm
+def test_a_hits_link_shows_its_line_whole_and_below_the_header_in_a_browser(tmp_path):
+    """The document view as a browser lays it out at a hit link's URL (?line=N#LN): the marked line
+    is in view below the sticky header, and its number (three digits, beside a long line) on one row,
+    at a phone's width and a desktop's (the page measures itself: data-at)."""
+    from sparc_es.model import SparcModel
+
+    (tmp_path / "docs").mkdir()
+    lines = [f"Sentence number {n} of a long page says something about topic {n}." for n in range(1, 151)]
+    lines[121] = "The lighthouse keeper lights the lamp at dusk. " + "A long line of words. " * 30
+    (tmp_path / "docs" / "long.md").write_text("\n\n".join(lines) + "\n")  # line 243: the long one
+    encode_corpus([tmp_path / "docs"], tmp_path / "enc", SparcModel.load("default"), progress=False, idf=IDF_DEFAULT)
+    build_index(tmp_path / "enc", tmp_path / "idx")
+    server = _serve(tmp_path / "idx", tmp_path / "serve.log")
+    base = next(server)
+    try:
+        top = search_get(base, "Who lights the lamp at dusk?", 1)[1]["hits"][0]
+        assert top["where"] == "long.md:243", top
+        for width in (390, 1280):
+            dom = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu",
+                                  "--virtual-time-budget=5000", f"--user-data-dir={tmp_path / 'profile'}",
+                                  f"--window-size={width},700", "--dump-dom",
+                                  f"{base}/documents/long.md?line=243#L243"],
+                                 capture_output=True, text=True, timeout=120).stdout
+            assert 'data-at="in-view one-row"' in dom, (width, dom[:300])
+    finally:
+        server.close()

@@ -229,7 +229,7 @@ def test_search_drops_hits_under_min_score_and_says_when_no_word_is_in_the_index
     assert body["hits"] and all(0 < h["score"] <= COVERAGE_FLOOR for h in body["hits"]), body["hits"]
     assert body["hits"][0]["id"] == "docs/setup.md#1", body["hits"]
     status, body, _ = search_get(server, "What is it?", 10)  # stop words only: said, and scored as unanchored
-    assert status == 200 and body["notice"].startswith("the question has no word but stop words"), body
+    assert status == 200 and body["notice"].startswith("the question has only stop words or punctuation"), body
     assert body["hits"] and all(0 < h["score"] <= COVERAGE_FLOOR for h in body["hits"]), body["hits"]
     status, body, _ = search_get(server, question, 10, min_score="nan")
     assert status == 422
@@ -382,7 +382,8 @@ def test_the_page_shows_hits_with_the_questions_words_marked(server, tmp_path):
     for word in ("Pyserini", "needs", "Java"):  # "needs" for "need": the CLI's marker, by stem
         assert f"<mark>{word}</mark>" in first, first
     assert "<mark>Which</mark>" not in dom and "<mark>does</mark>" not in dom  # too common to mark
-    assert hits[0]["where"] in first and 'id="error"></div>' in dom
+    assert hits[0]["where"] in first and '<div id="error" role="alert"></div>' in dom  # no error, and said if one
+    assert 'aria-label="Your question"' in dom and 'id="status" role="status" aria-live="polite"' in dom
     assert "also in this paragraph: 2 more" in first  # the passage's other sentences, collapsed
     # the API's notice on the page: none of the question's words is in the index, the hits match pieces
     odd = subprocess.run([*browser, "--dump-dom", f"{server}/?{urlencode({'q': 'javascript', 'k': 3})}"],

@@ -49,7 +49,7 @@ STOP_WORDS = frozenset((
     "which who whom why will with would you your").split())
 _WORD = re.compile(r"[^\W_]+")  # letters and digits
 NOTHING_MATCHED = "no word of the question is in the index: the hits below match only word pieces"
-ONLY_STOP_WORDS = "the question has no word but stop words: the hits below match only common tokens"
+ONLY_STOP_WORDS = "the question has only stop words or punctuation: the hits below match only common tokens"
 
 
 def fold(word: str) -> str:

@@ -68,6 +68,22 @@ def test_without_ray_installed_the_error_says_what_to_install(monkeypatch):
         distributed.RayBackend()
 
 
+def test_a_cluster_address_nobody_answers_is_one_line_at_once(capsys, tmp_path):
+    """Ray retries an address with nothing behind it for minutes; encode says so in one line."""
+    import socket
+
+    from sparc_es.cli import main
+
+    with socket.socket() as taken:  # a free port, closed again: nothing listens there
+        taken.bind(("127.0.0.1", 0))
+        port = taken.getsockname()[1]
+    for address in (f"127.0.0.1:{port}", f"ray://127.0.0.1:{port}"):
+        assert main(["encode", "--corpus", str(DOCS), "--output", str(tmp_path / "x"), "--ray", address]) == 1
+        err = capsys.readouterr().err
+        assert err == f"sparc-es: error: cannot reach the Ray cluster at {address}: Connection refused\n", err
+    assert not (tmp_path / "x").exists()
+
+
 # --- Ray ----------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

@@ -481,6 +481,7 @@ class RayBackend:
             if ray.is_initialized():
                 pass  # the caller's own Ray: used as it is, and left running
             elif self.address:
+                _reachable(self.address)
                 ray.init(address=self.address, **quiet)
                 self._started = True
             else:
@@ -650,3 +651,22 @@ class RayBackend:
                 cache.flush()  # a kill keeps whole pieces' passages, so a resume batches them as before
             rows.update(computed)
             stream.put("encode", (pairs, batch_size, version, rows))
+
+
+REACH_SECONDS = 10.0  # how long a cluster's address may take to accept a connection
+
+
+def _reachable(address: str) -> None:
+    """A one-line error when nothing answers at a cluster's ``HOST:PORT`` (or ``ray://HOST:PORT``):
+    Ray itself retries such an address for minutes, logging as it goes, before it fails. ``auto``
+    and other forms are left to Ray."""
+    import socket
+
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=REACH_SECONDS).close()
+    except OSError as e:
+        why = e.strerror or (f"no answer in {REACH_SECONDS:g} s" if isinstance(e, TimeoutError) else str(e))
+        raise SparcError(f"cannot reach the Ray cluster at {address}: {why}") from None

@@ -53,8 +53,8 @@ class SentenceStore:
 
     def _add(self, sentences: list[Sentence]) -> None:
         # INSERT OR REPLACE / IGNORE make a resumed encode idempotent.
-        self.db.executemany("INSERT OR IGNORE INTO contexts VALUES (?, ?)",
-                            {(_key(s.context), s.context) for s in sentences if s.context})
+        self.db.executemany("INSERT OR IGNORE INTO contexts VALUES (?, ?)",  # in the corpus's order, not a set's
+                            dict.fromkeys((_key(s.context), s.context) for s in sentences if s.context))
         self.db.executemany("INSERT OR REPLACE INTO sentences VALUES (?, ?, ?, ?, ?, ?, ?)",
                             ((s.id, s.text, s.doc, s.start, s.end, _key(s.context), s.code) for s in sentences))
         self.db.commit()

@@ -140,22 +140,32 @@ def test_sparta_keeps_w(tiny_model_dir, examples, tmp_path):
     assert float(trainer.model.w.detach()) == pytest.approx(0.7)
 
 
+
+def _killed() -> None:
+    raise KeyboardInterrupt
+
+
+def _stopped_at_step(monkeypatch, step: int, stop) -> object:
+    """Trainer.train_step patched so that step ``step`` first calls ``stop`` (a kill, or a Ctrl-C
+    sent to the process); returns the real one, to patch back."""
+    real, calls = Trainer.train_step, []
+
+    def stopping(self, *a):
+        calls.append(1)
+        if len(calls) == step:
+            stop()
+        return real(self, *a)
+
+    monkeypatch.setattr(Trainer, "train_step", stopping)
+    return real
+
 @pytest.mark.data
 @pytest.mark.jvm
 def test_killed_run_resumes_to_the_same_model(tiny_model_dir, examples, tmp_path, monkeypatch):
     whole = make_trainer(tiny_model_dir, examples, tmp_path / "whole").train()
 
     trainer = make_trainer(tiny_model_dir, examples, tmp_path / "cut")
-    real = Trainer.train_step
-    calls = []
-
-    def dies_at_step_three(self, *a):
-        calls.append(1)
-        if len(calls) == 3:
-            raise KeyboardInterrupt
-        return real(self, *a)
-
-    monkeypatch.setattr(Trainer, "train_step", dies_at_step_three)
+    real = _stopped_at_step(monkeypatch, 3, _killed)
     with pytest.raises(KeyboardInterrupt):
         trainer.train()
     monkeypatch.setattr(Trainer, "train_step", real)
@@ -405,15 +415,7 @@ def test_train_marks_its_folder_and_resumes_one_an_older_sparc_es_left_unmarked(
     assert all(p.stat().st_mode & 0o777 == mode for p in (tmp_path / "whole").rglob("*") if p.is_file()), \
         [(p.name, oct(p.stat().st_mode)) for p in (tmp_path / "whole").rglob("*")]
 
-    real, calls = Trainer.train_step, []
-
-    def dies_at_step_three(self, *a):
-        calls.append(1)
-        if len(calls) == 3:
-            raise KeyboardInterrupt
-        return real(self, *a)
-
-    monkeypatch.setattr(Trainer, "train_step", dies_at_step_three)
+    real = _stopped_at_step(monkeypatch, 3, _killed)
     with pytest.raises(KeyboardInterrupt):
         train(config, tmp_path / "cut", lambda: examples, progress=False)
     monkeypatch.setattr(Trainer, "train_step", real)
@@ -455,15 +457,8 @@ def test_ctrl_c_stops_train_after_the_step_in_progress(tiny_model_dir, tmp_path,
     from sparc_es.training.train import train
 
     config, examples = _tiny_config(tiny_model_dir, max_steps=6), _handmade_examples()
-    real, calls = Trainer.train_step, []
-
-    def interrupted_in_step_three(self, *a):
-        calls.append(1)
-        if len(calls) == 3:
-            os.kill(os.getpid(), signal.SIGINT)  # what Ctrl-C sends, delivered in the middle of the step
-        return real(self, *a)
-
-    monkeypatch.setattr(Trainer, "train_step", interrupted_in_step_three)
+    # what Ctrl-C sends, delivered in the middle of the step
+    real = _stopped_at_step(monkeypatch, 3, lambda: os.kill(os.getpid(), signal.SIGINT))
     # Python's handler, as in a terminal: a shell that starts the tests in the background (`cmd &`)
     # starts them with SIGINT ignored, and train rightly leaves an ignored SIGINT ignored
     before = signal.signal(signal.SIGINT, signal.default_int_handler)

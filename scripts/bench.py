@@ -5,6 +5,7 @@
     .venv/bin/python scripts/bench.py --scales 10k,100k,1m # and 1M: 24 minutes in all on the 2-core machine
     .venv/bin/python scripts/bench.py --update-docs        # also rewrite the tables in README.md and docs/benchmarks.md
     .venv/bin/python scripts/bench.py --encoding-only      # encoding alone, the kernels side by side
+    .venv/bin/python scripts/bench.py --encoding-only --device cuda  # encoding on a GPU (batches of 256)
     .venv/bin/python scripts/bench.py --scales-only --scales 10k,1m  # the engines alone, over corpora encoded before
 
 Writes ``bench/bench.json`` (every figure, the machine and versions) and ``bench/bench.md``.
@@ -74,7 +75,24 @@ def cpu_model() -> str:
             f"model {info.get('model', '?')})")
 
 
-def bench_kernels(model, pairs, corpus, repeats: int) -> dict:
+def installed(package: str) -> str | None:
+    """A package's version, None where it is not installed (a GPU machine encoding without Lucene)."""
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def gpu_name(device: str) -> str | None:
+    """The GPU's name when encoding runs on one (figures there depend on it, not on the CPU)."""
+    import torch
+
+    return torch.cuda.get_device_name(device) if device.startswith("cuda") else None
+
+
+def bench_kernels(model, pairs, corpus, repeats: int, batch_size: int = 32) -> dict:
     """Batched sentences/s with each vocabulary max-product kernel (sparc_es.model.kernels), side by
     side in one run, interleaved (ABC, CBA, ...) so drifts in the machine's speed hit all alike."""
     import os
@@ -92,7 +110,7 @@ def bench_kernels(model, pairs, corpus, repeats: int) -> dict:
             for method in methods if r % 2 == 0 else reversed(methods):
                 os.environ["SPARC_ES_KERNEL"] = method
                 started = time.perf_counter()
-                for _ in model.encode(pairs, batch_size=32, corpus=corpus):
+                for _ in model.encode(pairs, batch_size=batch_size, corpus=corpus):
                     pass
                 rates[method].append(len(pairs) / (time.perf_counter() - started))
     finally:
@@ -107,7 +125,7 @@ def bench_kernels(model, pairs, corpus, repeats: int) -> dict:
             "over_reference": {m: round(medians[m] / medians["reference"], 2) for m in methods}}
 
 
-def bench_encoding(model, sentences, repeats: int, workdir: Path) -> dict:
+def bench_encoding(model, sentences, repeats: int, workdir: Path, batch_size: int = 32) -> dict:
     """Batched vs batch size 1, the time per stage, and a 1% update against the full encode."""
 
     from sparc_es.encode.run import encode_corpus
@@ -121,7 +139,7 @@ def bench_encoding(model, sentences, repeats: int, workdir: Path) -> dict:
     batched = []
     for _ in range(repeats):
         started = time.perf_counter()
-        for _ in model.encode(pairs, batch_size=32, corpus=corpus):
+        for _ in model.encode(pairs, batch_size=batch_size, corpus=corpus):
             pass
         batched.append(len(pairs) / (time.perf_counter() - started))
     single_pairs = pairs[:100]
@@ -131,7 +149,7 @@ def bench_encoding(model, sentences, repeats: int, workdir: Path) -> dict:
         for _ in model.encode(single_pairs, batch_size=1, window=1, corpus=corpus):
             pass
         single.append(len(single_pairs) / (time.perf_counter() - started))
-    kernels = bench_kernels(model, pairs[:500], corpus, max(repeats, 3))
+    kernels = bench_kernels(model, pairs[:500], corpus, max(repeats, 3), batch_size)
 
     # where the time goes: the pipeline's own stage timer (sparc_es.model.stored.Stages) over an
     # encode of the sample, then quantising and serialising what it stored
@@ -139,7 +157,7 @@ def bench_encoding(model, sentences, repeats: int, workdir: Path) -> dict:
     from sparc_es.model import Stages
 
     timer = Stages()
-    encoded = list(model.encode(pairs, batch_size=32, corpus=corpus, timer=timer))
+    encoded = list(model.encode(pairs, batch_size=batch_size, corpus=corpus, timer=timer))
     stages = dict(timer.seconds)
     started = time.perf_counter()
     for e in encoded:
@@ -153,10 +171,11 @@ def bench_encoding(model, sentences, repeats: int, workdir: Path) -> dict:
     shutil.rmtree(workdir / "encoded", ignore_errors=True)
     started = time.perf_counter()
     # IDF as `sparc-es encode` weighs by default (the Python function's default is off)
-    encode_corpus([corpus], workdir / "encoded", model, progress=False, idf=IDF_DEFAULT)
+    encode_corpus([corpus], workdir / "encoded", model, batch_size=batch_size, progress=False, idf=IDF_DEFAULT)
     full_seconds = time.perf_counter() - started
-    updates = bench_updates(model, sentences, workdir, full_seconds)
+    updates = bench_updates(model, sentences, workdir, full_seconds, batch_size)
     return {
+        "device": str(model.device), "batch_size": batch_size,
         "sentences_per_second_batched": spread(batched),
         "kernels": kernels,
         "sentences_per_second_batch_size_1": spread(single),
@@ -170,7 +189,7 @@ def bench_encoding(model, sentences, repeats: int, workdir: Path) -> dict:
     }
 
 
-def bench_updates(model, sentences, workdir: Path, full_seconds: float) -> dict:
+def bench_updates(model, sentences, workdir: Path, full_seconds: float, batch_size: int = 32) -> dict:
     """``encode --update`` after two kinds of 1% change, each against the full encode.
 
     ``documents``: 1% of the sentences, whole paragraphs, edited as a document is (one sentence of
@@ -211,7 +230,8 @@ def bench_updates(model, sentences, workdir: Path, full_seconds: float) -> dict:
         shutil.rmtree(workdir / "updated", ignore_errors=True)
         shutil.copytree(workdir / "encoded", workdir / "updated")
         started = time.perf_counter()
-        manifest = encode_corpus([edited], workdir / "updated", model, progress=False, update=True, idf=IDF_DEFAULT)
+        manifest = encode_corpus([edited], workdir / "updated", model, batch_size=batch_size, progress=False,
+                                 update=True, idf=IDF_DEFAULT)
         seconds = time.perf_counter() - started
         out[name] = {"changed": len(changed), "re_encoded": manifest.sentences - manifest.reused,
                      "seconds": round(seconds, 1), "share_of_full": round(seconds / full_seconds, 3)}
@@ -456,13 +476,16 @@ def bench_es(encoded: Path) -> dict | None:
 
 def markdown(result: dict) -> str:
     e, scales = result["encoding"], result["scales"]
-    lines = [f"Measured {result['when']} on {result['machine']['cpus']} CPU threads of a "
+    gpu = result["machine"].get("gpu")
+    lines = [f"Measured {result['when']} on " + (f"a {gpu} (encoding on {e['device']}), beside " if gpu else "") +
+             f"{result['machine']['cpus']} CPU threads of a "
              f"{result['machine'].get('cpu_model', '?')} ({result['machine']['platform']}; torch CPU capability "
              f"{e['kernels']['cpu_capability']}, native bf16: {'yes' if e['kernels']['bf16_native'] else 'no'}), "
              f"model {result['model']}, K {result['top_k']}, factor {result['factor']:g}; "
              f"`{result['command']}`.", "",
              "| encoding | figure |", "|---|---|",
-             f"| batched (32, length-sorted), sentences/s | {e['sentences_per_second_batched']['median']} "
+             f"| batched ({e.get('batch_size', 32)}, length-sorted), sentences/s | "
+             f"{e['sentences_per_second_batched']['median']} "
              f"({e['sentences_per_second_batched']['min']}-{e['sentences_per_second_batched']['max']}) |",
              f"| batch size 1, sentences/s | {e['sentences_per_second_batch_size_1']['median']} |",
              *(f"| kernel `{m}`, batched sentences/s (side by side, {e['kernels']['sentences']} sentences) | "
@@ -639,15 +662,19 @@ def main(argv: list[str] | None = None) -> int:
                    "largest impacts (the posting lists of a smaller K, timed without encoding again)")
     p.add_argument("--min-impact", type=int, metavar="N", help="with --scales-only: each sentence keeps only its "
                    "impacts of at least N (static pruning, what requantize --min-impact stores)")
+    p.add_argument("--device", default="cpu", help="where the model encodes: cpu, cuda or cuda:N; a GPU times "
+                   "encoding only (default: %(default)s)")
+    p.add_argument("--batch-size", type=int, default=None, help="sentences per encoding batch (default: 32 on "
+                   "the CPU, 256 on a GPU, as `sparc-es encode` batches)")
     p.add_argument("--update-docs", action="store_true", help="rewrite the generated tables in README.md and "
                    "docs/benchmarks.md (between the bench markers)")
     args = p.parse_args(argv)
+    if args.device != "cpu" and not args.encoding_only:
+        p.error("--device times encoding only: add --encoding-only (the engines' figures are CPU figures)")
     if args.keep_top is not None and not args.scales_only:
         p.error("--keep-top cuts the corpora of --scales-only")
     if args.min_impact is not None and (not args.scales_only or args.min_impact < 1):
         p.error("--min-impact N (N >= 1) prunes the corpora of --scales-only")
-
-    import importlib.metadata
 
     import torch
     import transformers
@@ -662,7 +689,11 @@ def main(argv: list[str] | None = None) -> int:
     args.workdir.mkdir(parents=True, exist_ok=True)
     sentences = list(squad_dev_sentences(root))[: args.limit]
     questions = squad_questions(root, args.queries)
-    model = SparcModel.load(args.model)
+    from sparc_es.model import resolve_device
+
+    device = resolve_device(args.device)
+    model = SparcModel.load(args.model).to(device)
+    batch_size = args.batch_size or (32 if device == "cpu" else 256)
     started = time.time()
     if args.scales_only:
         return scales_only(args, questions)
@@ -672,9 +703,9 @@ def main(argv: list[str] | None = None) -> int:
               "factor": DEFAULT_FACTOR,
               "machine": {"cpus": torch.get_num_threads(), "cpu_model": cpu_model(), "platform": platform.platform(),
                           "python": platform.python_version(), "torch": torch.__version__,
-                          "transformers": transformers.__version__, "pyserini": importlib.metadata.version("pyserini"),
-                          "sparc_es": __version__},
-              "encoding": bench_encoding(model, sentences, args.repeats, args.workdir), "scales": {}}
+                          "transformers": transformers.__version__, "pyserini": installed("pyserini"),
+                          "sparc_es": __version__, "gpu": gpu_name(device)},
+              "encoding": bench_encoding(model, sentences, args.repeats, args.workdir, batch_size), "scales": {}}
     encoded = args.workdir / "encoded"
     for label in [] if args.encoding_only else args.scales.split(","):
         n = scale_of(label)

@@ -8,6 +8,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from sparc_es.encode.run import encode_corpus
 from sparc_es.layout.manifest import Manifest
 from sparc_es.layout.records import iter_vectors
@@ -45,3 +47,12 @@ def test_a_cut_is_made_again_when_its_source_is_encoded_again(tmp_path, tiny_mod
     assert Manifest.read(cut).generation == Manifest.read(encoded).generation
     floor = bench.keep_at_least(encoded, tmp_path / "min1", 1)
     assert [r["id"] for r in iter_vectors(floor)] == ["other"]
+
+
+def test_a_gpu_times_encoding_only_and_a_missing_package_has_no_version(capsys):
+    bench = _bench()
+    with pytest.raises(SystemExit) as stopped:
+        bench.main(["--device", "cuda"])
+    assert stopped.value.code == 2 and "--device times encoding only" in capsys.readouterr().err
+    assert bench.gpu_name("cpu") is None
+    assert bench.installed("sparc-es-no-such-package") is None and bench.installed("numpy")

@@ -106,6 +106,11 @@ def test_a_url_that_cannot_be_used_is_refused_without_its_password(url, given):
     assert SECRET not in message and "***@" in message and "\n" not in message, message
 
 
+def test_a_space_in_the_host_is_refused_by_sparc_es_not_left_to_the_clients_urllib3():
+    with pytest.raises(SparcError, match="its host has a space or a control character"):
+        Connection("http://elastic:s3cret@host name:9200").client()
+
+
 @pytest.mark.parametrize("url, given", BAD_URLS)
 def test_the_cli_never_prints_the_password_of_a_bad_url(url, given, capsys, monkeypatch, tmp_path):
     flags = ["--es-ca-certs", given["ca_certs"]] if given else []

@@ -157,6 +157,9 @@ class Connection:
             return "a user name or password with / ? # or @ must be percent-encoded"
         if not parts.hostname:
             return "it has no host"
+        if any(c.isspace() or not c.isprintable() for c in parts.netloc):
+            # said here: whether the client refuses it depends on its urllib3 (one version took it)
+            return "its host has a space or a control character"
         if self.ca_certs and parts.scheme != "https":
             return "a CA bundle (--es-ca-certs) is for https:// URLs"
         return None

@@ -163,6 +163,7 @@ def expected(index: Path, question: str, k: int, collapse: bool = True) -> list[
     for h in hits:
         h.pop("path")
         h.pop("context")
+        h.pop("paragraph")
         h["marks"].pop("context")
         h["where"] = f"{h['doc']}:{h['line']}" if h["line"] else f"{h['doc']} (characters {h['start']}-{h['end']})"
     return hits
@@ -384,7 +385,7 @@ def test_the_page_shows_hits_with_the_questions_words_marked(server, tmp_path):
     assert "<mark>Which</mark>" not in dom and "<mark>does</mark>" not in dom  # too common to mark
     assert hits[0]["where"] in first and '<div id="error" role="alert"></div>' in dom  # no error, and said if one
     assert 'aria-label="Your question"' in dom and 'id="status" role="status" aria-live="polite"' in dom
-    assert "also in this paragraph: 2 more" in first  # the passage's other sentences, collapsed
+    assert "also in this paragraph (2):" in first  # the passage's other sentences, collapsed
     # the API's notice on the page: none of the question's words is in the index, the hits match pieces
     odd = subprocess.run([*browser, "--dump-dom", f"{server}/?{urlencode({'q': 'javascript', 'k': 3})}"],
                          capture_output=True, text=True, timeout=120).stdout
@@ -822,5 +823,47 @@ def test_a_hits_link_shows_its_line_whole_and_below_the_header_in_a_browser(tmp_
                                   f"{base}/documents/long.md?line=243#L243"],
                                  capture_output=True, text=True, timeout=120).stdout
             assert 'data-at="in-view one-row"' in dom, (width, dom[:300])
+    finally:
+        server.close()
+
+
+@pytest.mark.skipif(_chromium() is None, reason="no chromium binary; on Debian/Ubuntu: "
+                    "apt-get update && apt-get install -y chromium (or chromium-browser)")
+@pytest.mark.jvm
+def test_the_page_shows_a_hits_heading_path_its_paragraph_once_and_its_paragraphs_other_hits(tmp_path):
+    """The page shows what the CLI shows, from the presenter's JSON: the heading path in the hit's
+    header; the rest of the paragraph (the heading path left out) with the sentence in bold, and
+    nothing more when the paragraph is the sentence alone; the paragraph's other hits by their text."""
+    from sparc_es.model import SparcModel
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "keeper.md").write_text(
+        "# Lighthouse\n\n## Duties\n\nThe keeper trims the wick of the lamp every evening.\n\n"
+        "## Supplies\n\nThe keeper orders lamp oil in March. The lamp oil arrives by boat in April.\n")
+    encode_corpus([tmp_path / "docs"], tmp_path / "enc", SparcModel.load("default"), progress=False, idf=IDF_DEFAULT)
+    build_index(tmp_path / "enc", tmp_path / "idx")
+    server = _serve(tmp_path / "idx", tmp_path / "serve.log")
+    base = next(server)
+
+    def first_hit(question: str) -> tuple[dict, str]:
+        hit = search_get(base, question, 1, context="true")[1]["hits"][0]
+        dom = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
+                              f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
+                              f"{base}/?{urlencode({'q': question, 'k': 1})}"],
+                             capture_output=True, text=True, timeout=120).stdout
+        return hit, dom.split('<li class="hit"')[1].split("</li>\n")[0] if '<li class="hit"' in dom else dom
+
+    try:
+        hit, shown = first_hit("Who trims the wick?")
+        assert hit["headings"] == ["Lighthouse", "Duties"] and hit["paragraph"] is None, hit
+        assert '<span class="headings">Lighthouse › Duties</span>' in shown, shown
+        assert 'class="context"' not in shown and shown.count("evening") == 1, shown  # the sentence once
+
+        hit, shown = first_hit("When does the lamp oil arrive?")
+        assert hit["headings"] == ["Lighthouse", "Supplies"] and hit["paragraph"]["before"], hit
+        context = shown.split('class="context"', 1)[1]
+        assert "Supplies" not in context and "orders" in context and "<b>" in context, shown
+        assert [o["text"] for o in hit.get("collapsed", [])] == ["The keeper orders lamp oil in March."], hit
+        assert "also in this paragraph (1):" in shown and "orders lamp oil in March.</li>" in shown, shown
     finally:
         server.close()

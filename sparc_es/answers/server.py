@@ -149,6 +149,7 @@ def _hit_json(shown, context: bool) -> dict[str, Any]:
     out["where"] = shown.where()
     if not context:
         out.pop("context", None)
+        out.pop("paragraph", None)
         out["marks"].pop("context", None)
     return out
 

@@ -309,8 +309,8 @@ class Shown:
         out = {**self.hit.to_json(), "rank": self.rank, "line": self.place.line,
                "path": str(self.place.path) if self.place.path else None,
                "headings": list(self.place.headings) if self.place.headings is not None else None,
-               "context": self.context, "marks": {"text": [list(m) for m in self.marks],
-                                                  "context": [list(m) for m in self.context_marks]}}
+               "context": self.context, "paragraph": paragraph_spans(self),
+               "marks": {"text": [list(m) for m in self.marks], "context": [list(m) for m in self.context_marks]}}
         if self.covers is not None:
             out["covers"] = self.covers
         if self.others:
@@ -464,28 +464,48 @@ def marked(text: str, spans: list[tuple[int, int]], color: bool) -> str:
     return "".join(out)
 
 
-def _paragraph(shown: Shown, width: int = 160) -> tuple[str, str, bool] | None:
-    """(before, after, whether the sentence is in it) of the sentence's paragraph, the heading path
-    taken off the front and each side cut to about ``width`` characters; None when the paragraph is
-    the sentence alone (or there is none)."""
-    context, text = shown.context, shown.hit.text
+def paragraph_spans(shown: Shown) -> dict[str, list[int] | None] | None:
+    """Where the sentence's paragraph lies in ``shown.context`` around it, as ``[start, end)``
+    offsets: ``before`` and ``after`` (whitespace and the heading path at the front left out) and
+    ``sentence`` (None when the context does not hold it word for word); None when the paragraph is
+    the sentence alone (or there is none). Every surface shows the paragraph from these."""
+    context, text, start = shown.context, shown.hit.text, 0
     headings = shown.place.headings
     if headings:
         prefix = " > ".join(headings)
         for lead in (prefix + ". ", prefix + " "):
             if context.startswith(lead):
-                context = context[len(lead):]
+                start = len(lead)
                 break
-    at = context.find(text) if text else -1
-    before, after = (context[:at], context[at + len(text):]) if at >= 0 else (context, "")
-    before, after = before.strip(), after.strip()
-    if not before and not after:
+    at = context.find(text, start) if text else -1
+    before, after = ((start, at), (at + len(text), len(context))) if at >= 0 else ((start, len(context)), None)
+
+    def stripped(span: tuple[int, int] | None) -> list[int] | None:
+        if span is None:
+            return None
+        a, b = span
+        piece = context[a:b]
+        a, b = a + len(piece) - len(piece.lstrip()), b - (len(piece) - len(piece.rstrip()))
+        return [a, b] if a < b else None
+
+    before, after = stripped(before), stripped(after)
+    if before is None and after is None:
         return None
+    return {"before": before, "sentence": [at, at + len(text)] if at >= 0 else None, "after": after}
+
+
+def _paragraph(shown: Shown, width: int = 160) -> tuple[str, str, bool] | None:
+    """(before, after, whether the sentence is in it) of the sentence's paragraph
+    (:func:`paragraph_spans`), each side cut to about ``width`` characters."""
+    spans = paragraph_spans(shown)
+    if spans is None:
+        return None
+    before, after = (shown.context[slice(*spans[side])] if spans[side] else "" for side in ("before", "after"))
     if len(before) > width:
         before = "…" + before[-width:].split(" ", 1)[-1]
     if len(after) > width:
         after = after[:width].rsplit(" ", 1)[0] + "…"
-    return before, after, at >= 0
+    return before, after, spans["sentence"] is not None
 
 
 def render(shown: Shown, question: str, color: bool, of: int | None = None, indent: int = 15) -> str:

@@ -300,3 +300,52 @@ def test_the_library_takes_a_path_and_a_model_name_and_says_what_is_wrong_in_one
         engine.close()
     with pytest.raises(EngineError, match="this engine is closed"):
         engine.search("llama")
+
+
+_CTRL_C = r"""
+import json, os, signal, sys, threading, time
+from pathlib import Path
+
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal (a background shell ignores it)
+from sparc_es.engines._java import start_jvm
+from sparc_es.engines._impacts import write_impact_index
+
+vectors, out, after = Path(sys.argv[1]), Path(sys.argv[2]), float(sys.argv[3])
+start_jvm()
+if after:
+    threading.Timer(after, os.kill, (os.getpid(), signal.SIGINT)).start()  # a real Ctrl-C, JVM running
+started = time.monotonic()
+try:
+    write_impact_index(vectors, out, progress=False)
+    print(json.dumps({"finished": time.monotonic() - started}))
+except KeyboardInterrupt:
+    print(json.dumps({"interrupted": time.monotonic() - started}))
+"""
+
+
+@pytest.mark.jvm
+@pytest.mark.slow
+def test_ctrl_c_while_lucene_indexes_reaches_python_at_once(tmp_path):
+    """With the JVM running, Ctrl-C reaches Python (-Xrs: the JVM's own handler exited the process
+    at once, saying nothing and leaving its folders), and stops the Java indexer at its next record
+    rather than when it ends (Python runs signal handlers only between bytecodes)."""
+    import subprocess
+    import sys
+
+    vectors = tmp_path / "vectors.jsonl"
+    with vectors.open("w") as f:
+        for i in range(120_000):
+            f.write(json.dumps({"id": f"s{i}", "contents": "",
+                                "vector": {f"t{(i * 7 + j) % 5000}": 1 + (i + j) % 9 for j in range(60)}}) + "\n")
+
+    def run(after: float) -> dict:
+        done = subprocess.run([sys.executable, "-c", _CTRL_C, str(vectors), str(tmp_path / f"idx-{after}"),
+                               str(after)], capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0 and done.stdout, (done.returncode, done.stderr[-2000:])
+        return json.loads(done.stdout.splitlines()[-1])
+
+    whole = run(0)["finished"]
+    stopped = run(whole / 4)
+    print(f"whole index {whole:.2f} s; interrupted at {whole / 4:.2f} s: {stopped}")
+    assert "interrupted" in stopped, stopped
+    assert stopped["interrupted"] < whole / 4 + max(0.1 * whole, 0.5), (stopped, whole)  # not at the end

@@ -34,16 +34,18 @@ def write_impact_index(vectors_file: Path, index_dir: Path, total: int | None = 
     ``threads``: indexing threads (default: one per core, at most 4). ``progress`` counts the
     sentences on stderr (``total`` expected).
     """
-    from sparc_es.engines._java import start_jvm
+    from sparc_es.engines._java import interruptible, start_jvm
 
     start_jvm()
     from jnius import JavaException, autoclass
 
     threads = threads or min(4, os.cpu_count() or 1)
+    indexer = autoclass("sparces.lucene.ImpactIndexer")
+    similarity = autoclass("io.anserini.search.similarity.ImpactSimilarity")()
     try:
-        return int(autoclass("sparces.lucene.ImpactIndexer").index(
-            str(vectors_file), str(index_dir), autoclass("io.anserini.search.similarity.ImpactSimilarity")(),
-            threads, _RAM_BUFFER_MB, total or 0, progress))
+        return int(interruptible(lambda: indexer.index(str(vectors_file), str(index_dir), similarity, threads,
+                                                       _RAM_BUFFER_MB, total or 0, progress),
+                                 stop=indexer.requestStop))
     except JavaException as e:
         bad = re.search(r"BadRecord: (.*)", str(e))
         if bad:

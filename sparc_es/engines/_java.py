@@ -16,12 +16,14 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 from sparc_es.engines.base import check_k
 from sparc_es.errors import EngineError
 
+T = TypeVar("T")
 JAR = Path(__file__).with_name("java") / "sparc-es-lucene.jar"
 _lock = threading.Lock()
 _started = False
@@ -53,8 +55,10 @@ def start_jvm() -> None:
 
             jnius_config.add_options = without_vector_module
             # Lucene's memory-mapping calls sun.misc.Unsafe; Java 24+ warns on stderr otherwise.
+            # -Xrs: the JVM leaves SIGINT and SIGTERM to Python, whose handlers stop a command cleanly
+            # (its message, its lock and half-built folder removed); the JVM's own would exit at once.
             jnius_config.add_options("--sun-misc-unsafe-memory-access=allow", "--enable-native-access=ALL-UNNAMED",
-                                     "-Dslf4j.internal.verbosity=WARN")
+                                     "-Dslf4j.internal.verbosity=WARN", "-Xrs")
         try:
             from pyserini.pyclass import autoclass
         except Exception as e:  # pyjnius raises plain exceptions when the JVM cannot start
@@ -69,6 +73,34 @@ def start_jvm() -> None:
         jul.setLevel(autoclass("java.util.logging.Level").SEVERE)
         _loggers.append(jul)
         _started = True
+
+
+def interruptible(call: Callable[[], T], stop: Callable[[], None]) -> T:
+    """``call()`` (a long Java call) on a worker thread, the main thread waiting where Ctrl-C reaches
+    it: Python runs its signal handlers only between bytecodes, never inside a Java call. On Ctrl-C,
+    ``stop()`` asks the Java side to stop, the worker is waited for (so nothing writes behind the
+    cleanup), and KeyboardInterrupt goes on."""
+    result: list = []
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            result.append(call())
+        except BaseException as e:  # handed to the main thread
+            failure.append(e)
+
+    worker = threading.Thread(target=run, name="sparc-es-java", daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.2)
+    except KeyboardInterrupt:
+        stop()
+        worker.join()
+        raise
+    if failure:
+        raise failure[0]
+    return result[0]
 
 
 def index_collection(collection: str, input_dir: Path, index_dir: Path, *extra: str) -> float:

@@ -60,6 +60,30 @@ public final class ImpactIndexer {
     }
   }
 
+  /** Thrown by an index run that {@link #requestStop} stopped. */
+  public static final class Stopped extends IOException {
+    private static final long serialVersionUID = 1L;
+
+    Stopped() {
+      super("stopped");
+    }
+  }
+
+  // Set from another thread (Python's, on Ctrl-C): the writers stop at their next record, before a
+  // merge and before the join; Python's own signal handler cannot run while this class runs.
+  private static volatile boolean stop;
+
+  /** Stop the index run in progress; it throws {@link Stopped}. */
+  public static void requestStop() {
+    stop = true;
+  }
+
+  private static void stopIfAsked() throws Stopped {
+    if (stop) {
+      throw new Stopped();
+    }
+  }
+
   /** Tokens with their term frequencies, handed straight to Lucene's inverter. */
   private static final class Impacts extends TokenStream {
     private final CharTermAttribute term = addAttribute(CharTermAttribute.class);
@@ -108,6 +132,7 @@ public final class ImpactIndexer {
    */
   public static long index(String vectors, String indexDir, Similarity similarity, int threads, double ramBufferMB,
                            long total, boolean progress) throws Exception {
+    stop = false;
     long[] starts = ranges(vectors, Math.max(1, threads));
     int parts = starts.length - 1;
     // Each writer buffers up to ramBufferMB before it flushes a segment: keep them all within a
@@ -130,6 +155,7 @@ public final class ImpactIndexer {
           try (IndexWriter writer = new IndexWriter(FSDirectory.open(partDirs[range]),
                                                     config(similarity, bufferMB))) {
             long added = indexRange(vectors, starts, range, writer, documents);
+            stopIfAsked();
             writer.forceMerge(1);
             writer.commit();
             return added;
@@ -150,6 +176,7 @@ public final class ImpactIndexer {
         reporter.join();
       }
     }
+    stopIfAsked();
     if (parts > 1) {
       long merging = System.nanoTime();
       if (progress) {
@@ -264,6 +291,7 @@ public final class ImpactIndexer {
       try (JsonParser parser = JSON.createParser(in)) {
         JsonToken token;
         while ((token = parser.nextToken()) != null) {
+          stopIfAsked();
           String sentenceId = null;
           impacts.clear();
           try {

@@ -948,7 +948,20 @@ def test_loading_says_what_recreate_deletes_and_whose_documents_it_replaces(walk
     rc, out, err = cli(*load, walk / "other")
     assert rc == 0 and err.count("\n") == 1 and err.startswith("sparc-es: warning: "), err
     assert f"last built from {(walk / 'enc').resolve()} (corpus {walk / 'corpus.jsonl'}" in err, err
-    assert str((walk / "other").resolve()) in err and "deleted" in err
+    assert str((walk / "other").resolve()) in err and "deleted" in err and "BM25 statistics" in err
+    # the other corpus's documents carry its own BM25 statistics, not those of the first load
+    from sparc_es.engines import blend
+    from sparc_es.engines.elastic.documents import BLEND_META
+    from sparc_es.layout.records import iter_vectors
+
+    meta = client.indices.get_mapping(index=ours)[ours]["mappings"]["_meta"]
+    assert json.loads(meta[BLEND_META])["counts"] == blend.count(iter_vectors(walk / "other"))[0].to_json()
+
+    # a load never changes the weights field's type: another --field-type is refused, the same one loads
+    rc, _, err = cli(*load[:-2], "--field-type", "sparse_vector", "--input", walk / "other")
+    _one_line_error(rc, err, f"index '{ours}' stores its weights as rank_features, not sparse_vector",
+                    "load with --recreate")
+    assert cli(*load[:-2], "--field-type", "rank_features", "--input", walk / "other")[0] == 0
 
 
 def test_credentials_given_as_flags_win_over_the_environment_and_both_kinds_are_refused():

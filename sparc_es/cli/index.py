@@ -33,7 +33,8 @@ def add_parser(sub) -> None:
                    "(default: es-failures-INDEX.jsonl in the working directory; removed when none failed)")
     g.add_argument("--field-type", choices=[t.value for t in FieldType],
                    help="ES field type; sparse_vector (ES 8.15+) enables --query-mode sparse_vector "
-                        f"(default: {FieldType.RANK_FEATURES.value})")
+                        f"(default: the existing index's, else {FieldType.RANK_FEATURES.value}; a load never "
+                        "changes it)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
 
 
@@ -45,7 +46,7 @@ def command(args: argparse.Namespace) -> int:
                "the text itself (--es-index names the index, --recreate replaces it)")
         client = connection(args).client()
         result = elastic.build_index(args.input, client, es_index(args), chunk_size=args.chunk_size or 500,
-                                     recreate=args.recreate, field_type=args.field_type or "rank_features",
+                                     recreate=args.recreate, field_type=args.field_type,
                                      progress=not args.quiet, report=args.report, notice=warn)
         print(f"loaded {counted(result['loaded'], 'sentence')} into Elasticsearch index {result['index']!r} "
               f"({result['already_there']} unchanged, {result['moved']} moved in their file (offsets updated), "

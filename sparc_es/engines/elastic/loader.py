@@ -41,7 +41,7 @@ from sparc_es.engines.elastic.documents import (
     terms_analysis,
     weights_mode,
 )
-from sparc_es.errors import EngineError, InputError, count_mismatch
+from sparc_es.errors import EngineError, InputError, choice, count_mismatch
 from sparc_es.layout.manifest import Manifest
 from sparc_es.layout.names import SENTENCES, es_failures
 from sparc_es.layout.records import id_digest, iter_vectors
@@ -84,7 +84,7 @@ class _Counts:
 
 def build_index(encoded: str | Path, client, index_name: str, chunk_size: int = 500, max_retries: int = 5,
                 initial_backoff: float = 2.0, report: str | Path | None = None, progress: bool = True,
-                field_type: FieldType | str = FieldType.RANK_FEATURES, recreate: bool = False,
+                field_type: FieldType | str | None = None, recreate: bool = False,
                 notice: Callable[[str], None] | None = None) -> dict:
     """Stream an encoded folder into the index ``index_name`` (created with the SPARC mapping if
     missing; deleted first with ``recreate``): the Elasticsearch counterpart of ``lucene.build_index``.
@@ -93,7 +93,10 @@ def build_index(encoded: str | Path, client, index_name: str, chunk_size: int = 
     documents already there with the same content are skipped (which also resumes an interrupted
     load), new and changed ones are written, and those the encoded folder no longer has are
     deleted (``notice`` hears first when the index was last built from another folder or corpus).
-    An empty index created from ``mappings/sparc.json`` is loaded as one sparc-es created. The
+    An empty index created from ``mappings/sparc.json`` is loaded as one sparc-es created.
+    ``field_type`` (default: the existing index's, else ``rank_features``) must be the existing
+    index's: a load never changes a field's type. An index last built from another encoded folder
+    or corpus takes this folder's BM25 statistics, and every document is written again. The
     mapping's ``_meta.sparc_es_build`` records what the index was built from and when, and the
     build's id (which an engine searching the index compares to notice a rebuild). Returns counts; raises
     :class:`EngineError` when any document failed or is missing at the end, with the ids in
@@ -110,8 +113,8 @@ def build_index(encoded: str | Path, client, index_name: str, chunk_size: int = 
     load = _Load(client, index, encoded, manifest, notice=notice, report=report,
                  bulk={"chunk_size": chunk_size, "max_retries": max_retries, "initial_backoff": initial_backoff},
                  progress=progress, statistics=statistics, maxima=maxima)
-    resume = _create_or_check_index(load, mapping(manifest, field_type), recreate)
-    if resume:  # an update keeps the BM25 statistics of the index's first load (unchanged documents are skipped)
+    resume, same_source = _create_or_check_index(load, manifest, field_type, recreate)
+    if resume and same_source:  # an update keeps the BM25 statistics of its first load (unchanged documents skipped)
         load = dataclasses.replace(load, statistics=_kept_statistics(load) or statistics)
     counts = _stream_bulk(load, resume)
     if resume:
@@ -145,18 +148,28 @@ def _check_folder(encoded: str | Path) -> tuple[Path, Manifest]:
     return encoded, Manifest.read(encoded)
 
 
-def _create_or_check_index(load: _Load, body: dict, recreate: bool) -> bool:
-    """Create the index with ``body`` (deleting it first with ``recreate``), or check the one there
-    holds the same weights, with BM25 terms made as this sparc-es makes them. Whether the load
-    resumes: the index was there with documents in it."""
+def _create_or_check_index(load: _Load, manifest: Manifest, field_type: FieldType | str | None,
+                           recreate: bool) -> tuple[bool, bool]:
+    """Create the index with the SPARC mapping (deleting it first with ``recreate``), or check the one
+    there holds the same weights in a field of ``field_type``, with BM25 terms made as this sparc-es
+    makes them. Whether the load resumes (the index was there with documents in it), and whether
+    it was last built from this folder and corpus."""
     client, index = load.client, load.index
     with _cluster_errors(f"preparing index {index!r}", _AGAIN):
         if recreate and client.indices.exists(index=index):
             client.indices.delete(index=index)
         if not client.indices.exists(index=index):
-            client.indices.create(index=index, mappings=body, settings=SETTINGS)
-            return False
+            client.indices.create(index=index, mappings=mapping(manifest, field_type or FieldType.RANK_FEATURES),
+                                  settings=SETTINGS)
+            return False, True
         mappings = index_mappings(client.indices.get_mapping(index=index), index)
+        kind = ((mappings.get("properties") or {}).get(FIELD) or {}).get("type")
+        wanted = choice(FieldType, field_type, "field type").value if field_type is not None else kind
+        if kind is not None and wanted != kind:
+            raise EngineError(f"index {index!r} stores its weights as {kind}, not {wanted}: a "
+                              "load cannot change a field's type; choose another --es-index, or load with "
+                              "--recreate, which deletes the index and its documents")
+        body = mapping(manifest, kind if kind in {t.value for t in FieldType} else FieldType.RANK_FEATURES)
         meta = mappings.get("_meta") if isinstance(mappings.get("_meta"), dict) else {}
         existing = meta.get("sparc_es")
         client.indices.refresh(index=index)  # a count sees only refreshed documents
@@ -166,7 +179,7 @@ def _create_or_check_index(load: _Load, body: dict, recreate: bool) -> bool:
             if count == 0 and weights_mode(mappings) is not None:
                 # made from mappings/sparc.json (its _meta.sparc_es a placeholder) and never loaded
                 _add_fields(client, index, mappings, BASE_MAPPING["properties"], meta=body["_meta"])
-                return False
+                return False, True
             why = ("no _meta.sparc_es in its mapping" if existing is None else "its _meta.sparc_es is not filled in")
             why += f", and no {FIELD!r} field to load into" if weights_mode(mappings) is None else ""
             raise EngineError(f"index {index!r} was not made by sparc-es ({why}); --recreate would delete {doomed}: "
@@ -176,12 +189,13 @@ def _create_or_check_index(load: _Load, body: dict, recreate: bool) -> bool:
         if not same_weights(existing, body["_meta"]["sparc_es"]):
             raise EngineError(f"index {index!r} already holds other weights ({_differs(existing, body)}); "
                               f"choose another index name, or load with --recreate, which deletes {doomed}")
+        same_source = True
         if count:
             _check_terms(index, meta, mappings, doomed)
-            _say_other_source(load, meta.get(BUILD_META))
+            same_source = not _say_other_source(load, meta.get(BUILD_META))
         _add_fields(client, index, mappings, {name: BASE_MAPPING["properties"][name]
                                               for name in ("hash", "code", "order")})
-        return count > 0
+        return count > 0, same_source
 
 
 def _add_fields(client, index: str, mappings: dict, fields: dict, meta: dict | None = None) -> None:
@@ -217,18 +231,21 @@ def _analysis(record: dict) -> str:
             + ("" if record.get("titles") else ", without section titles"))
 
 
-def _say_other_source(load: _Load, build) -> None:
-    """Tell ``load.notice`` when the index was last built from another encoded folder or corpus: the
-    load replaces its documents with this folder's."""
-    if load.notice is None or not isinstance(build, dict):
-        return
+def _say_other_source(load: _Load, build) -> bool:
+    """Whether the index was last built from another encoded folder or corpus, told to
+    ``load.notice``: the load replaces its documents with this folder's, BM25 statistics included."""
+    if not isinstance(build, dict):
+        return False
     encoded, corpus = str(load.encoded.resolve()), list(load.manifest.corpus)
     before, corpus_before = build.get("encoded"), build.get("corpus")
     if before == encoded and corpus_before == corpus:
-        return
-    from_ = ", ".join(map(str, corpus_before)) if isinstance(corpus_before, list) else corpus_before
-    load.notice(f"index {load.index!r} was last built from {before} (corpus {from_}); loading {encoded} (corpus "
-                f"{', '.join(corpus)}) replaces its documents: those not in it are deleted")
+        return False
+    if load.notice is not None:
+        from_ = ", ".join(map(str, corpus_before)) if isinstance(corpus_before, list) else corpus_before
+        load.notice(f"index {load.index!r} was last built from {before} (corpus {from_}); loading {encoded} "
+                    f"(corpus {', '.join(corpus)}) replaces its documents with this folder's and its BM25 "
+                    "statistics: every document is written again, those not in it deleted")
+    return True
 
 
 def _stream_bulk(load: _Load, resume: bool) -> _Counts:

@@ -216,6 +216,54 @@ def test_a_killed_ray_encode_resumes_to_the_same_folder(reference, tmp_path):
 
 @needs_ray
 @pytest.mark.slow
+def test_more_actors_than_this_machine_has_cpus_is_said(capsys):
+    import os
+
+    from sparc_es.encode.ray import RayBackend
+
+    many = (os.cpu_count() or 1) + 1
+    with RayBackend(actors=many, threads=1) as backend:
+        assert backend.pieces_at_once > 0  # connected: a local Ray of that many (logical) CPUs
+    err = capsys.readouterr().err
+    assert f"{many} actors of 1 thread ask for {many} CPUs of this machine's {os.cpu_count()}: they share them" \
+        in err, err
+
+
+@needs_ray
+@pytest.mark.slow
+def test_a_ctrl_c_while_ray_shuts_down_is_said_and_the_shutdown_finishes(capsys, monkeypatch):
+    """A run over (its work committed): a first Ctrl-C during Ray's shutdown would leave Ray's
+    processes running and say "run the same command again to resume"; it is said and ignored, and
+    a second stops, saying what may still run."""
+    import signal
+
+    import ray
+
+    from sparc_es.encode.ray import RayBackend
+
+    real, handler = ray.shutdown, signal.getsignal(signal.SIGINT)
+    for presses in (1, 2):
+        def pressed(*args, presses=presses, **kwargs):
+            for _ in range(presses):
+                signal.raise_signal(signal.SIGINT)
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(ray, "shutdown", pressed)
+        backend = RayBackend(actors=1, threads=1)
+        assert backend.pieces_at_once > 0  # a local Ray, started for this backend
+        if presses == 1:
+            backend.close()
+            assert not ray.is_initialized()
+            assert "stopping Ray (a few seconds; Ctrl-C again leaves it running)" in capsys.readouterr().err
+        else:
+            with pytest.raises(KeyboardInterrupt, match="while Ray was shutting down: its processes may still run"):
+                backend.close()
+            real()
+    assert signal.getsignal(signal.SIGINT) == handler and not ray.is_initialized()  # the handler put back
+
+
+@needs_ray
+@pytest.mark.slow
 def test_a_local_ray_refuses_clients_without_a_token():
     """Ray listens on every interface, and an unauthenticated Ray is code execution for whoever
     reaches it: the local Ray sparc-es starts (Ray 2.52+, token authentication by default) refuses a

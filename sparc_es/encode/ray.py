@@ -46,13 +46,16 @@ more than encoding them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import dataclasses
 import logging
 import os
 import pickle
+import signal
 import socket
 import sys
+import threading
 import warnings
 from collections import deque
 from collections.abc import Iterator
@@ -384,6 +387,30 @@ class _Stream:
         self.saved_context = {}
 
 
+@contextlib.contextmanager
+def _ctrl_c_once_ignored() -> Iterator[None]:
+    """On the main thread (where Python's handler runs), a first Ctrl-C in the block is said and
+    ignored; a second stops as Ctrl-C does."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pressed = []
+
+    def once(signum, frame) -> None:
+        if pressed:
+            raise KeyboardInterrupt("interrupted while Ray was shutting down: its processes may still run "
+                                    "(ray stop ends them)")
+        pressed.append(signum)
+        print("sparc-es encode: stopping Ray (a few seconds; Ctrl-C again leaves it running)", file=sys.stderr,
+              flush=True)
+
+    before = signal.signal(signal.SIGINT, once)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
 def _here() -> dict:
     """Ray options that keep a task or actor on the driver's machine when it can."""
     try:
@@ -486,6 +513,10 @@ class RayBackend:
                 self._started = True
             else:
                 cpus = actors * self.threads if actors else os.cpu_count() or 1
+                if cpus > (os.cpu_count() or 1):  # Ray counts what it is told, not the machine's cores
+                    print(f"sparc-es encode: Ray: {actors} actors of {self.threads} thread"
+                          f"{'s' if self.threads > 1 else ''} ask for {cpus} CPUs of this machine's "
+                          f"{os.cpu_count()}: they share them, each slower than alone", file=sys.stderr, flush=True)
                 # address="local": a new Ray on this machine, whatever RAY_ADDRESS says. Its servers
                 # listen on every interface; Ray (2.52+) requires a token of its clients (the user's
                 # ~/.ray/auth_token), unless RAY_AUTH_MODE=disabled says otherwise.
@@ -536,13 +567,16 @@ class RayBackend:
         return self._stream
 
     def close(self) -> None:
-        """Stop the actor pool, and Ray if this backend started it."""
-        if self._stream is not None:
-            self._stream.close()
-            self._stream = None
-        if self._started and ray.is_initialized():
-            ray.shutdown()
-        self._started = self._connected = False
+        """Stop the actor pool, and Ray if this backend started it. A first Ctrl-C while it does is
+        said and ignored: the run is over (its work committed, or its error on the way), and
+        stopping here would leave the actors and Ray's processes running."""
+        with _ctrl_c_once_ignored():
+            if self._stream is not None:
+                self._stream.close()
+                self._stream = None
+            if self._started and ray.is_initialized():
+                ray.shutdown()
+            self._started = self._connected = False
 
     def __enter__(self) -> RayBackend:
         return self

@@ -28,7 +28,7 @@ from shared_data import need_data
 
 TIERS = ("jvm", "es", "data", "slow")
 # Fixtures that put a test in a tier: a test using one must carry the marker (checked at collection).
-TIER_FIXTURES = {"es_url": "es", "squad_sample": "data"}
+TIER_FIXTURES = {"es_url": "es", "squad_sample": "data", "docs_index": "jvm"}
 
 
 def pytest_addoption(parser):
@@ -173,6 +173,52 @@ def tiny_model(tiny_model_dir):
     from sparc_es.model import SparcModel
 
     return SparcModel.load(tiny_model_dir)
+
+
+@pytest.fixture
+def docs_index(tmp_path):
+    """``docs_index({"name.md": text, ...})``: the documents written under ``tmp_path/docs``,
+    encoded with the shipped model (IDF as ``encode`` weighs) into ``tmp_path/enc`` and indexed in
+    Lucene at ``tmp_path/index``, which it returns."""
+    from sparc_es.encode.run import encode_corpus
+    from sparc_es.engines.lucene import build_index
+    from sparc_es.model import SparcModel
+    from sparc_es.model.idf import IDF_DEFAULT
+
+    def build(files: dict[str, str]) -> Path:
+        for name, text in files.items():
+            (tmp_path / "docs" / name).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / "docs" / name).write_text(text)
+        encode_corpus([tmp_path / "docs"], tmp_path / "enc", SparcModel.load("default"), progress=False,
+                      idf=IDF_DEFAULT)
+        build_index(tmp_path / "enc", tmp_path / "index")
+        return tmp_path / "index"
+
+    return build
+
+
+@pytest.fixture
+def adapt_stopped(monkeypatch):
+    """``adapt_stopped(corpus, out, config, step)``: ``adapt`` of ``corpus`` into ``out`` from
+    splade-bert-tiny, stopped by a Ctrl-C as step ``step`` begins (its last checkpoint left behind)."""
+    from sparc_es.training import adapt as adapt_module
+
+    def run(corpus: Path, out: Path, config, step: int) -> None:
+        real = adapt_module._batch_indices
+
+        def stopped(n, at, batch_size, seed):
+            if at == step:
+                raise KeyboardInterrupt
+            return real(n, at, batch_size, seed)
+
+        monkeypatch.setattr(adapt_module, "_batch_indices", stopped)
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                adapt_module.adapt("splade-bert-tiny", [corpus], out, config, progress=False)
+        finally:
+            monkeypatch.setattr(adapt_module, "_batch_indices", real)
+
+    return run
 
 
 @pytest.fixture(scope="session")

@@ -99,30 +99,20 @@ def test_adapted_folder_loads_and_encodes(tmp_path):
     assert meta.model.adaptation["steps"] == 2
 
 
-def _whole_and_resumed(corpus: Path, config: AdaptConfig, tmp_path: Path, monkeypatch) -> tuple:
+def _whole_and_resumed(corpus: Path, config: AdaptConfig, tmp_path: Path, adapt_stopped) -> tuple:
     """E of an uninterrupted adapt run, and of the same run killed at step 3 and run again."""
     adapt("splade-bert-tiny", [corpus], tmp_path / "whole", config, progress=False)
-    real = adapt_module._batch_indices
-
-    def killed_at_step_3(n, step, batch_size, seed):
-        if step == 3:
-            raise KeyboardInterrupt
-        return real(n, step, batch_size, seed)
-
-    monkeypatch.setattr(adapt_module, "_batch_indices", killed_at_step_3)
-    with pytest.raises(KeyboardInterrupt):
-        adapt("splade-bert-tiny", [corpus], tmp_path / "killed", config, progress=False)
+    adapt_stopped(corpus, tmp_path / "killed", config, step=3)
     assert (tmp_path / "killed" / adapt_module.CHECKPOINT).is_file()
-    monkeypatch.setattr(adapt_module, "_batch_indices", real)
     adapt("splade-bert-tiny", [corpus], tmp_path / "killed", config, progress=False)
     assert not (tmp_path / "killed" / adapt_module.CHECKPOINT).exists()
     return _state(tmp_path / "whole")[E_NAME], _state(tmp_path / "killed")[E_NAME]
 
 
 @pytest.mark.slow
-def test_resume_after_a_kill_ends_with_the_same_embeddings(tmp_path, monkeypatch):
+def test_resume_after_a_kill_ends_with_the_same_embeddings(tmp_path, adapt_stopped):
     config = AdaptConfig(steps=4, batch_size=8, checkpoint_every=2, lr=1e-3)
-    a, b = _whole_and_resumed(DEMO, config, tmp_path, monkeypatch)
+    a, b = _whole_and_resumed(DEMO, config, tmp_path, adapt_stopped)
     assert np.array_equal(a.numpy(), b.numpy())
 
 
@@ -358,9 +348,9 @@ def test_no_vocabulary_expansion_by_default(tmp_path):
 
 
 @pytest.mark.slow
-def test_resume_with_vocabulary_expansion_ends_with_the_same_embeddings(tmp_path, monkeypatch):
+def test_resume_with_vocabulary_expansion_ends_with_the_same_embeddings(tmp_path, adapt_stopped):
     config = AdaptConfig(steps=4, batch_size=8, checkpoint_every=2, lr=1e-3, expand_vocabulary=5, expand_min_count=2)
-    a, b = _whole_and_resumed(_identifier_corpus(tmp_path), config, tmp_path, monkeypatch)
+    a, b = _whole_and_resumed(_identifier_corpus(tmp_path), config, tmp_path, adapt_stopped)
     assert a.shape[0] > SparcModel.load("splade-bert-tiny").embeddings.shape[0]
     assert np.array_equal(a.numpy(), b.numpy())
 
@@ -433,23 +423,14 @@ def test_help_says_a_resume_is_byte_identical_at_the_same_thread_count(capsys):
 
 
 @pytest.mark.slow
-def test_a_resume_says_where_it_starts_and_other_settings_are_named_with_both_values(tmp_path, monkeypatch, capsys):
+def test_a_resume_says_where_it_starts_and_other_settings_are_named_with_both_values(tmp_path, adapt_stopped,
+                                                                                     capsys):
     """The rerun of a killed adapt says the step it resumes from; one with other settings names each
     that differs, with this run's value and the checkpoint's. The model's weights are written with
     the mode the umask gives, as every other file (safetensors alone made them 0600)."""
     config = AdaptConfig(steps=4, batch_size=8, checkpoint_every=2, lr=1e-3)
-    real = adapt_module._batch_indices
-
-    def killed_at_step_3(n, step, batch_size, seed):
-        if step == 3:
-            raise KeyboardInterrupt
-        return real(n, step, batch_size, seed)
-
     out = tmp_path / "adapted"
-    monkeypatch.setattr(adapt_module, "_batch_indices", killed_at_step_3)
-    with pytest.raises(KeyboardInterrupt):
-        adapt("splade-bert-tiny", [DEMO], out, config, progress=False)
-    monkeypatch.setattr(adapt_module, "_batch_indices", real)
+    adapt_stopped(DEMO, out, config, step=3)
     other = tmp_path / "other.txt"
     other.write_text("Another corpus of one sentence.\n")
     for changes, corpus, said in [

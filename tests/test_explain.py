@@ -388,18 +388,9 @@ def test_a_hit_shows_the_code_its_sentence_leads_into():
 
 
 @pytest.mark.jvm
-def test_search_shows_the_command_of_a_how_to(tmp_path, cli):
-    from sparc_es.encode.run import encode_corpus
-    from sparc_es.engines.lucene import build_index
-    from sparc_es.model import SparcModel
-    from sparc_es.model.idf import IDF_DEFAULT
-
-    (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "lock.md").write_text(
-        "# Locking\n\nThe lockfile records exact versions.\n\nTo upgrade a single package in the lockfile:\n\n"
-        "```console\n$ uv lock --upgrade-package requests\n```\n")
-    encode_corpus([tmp_path / "docs"], tmp_path / "enc", SparcModel.load("default"), progress=False, idf=IDF_DEFAULT)
-    build_index(tmp_path / "enc", tmp_path / "index")
+def test_search_shows_the_command_of_a_how_to(tmp_path, cli, docs_index):
+    docs_index({"lock.md": "# Locking\n\nThe lockfile records exact versions.\n\nTo upgrade a single package in the "
+                           "lockfile:\n\n```console\n$ uv lock --upgrade-package requests\n```\n"})
     rc, out, _ = cli("search", "--index", tmp_path / "index", "-k", 1,
                      "How do I upgrade a single package in the lockfile?")
     assert rc == 0 and "\u2502 $ uv lock --upgrade-package requests" in out, out

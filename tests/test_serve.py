@@ -799,19 +799,14 @@ def test_elasticsearch_hits_are_placed_in_their_documents_by_search_and_serve(tm
 @pytest.mark.skipif(_chromium() is None, reason="no chromium binary; on Debian/Ubuntu: "
                     "apt-get update && apt-get install -y chromium (or chromium-browser)")
 @pytest.mark.jvm
-def test_a_hits_link_shows_its_line_whole_and_below_the_header_in_a_browser(tmp_path):
+def test_a_hits_link_shows_its_line_whole_and_below_the_header_in_a_browser(tmp_path, docs_index):
     """The document view as a browser lays it out at a hit link's URL (?line=N#LN): the marked line
     is in view below the sticky header, and its number (three digits, beside a long line) on one row,
     at a phone's width and a desktop's (the page measures itself: data-at)."""
-    from sparc_es.model import SparcModel
-
-    (tmp_path / "docs").mkdir()
     lines = [f"Sentence number {n} of a long page says something about topic {n}." for n in range(1, 151)]
     lines[121] = "The lighthouse keeper lights the lamp at dusk. " + "A long line of words. " * 30
-    (tmp_path / "docs" / "long.md").write_text("\n\n".join(lines) + "\n")  # line 243: the long one
-    encode_corpus([tmp_path / "docs"], tmp_path / "enc", SparcModel.load("default"), progress=False, idf=IDF_DEFAULT)
-    build_index(tmp_path / "enc", tmp_path / "idx")
-    server = _serve(tmp_path / "idx", tmp_path / "serve.log")
+    index = docs_index({"long.md": "\n\n".join(lines) + "\n"})  # line 243: the long one
+    server = _serve(index, tmp_path / "serve.log")
     base = next(server)
     try:
         top = search_get(base, "Who lights the lamp at dusk?", 1)[1]["hits"][0]
@@ -830,19 +825,14 @@ def test_a_hits_link_shows_its_line_whole_and_below_the_header_in_a_browser(tmp_
 @pytest.mark.skipif(_chromium() is None, reason="no chromium binary; on Debian/Ubuntu: "
                     "apt-get update && apt-get install -y chromium (or chromium-browser)")
 @pytest.mark.jvm
-def test_the_page_shows_a_hits_heading_path_its_paragraph_once_and_its_paragraphs_other_hits(tmp_path):
+def test_the_page_shows_a_hits_heading_path_its_paragraph_once_and_its_paragraphs_other_hits(tmp_path, docs_index):
     """The page shows what the CLI shows, from the presenter's JSON: the heading path in the hit's
     header; the rest of the paragraph (the heading path left out) with the sentence in bold, and
     nothing more when the paragraph is the sentence alone; the paragraph's other hits by their text."""
-    from sparc_es.model import SparcModel
-
-    (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "keeper.md").write_text(
-        "# Lighthouse\n\n## Duties\n\nThe keeper trims the wick of the lamp every evening.\n\n"
-        "## Supplies\n\nThe keeper orders lamp oil in March. The lamp oil arrives by boat in April.\n")
-    encode_corpus([tmp_path / "docs"], tmp_path / "enc", SparcModel.load("default"), progress=False, idf=IDF_DEFAULT)
-    build_index(tmp_path / "enc", tmp_path / "idx")
-    server = _serve(tmp_path / "idx", tmp_path / "serve.log")
+    index = docs_index({"keeper.md": "# Lighthouse\n\n## Duties\n\nThe keeper trims the wick of the lamp every "
+                                      "evening.\n\n## Supplies\n\nThe keeper orders lamp oil in March. The lamp oil "
+                                      "arrives by boat in April.\n"})
+    server = _serve(index, tmp_path / "serve.log")
     base = next(server)
 
     def first_hit(question: str) -> tuple[dict, str]:

@@ -77,22 +77,12 @@ def test_garbage_adapt_checkpoint_is_one_line(tmp_path):
     assert "--overwrite" in one_line(e)
 
 
-def test_adapt_resume_still_works(tmp_path, monkeypatch):
+def test_adapt_resume_still_works(tmp_path, adapt_stopped):
     """A real checkpoint (written by this sparc-es) resumes through the weights-only reader."""
     config = AdaptConfig(steps=2, batch_size=8, checkpoint_every=1, lr=1e-3)
-    real = adapt_module._batch_indices
-
-    def killed_at_step_1(n, step, batch_size, seed):
-        if step == 1:
-            raise KeyboardInterrupt
-        return real(n, step, batch_size, seed)
-
     out = tmp_path / "adapted"
-    monkeypatch.setattr(adapt_module, "_batch_indices", killed_at_step_1)
-    with pytest.raises(KeyboardInterrupt):
-        adapt("splade-bert-tiny", [DEMO], out, config, progress=False)
+    adapt_stopped(DEMO, out, config, step=1)
     assert (out / adapt_module.CHECKPOINT).is_file()
-    monkeypatch.setattr(adapt_module, "_batch_indices", real)
     record = adapt("splade-bert-tiny", [DEMO], out, config, progress=False)
     assert record["steps"] == 2 and not (out / adapt_module.CHECKPOINT).exists()
     assert len(json.loads((out / "adaptation.json").read_text())["losses"]) == 2

@@ -239,7 +239,7 @@ def train_articles(root: str | Path | None = None, validation_articles: int = VA
     root = Path(root) if root else data_dir()
     path = root / TRAIN_FILE
     if not path.is_file():
-        raise InputError(path, f"SQuAD train slice not found (set {DATA_ENV} to the data folder)")
+        raise InputError(path, f"SQuAD train slice not found (--data DIR or {DATA_ENV} names the data folder)")
     articles = json.loads(path.read_text(encoding="utf-8"))["data"]
     cut = len(articles) - validation_articles
     if part not in ("train", "validation") or not 0 <= validation_articles < len(articles):
@@ -310,7 +310,7 @@ def build_eval_set(domain: str, root: str | Path | None = None) -> EvalSet:
         path = folder / relative
         if not path.is_file():
             raise InputError(path, f"not found in the data folder {root}" if root else
-                             f"not found (set {DATA_ENV} to the data folder)")
+                             f"not found (--data DIR or {DATA_ENV} names the data folder)")
         return path
 
     mrqa_name, prefix = DOMAINS[domain]

@@ -545,8 +545,9 @@ def resume_checkpoint(output: Path) -> None:
 
 
 def _reclaim_interrupt() -> None:
-    """Make Ctrl-C Python's again. The Java VM (started for the BM25 candidates of the examples)
-    installs its own SIGINT handler over Python's, without Python knowing: a Ctrl-C then made the
+    """Make Ctrl-C Python's again. A Java VM started without ``-Xrs`` (sparc-es starts it with that
+    option, ``engines/_java.py``; other code may have started it first) installs its own SIGINT
+    handler over Python's, without Python knowing: a Ctrl-C then made the
     VM call exit() from its own thread while torch ran on in the main one, with no checkpoint said,
     and once in a while the two exits corrupted the heap ("corrupted double-linked list", SIGABRT).
     Setting Python's handler again puts it back at the system level. In the main thread only, and

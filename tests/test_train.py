@@ -534,3 +534,38 @@ def test_ctrl_c_after_the_java_vm_started_is_pythons(tiny_model_dir, tmp_path):
     assert done.returncode == 7, (done.returncode, done.stderr[-2000:])
     assert done.stdout.startswith("train interrupted at step 3 of 6; run the same command again to resume from "
                                   "the checkpoint of step 2"), done.stdout
+
+
+@pytest.mark.jvm
+def test_the_examples_cache_follows_the_slice_not_its_folder(tmp_path, monkeypatch):
+    """A data folder moved (or mounted elsewhere) keeps its examples cache: mining them again needs
+    Java and minutes. Another slice mines again."""
+    import json
+    import shutil
+
+    from sparc_es.evaluation.evalsets import TRAIN_FILE
+    from sparc_es.training import examples as examples_module
+
+    def article(title: str, n: int) -> dict:
+        text = " ".join(f"{title} sentence {i} mentions the number {i * 7}." for i in range(4))
+        qas = [{"id": f"{title}{i}", "question": f"Which number does {title} sentence {i} mention?",
+                "answers": [{"text": str(i * 7), "answer_start": text.index(f"number {i * 7}") + 7}]} for i in range(n)]
+        return {"title": title, "paragraphs": [{"context": text, "qas": qas}]}
+
+    first = tmp_path / "data"
+    (first / TRAIN_FILE).parent.mkdir(parents=True)
+    articles = [article("Alpha", 3), article("Beta", 3), article("Gamma", 2)]  # Gamma: held out
+    (first / TRAIN_FILE).write_text(json.dumps({"data": articles}))
+    cache = tmp_path / "examples.json"
+    mined = examples_module.cached_examples(cache, first, bm25_depth=10, limit=None, validation_articles=1)
+    assert len(mined) == 6 and cache.is_file()
+
+    moved = tmp_path / "moved"
+    shutil.move(first, moved)
+    monkeypatch.setattr(examples_module, "load_examples", lambda *a, **k: pytest.fail("mined again"))
+    kept = examples_module.cached_examples(cache, moved, bm25_depth=10, limit=None, validation_articles=1)
+    assert [(e.question, e.positive.id) for e in kept] == [(e.question, e.positive.id) for e in mined]
+
+    (moved / TRAIN_FILE).write_text(json.dumps({"data": [article("Delta", 2), article("Gamma", 2)]}))
+    with pytest.raises(pytest.fail.Exception, match="mined again"):
+        examples_module.cached_examples(cache, moved, bm25_depth=10, limit=None, validation_articles=1)

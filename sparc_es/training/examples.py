@@ -10,11 +10,12 @@ its hard negatives from those (:func:`sparc_es.training.train.sample_batch`).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from pathlib import Path
 
 from sparc_es.corpus.sources import Sentence
-from sparc_es.evaluation.evalsets import VALIDATION_ARTICLES, data_dir, paragraph_sentences, train_articles
+from sparc_es.evaluation.evalsets import TRAIN_FILE, VALIDATION_ARTICLES, data_dir, paragraph_sentences, train_articles
 from sparc_es.training.train import Example, TrainConfig
 
 
@@ -74,7 +75,10 @@ def cached_examples(cache: Path, root: str | Path | None, bm25_depth: int, limit
     Each sentence is stored once and examples refer to it by id (a paragraph per BM25 candidate
     made the file a gigabyte).
     """
-    key = {"format": 2, "root": str(Path(root) if root else data_dir()), "bm25_depth": bm25_depth, "limit": limit,
+    # the slice's content, not its path: a data folder moved or mounted elsewhere keeps its cache
+    slice_file = (Path(root) if root else data_dir()) / TRAIN_FILE
+    digest = hashlib.sha256(slice_file.read_bytes()).hexdigest()[:16] if slice_file.is_file() else None
+    key = {"format": 3, "train_slice": digest, "bm25_depth": bm25_depth, "limit": limit,
            "validation_articles": validation_articles}
     if cache.is_file():
         stored = json.loads(cache.read_text())

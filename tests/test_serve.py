@@ -829,9 +829,10 @@ def test_the_page_shows_a_hits_heading_path_its_paragraph_once_and_its_paragraph
     """The page shows what the CLI shows, from the presenter's JSON: the heading path in the hit's
     header; the rest of the paragraph (the heading path left out) with the sentence in bold, and
     nothing more when the paragraph is the sentence alone; the paragraph's other hits by their text."""
+    oil = "\U0001f6e2"  # an emoji: one character, two UTF-16 units in the page's JavaScript
     index = docs_index({"keeper.md": "# Lighthouse\n\n## Duties\n\nThe keeper trims the wick of the lamp every "
-                                      "evening.\n\n## Supplies\n\nThe keeper orders lamp oil in March. The lamp oil "
-                                      "arrives by boat in April.\n"})
+                                      f"evening.\n\n## Supplies\n\nThe keeper orders lamp oil {oil} in March. The "
+                                      "lamp oil arrives by boat in April.\n"})
     server = _serve(index, tmp_path / "serve.log")
     base = next(server)
 
@@ -851,9 +852,12 @@ def test_the_page_shows_a_hits_heading_path_its_paragraph_once_and_its_paragraph
 
         hit, shown = first_hit("When does the lamp oil arrive?")
         assert hit["headings"] == ["Lighthouse", "Supplies"] and hit["paragraph"]["before"], hit
-        context = shown.split('class="context"', 1)[1]
-        assert "Supplies" not in context and "orders" in context and "<b>" in context, shown
-        assert [o["text"] for o in hit.get("collapsed", [])] == ["The keeper orders lamp oil in March."], hit
-        assert "also in this paragraph (1):" in shown and "orders lamp oil in March.</li>" in shown, shown
+        context = shown.split('class="context"', 1)[1].split("</p>", 1)[0]
+        # as the CLI's "in:" line: the rest of the paragraph, […] where the sentence shown above stands
+        assert context.startswith(">The keeper orders") and context.endswith("in March. […]"), context
+        assert "Supplies" not in context and "arrives" not in context, context
+        assert f"<mark>lamp</mark> <mark>oil</mark> {oil} in" in context, context  # marks where the words are
+        assert [o["text"] for o in hit.get("collapsed", [])] == [f"The keeper orders lamp oil {oil} in March."], hit
+        assert "also in this paragraph (1):" in shown and f"oil {oil} in March.</li>" in shown, shown
     finally:
         server.close()

@@ -241,6 +241,8 @@ def table(result: dict) -> str:
                           else f"{'not in the top K':<33}")
                 made = (f"{_number(c['weight']):>7} = {neural} + {_number(c['lexical']):>7} + {_number(c['stem']):>6}"
                         + (f" + {_number(c['word']):>6}" if words else ""))
+            elif c["neural"] + c["passage"] <= 0:  # the model gives it nothing: no cut to speak of
+                made = f"{_number(0.0):>7}   not stored: the model scores it 0, and it is not a word of the sentence"
             else:
                 made = (f"{_number(0.0):>7}   not stored: neural + passage {c['neural'] + c['passage']:.3f} "
                         f"below the K-th's {c['cut']:.3f}, and not a word of the sentence")

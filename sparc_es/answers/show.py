@@ -538,7 +538,8 @@ def render(shown: Shown, question: str, color: bool, of: int | None = None, inde
         code = h.code.splitlines()
         lines += [pad + "\u2502 " + printable(line, one_line=True) for line in code[:CODE_LINES]]
         if len(code) > CODE_LINES:
-            lines.append(pad + f"\u2502 \u2026 {len(code) - CODE_LINES} more lines")
+            more = len(code) - CODE_LINES
+            lines.append(pad + f"\u2502 \u2026 {more} more line{'s' if more > 1 else ''}")
     return "\n".join(lines)
 
 

@@ -319,7 +319,15 @@ try:
     write_impact_index(vectors, out, progress=False)
     print(json.dumps({"finished": time.monotonic() - started}))
 except KeyboardInterrupt:
-    print(json.dumps({"interrupted": time.monotonic() - started}))
+    seconds = time.monotonic() - started
+
+    def files():
+        return sorted((str(f), f.stat().st_size) for f in out.parent.rglob("*") if f.is_file())
+
+    before = files()
+    time.sleep(1.0)  # nothing may be written once the KeyboardInterrupt is out: the caller cleans up now
+    print(json.dumps({"interrupted": seconds, "written_after": before != files(),
+                      "java_threads": [t.name for t in threading.enumerate() if t.name == "sparc-es-java"]}))
 """
 
 
@@ -349,3 +357,8 @@ def test_ctrl_c_while_lucene_indexes_reaches_python_at_once(tmp_path):
     print(f"whole index {whole:.2f} s; interrupted at {whole / 4:.2f} s: {stopped}")
     assert "interrupted" in stopped, stopped
     assert stopped["interrupted"] < whole / 4 + max(0.1 * whole, 0.5), (stopped, whole)  # not at the end
+    assert not stopped["written_after"] and stopped["java_threads"] == [], stopped  # Java stopped first
+    # late, in the last merges or the join of the parts, which no record check reaches: waited for
+    late = run(whole * 0.8)
+    print(f"late: {late}")
+    assert late.get("finished") or (not late["written_after"] and late["java_threads"] == []), late

@@ -42,10 +42,11 @@ def write_impact_index(vectors_file: Path, index_dir: Path, total: int | None = 
     threads = threads or min(4, os.cpu_count() or 1)
     indexer = autoclass("sparces.lucene.ImpactIndexer")
     similarity = autoclass("io.anserini.search.similarity.ImpactSimilarity")()
+    stopped = autoclass("java.util.concurrent.atomic.AtomicBoolean")(False)  # this run's own stop flag
     try:
         return int(interruptible(lambda: indexer.index(str(vectors_file), str(index_dir), similarity, threads,
-                                                       _RAM_BUFFER_MB, total or 0, progress),
-                                 stop=indexer.requestStop))
+                                                       _RAM_BUFFER_MB, total or 0, progress, stopped),
+                                 stop=lambda: stopped.set(True)))
     except JavaException as e:
         bad = re.search(r"BadRecord: (.*)", str(e))
         if bad:

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -55,8 +56,9 @@ def start_jvm() -> None:
 
             jnius_config.add_options = without_vector_module
             # Lucene's memory-mapping calls sun.misc.Unsafe; Java 24+ warns on stderr otherwise.
-            # -Xrs: the JVM leaves SIGINT and SIGTERM to Python, whose handlers stop a command cleanly
-            # (its message, its lock and half-built folder removed); the JVM's own would exit at once.
+            # -Xrs: the JVM leaves SIGINT to Python, whose handler stops a command cleanly (its message,
+            # its lock and half-built folder removed; SIGTERM to the default), where the JVM's own
+            # handler ended the process at once.
             jnius_config.add_options("--sun-misc-unsafe-memory-access=allow", "--enable-native-access=ALL-UNNAMED",
                                      "-Dslf4j.internal.verbosity=WARN", "-Xrs")
         try:
@@ -78,29 +80,47 @@ def start_jvm() -> None:
 def interruptible(call: Callable[[], T], stop: Callable[[], None]) -> T:
     """``call()`` (a long Java call) on a worker thread, the main thread waiting where Ctrl-C reaches
     it: Python runs its signal handlers only between bytecodes, never inside a Java call. On Ctrl-C,
-    ``stop()`` asks the Java side to stop, the worker is waited for (so nothing writes behind the
-    cleanup), and KeyboardInterrupt goes on."""
+    ``stop()`` asks the Java side to stop, the worker is waited for to the end (so nothing writes
+    behind the caller's cleanup; a further Ctrl-C is said and waited through), and KeyboardInterrupt
+    goes on."""
     result: list = []
     failure: list[BaseException] = []
+    done = threading.Event()  # not Thread.join: before 3.13 an interrupted join forgets the thread
 
     def run() -> None:
         try:
             result.append(call())
         except BaseException as e:  # handed to the main thread
             failure.append(e)
+        finally:
+            done.set()
+            from jnius import detach
 
-    worker = threading.Thread(target=run, name="sparc-es-java", daemon=True)
-    worker.start()
+            detach()  # pyjnius keeps a thread attached to the JVM until told
+
+    threading.Thread(target=run, name="sparc-es-java", daemon=True).start()
     try:
-        while worker.is_alive():
-            worker.join(0.2)
+        while not done.wait(0.2):
+            pass
     except KeyboardInterrupt:
         stop()
-        worker.join()
+        while True:
+            try:
+                while not done.wait(0.2):
+                    pass
+                break
+            except KeyboardInterrupt:
+                print("sparc-es: still stopping Lucene's writers (a moment)", file=sys.stderr, flush=True)
         raise
     if failure:
         raise failure[0]
     return result[0]
+
+
+def _finishing(what: str) -> Callable[[], None]:
+    """A ``stop`` for :func:`interruptible` where the Java side cannot be cut short: it is said."""
+    return lambda: print(f"sparc-es: {what} cannot be cut short: finishing it, then stopping", file=sys.stderr,
+                         flush=True)
 
 
 def index_collection(collection: str, input_dir: Path, index_dir: Path, *extra: str) -> float:
@@ -116,8 +136,9 @@ def index_collection(collection: str, input_dir: Path, index_dir: Path, *extra: 
     args = ["-collection", collection, "-input", str(input_dir), "-index", str(index_dir),
             "-generator", "DefaultLuceneDocumentGenerator", "-threads", "1", "-optimize", "-quiet", *extra]
     started = time.perf_counter()
+    main = autoclass("io.anserini.index.IndexCollection").main
     try:
-        autoclass("io.anserini.index.IndexCollection").main(args)
+        interruptible(lambda: main(args), stop=_finishing("Anserini's indexing of the texts"))
     except Exception as e:  # a JavaException from inside Anserini
         raise EngineError(f"Lucene indexing of {input_dir} failed: {e}") from None
     return time.perf_counter() - started

@@ -25,6 +25,8 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 
 import com.fasterxml.jackson.core.JsonFactory;
@@ -60,7 +62,7 @@ public final class ImpactIndexer {
     }
   }
 
-  /** Thrown by an index run that {@link #requestStop} stopped. */
+  /** Thrown by an index run whose stop flag was set. */
   public static final class Stopped extends IOException {
     private static final long serialVersionUID = 1L;
 
@@ -69,17 +71,11 @@ public final class ImpactIndexer {
     }
   }
 
-  // Set from another thread (Python's, on Ctrl-C): the writers stop at their next record, before a
-  // merge and before the join; Python's own signal handler cannot run while this class runs.
-  private static volatile boolean stop;
-
-  /** Stop the index run in progress; it throws {@link Stopped}. */
-  public static void requestStop() {
-    stop = true;
-  }
-
-  private static void stopIfAsked() throws Stopped {
-    if (stop) {
+  // Set from another thread (Python's, on Ctrl-C), one flag a run: its writers stop at their next
+  // record, before a merge and before the join; Python's own signal handler cannot run while this
+  // class runs.
+  private static void stopIfAsked(AtomicBoolean stop) throws Stopped {
+    if (stop.get()) {
       throw new Stopped();
     }
   }
@@ -131,8 +127,7 @@ public final class ImpactIndexer {
    * With {@code progress}, a count of the documents added (of {@code total}) is shown on stderr.
    */
   public static long index(String vectors, String indexDir, Similarity similarity, int threads, double ramBufferMB,
-                           long total, boolean progress) throws Exception {
-    stop = false;
+                           long total, boolean progress, AtomicBoolean stop) throws Exception {
     long[] starts = ranges(vectors, Math.max(1, threads));
     int parts = starts.length - 1;
     // Each writer buffers up to ramBufferMB before it flushes a segment: keep them all within a
@@ -154,8 +149,8 @@ public final class ImpactIndexer {
         running.add(pool.submit(() -> {
           try (IndexWriter writer = new IndexWriter(FSDirectory.open(partDirs[range]),
                                                     config(similarity, bufferMB))) {
-            long added = indexRange(vectors, starts, range, writer, documents);
-            stopIfAsked();
+            long added = indexRange(vectors, starts, range, writer, documents, stop);
+            stopIfAsked(stop);
             writer.forceMerge(1);
             writer.commit();
             return added;
@@ -171,12 +166,17 @@ public final class ImpactIndexer {
       }
     } finally {
       pool.shutdownNow();
+      // a part still merging or closing its writer (another part stopped or failed first) ends
+      // before this returns: nothing writes behind the caller's cleanup
+      while (!pool.awaitTermination(1, TimeUnit.SECONDS)) {
+        // waiting
+      }
       if (reporter != null) {
         reporter.interrupt();
         reporter.join();
       }
     }
-    stopIfAsked();
+    stopIfAsked(stop);
     if (parts > 1) {
       long merging = System.nanoTime();
       if (progress) {
@@ -268,8 +268,8 @@ public final class ImpactIndexer {
     }
   }
 
-  private static long indexRange(String path, long[] starts, int range, IndexWriter writer, AtomicLong added)
-      throws IOException {
+  private static long indexRange(String path, long[] starts, int range, IndexWriter writer, AtomicLong added,
+                                 AtomicBoolean stop) throws IOException {
     FieldType contentsType = new FieldType();
     contentsType.setIndexOptions(IndexOptions.DOCS_AND_FREQS);
     contentsType.setTokenized(true);
@@ -291,7 +291,7 @@ public final class ImpactIndexer {
       try (JsonParser parser = JSON.createParser(in)) {
         JsonToken token;
         while ((token = parser.nextToken()) != null) {
-          stopIfAsked();
+          stopIfAsked(stop);
           String sentenceId = null;
           impacts.clear();
           try {

@@ -669,7 +669,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--update-docs", action="store_true", help="rewrite the generated tables in README.md and "
                    "docs/benchmarks.md (between the bench markers)")
     args = p.parse_args(argv)
-    if args.device != "cpu" and not args.encoding_only:
+    if args.batch_size is not None and args.batch_size < 1:
+        p.error("--batch-size must be at least 1")
+    from sparc_es.errors import SparcError
+    from sparc_es.model import resolve_device
+
+    try:
+        device = resolve_device(args.device)
+    except SparcError as e:
+        p.error(str(e))
+    if device != "cpu" and not args.encoding_only:
         p.error("--device times encoding only: add --encoding-only (the engines' figures are CPU figures)")
     if args.keep_top is not None and not args.scales_only:
         p.error("--keep-top cuts the corpora of --scales-only")
@@ -689,9 +698,6 @@ def main(argv: list[str] | None = None) -> int:
     args.workdir.mkdir(parents=True, exist_ok=True)
     sentences = list(squad_dev_sentences(root))[: args.limit]
     questions = squad_questions(root, args.queries)
-    from sparc_es.model import resolve_device
-
-    device = resolve_device(args.device)
     model = SparcModel.load(args.model).to(device)
     batch_size = args.batch_size or (32 if device == "cpu" else 256)
     started = time.time()

@@ -50,9 +50,15 @@ def test_a_cut_is_made_again_when_its_source_is_encoded_again(tmp_path, tiny_mod
 
 
 def test_a_gpu_times_encoding_only_and_a_missing_package_has_no_version(capsys):
+    import torch
+
     bench = _bench()
     with pytest.raises(SystemExit) as stopped:
         bench.main(["--device", "cuda"])
-    assert stopped.value.code == 2 and "--device times encoding only" in capsys.readouterr().err
+    said = "--device times encoding only" if torch.cuda.is_available() else "torch sees 0 CUDA devices"
+    assert stopped.value.code == 2 and said in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stopped:
+        bench.main(["--encoding-only", "--batch-size", "0"])
+    assert stopped.value.code == 2 and "--batch-size must be at least 1" in capsys.readouterr().err
     assert bench.gpu_name("cpu") is None
     assert bench.installed("sparc-es-no-such-package") is None and bench.installed("numpy")

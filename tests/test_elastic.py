@@ -842,6 +842,10 @@ def test_the_query_mode_follows_the_mapping_and_one_that_does_not_fit_is_refused
         for verb in (["search", "--engine", "es"], ["query-dsl"]):
             rc, _, err = cli(*verb, "--es-url", es_url, "--es-index", index, *tokenizer, "--query-mode", mode, "lamp")
             _one_line_error(rc, err, f"--query-mode {mode} does not fit index '{index}'")
+    # --recreate without --field-type makes the index again as it was, sparse_vector included
+    load_es(walk / "enc", client, vectors, progress=False, recreate=True)
+    field = client.indices.get_mapping(index=vectors)[vectors]["mappings"]["properties"]["weights"]
+    assert field["type"] == "sparse_vector", field
 
 
 @pytest.mark.es

@@ -33,8 +33,8 @@ def add_parser(sub) -> None:
                    "(default: es-failures-INDEX.jsonl in the working directory; removed when none failed)")
     g.add_argument("--field-type", choices=[t.value for t in FieldType],
                    help="ES field type; sparse_vector (ES 8.15+) enables --query-mode sparse_vector "
-                        f"(default: the existing index's, else {FieldType.RANK_FEATURES.value}; a load never "
-                        "changes it)")
+                        f"(default: the existing index's, also with --recreate, else "
+                        f"{FieldType.RANK_FEATURES.value}; a load never changes it)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
 
 

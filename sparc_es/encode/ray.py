@@ -407,8 +407,8 @@ def _ctrl_c_once_ignored() -> Iterator[None]:
     before = signal.signal(signal.SIGINT, once)
     try:
         yield
-    finally:
-        signal.signal(signal.SIGINT, before)
+    finally:  # None: a handler not set from Python, which cannot be put back; Python's own instead
+        signal.signal(signal.SIGINT, before if before is not None else signal.default_int_handler)
 
 
 def _here() -> dict:

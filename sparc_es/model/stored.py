@@ -109,11 +109,20 @@ class Stages:
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
+        self._sync()
         started = time.perf_counter()
         try:
             yield
         finally:
+            self._sync()  # a GPU's work is queued: timed where it ran, not where it was waited for
             self.seconds[name] += time.perf_counter() - started
+
+    @staticmethod
+    def _sync() -> None:
+        import torch
+
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            torch.cuda.synchronize()
 
     def shares(self) -> dict[str, float]:
         total = sum(self.seconds.values()) or 1.0

@@ -157,6 +157,10 @@ def _create_or_check_index(load: _Load, manifest: Manifest, field_type: FieldTyp
     client, index = load.client, load.index
     with _cluster_errors(f"preparing index {index!r}", _AGAIN):
         if recreate and client.indices.exists(index=index):
+            if field_type is None:  # recreated as it was: a sparse_vector index stays one
+                before = index_mappings(client.indices.get_mapping(index=index), index)
+                field_type = ((before.get("properties") or {}).get(FIELD) or {}).get("type")
+                field_type = field_type if field_type in {t.value for t in FieldType} else None
             client.indices.delete(index=index)
         if not client.indices.exists(index=index):
             client.indices.create(index=index, mappings=mapping(manifest, field_type or FieldType.RANK_FEATURES),

@@ -604,11 +604,14 @@ def test_the_sentence_before_a_code_block_keeps_its_code(format, text):
     assert "uv lock" not in " ".join(s.text for s in got)  # the code is shown, not a sentence
 
 
-def test_only_the_last_sentence_of_a_paragraph_gets_its_code_and_only_right_before_it():
+def test_every_sentence_of_a_paragraph_gets_the_code_it_leads_into_and_only_right_before_it():
+    """The answer to a how-to is not always the paragraph's last sentence ("All it has to do is
+    redirect to it. The view:"), so each of its sentences shows the code the paragraph leads into."""
     text = ("First sentence. Run this:\n\n    make all\n\n## Other\n\nNo code follows here.\n\n"
-            "```\nunrelated\n```\n")
+            "```\nunrelated\n```\n\nA paragraph after the code.\n")
     got = {s.text: s.code for s in split_document(text, "x.md", "markdown")}
-    assert got == {"First sentence.": None, "Run this:": "make all", "No code follows here.": "unrelated"}
+    assert got == {"First sentence.": "make all", "Run this:": "make all", "No code follows here.": "unrelated",
+                   "A paragraph after the code.": None}
 
 
 def test_mkdocs_material_constructs_read_as_rendered():

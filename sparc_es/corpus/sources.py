@@ -522,7 +522,7 @@ def split_document(text: str, doc_id: str, format: str = "text", keep_code: bool
         else:
             context = context_of(block)
         before = block if block.kind == PARAGRAPH else None
-        for number, (sentence, start, end, at) in enumerate(pieces, start=1):
+        for sentence, start, end, at in pieces:
             if len(block.text) > MAX_CONTEXT_CHARS:
                 context = context_of(replace(block, text=_window(block.text, at)))
             key = sentence_key(sentence)
@@ -532,7 +532,9 @@ def split_document(text: str, doc_id: str, format: str = "text", keep_code: bool
                 raise InputError(name, f"sentence ids ({shown(id_prefix, 40)}#{key}) would be longer than the "
                                        f"{ID_MAX_BYTES} bytes Elasticsearch takes: shorten the "
                                        f"{'path' if where else 'document id'}")
-            code = block.code if number == len(pieces) and block.kind != CODE else ""  # what the last one leads into
+            # the code the paragraph leads into, under each of its sentences: the answer to a how-to is
+            # not always the last ("... redirect to it. The view below does that:")
+            code = block.code if block.kind != CODE else ""
             yield Sentence(id=f"{id_prefix}#{key}", text=sentence, context=context, doc=doc_id,
                            start=start, end=end, code=code or None,
                            headings=" > ".join(block.headings) or None)

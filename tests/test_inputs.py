@@ -558,6 +558,14 @@ def test_encode_names_the_files_that_gave_no_sentences_and_counts_in_the_singula
     meta = json.loads((tmp_path / "enc" / "meta.json").read_text())
     assert meta["empty_files"] == 2
 
+    # a Sphinx page of autodoc directives alone: its text comes from the Python code, at build time
+    (docs / "api.rst").write_text("API\n===\n\n.. automodule:: werkzeug.middleware.lint\n   :members:\n")
+    rc = main([str(a) for a in ["encode", "--corpus", docs, "--output", tmp_path / "enc2", "--model",
+                                tiny_model_dir, "--quiet"]])
+    err = capsys.readouterr().err
+    assert rc == 0 and "3 files gave no sentences" in err and "an .rst page of autodoc directives alone holds no " \
+        "text before Sphinx builds it: encode the built HTML for its API" in err and str(docs / "api.rst") in err, err
+
 
 def test_encode_skips_json_files_and_earlier_outputs_inside_the_corpus(tmp_path, tiny_model_dir, cli):
     """A project folder with package.json and an earlier encode and index in proj/work used to stop at

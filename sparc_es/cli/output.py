@@ -55,9 +55,9 @@ def report_encode(manifest) -> None:
              f"and {'was' if n == 1 else 'were'} truncated (e.g. {', '.join(manifest.truncated_ids)}); raise "
              f"--max-length to keep {'it' if n == 1 else 'them'} whole")
     if manifest.empty_files:
-        n, names = manifest.empty_files, [printable(e) for e in manifest.empty_file_examples]
-        warn(f"{counted(n, 'file')} gave no sentences (empty, or only headings, code or navigation): "
-             f"{', '.join(names)}{f' and {n - len(names)} more' if n > len(names) else ''}")
+        from sparc_es.corpus.sources import empty_files_notice
+
+        warn(empty_files_notice(manifest.empty_files, [printable(e) for e in manifest.empty_file_examples]))
     report_empty(manifest)
     if manifest.control_characters_removed:
         from sparc_es.corpus.sources import controls_found

@@ -156,10 +156,19 @@ class ReadStats:
 
     def empty_notice(self) -> str:
         """One line for the user about the files that gave no sentence ("" when every file gave some)."""
-        if not self.empty_files:
-            return ""
-        return (f"{counted(self.empty_files, 'file')} gave no sentences (empty, or only headings, code or "
-                f"navigation): {_examples(self.empty_examples, self.empty_files)}")
+        return empty_files_notice(self.empty_files, self.empty_examples)
+
+
+def empty_files_notice(count: int, examples: list[str]) -> str:
+    """One line about ``count`` files that gave no sentence, ``examples`` of them named ("" for none).
+    A reStructuredText page of autodoc directives alone is one: its text is written by Sphinx."""
+    if not count:
+        return ""
+    autodoc = any(str(e).endswith(".rst") for e in examples)
+    return (f"{counted(count, 'file')} gave no sentences (empty, or only headings, code or navigation"
+            + ("; an .rst page of autodoc directives alone holds no text before Sphinx builds it: encode "
+               "the built HTML for its API" if autodoc else "")
+            + f"): {_examples(examples, count)}")
 
 
 def counted(n: int, noun: str, plural: str | None = None) -> str:

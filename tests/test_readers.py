@@ -726,6 +726,11 @@ def test_a_short_paragraph_of_one_sentence_has_the_paragraph_before_as_lead_in()
     got = {s.text: s.context for s in split_document(text, "x.md", "markdown")}
     assert got["The default is 5."] == "Config. The cache size is set with the --cache option. The default is 5."
     assert got["Short one."] == "Config > Other. Short one."  # a new section: nothing before it
+    # a code block between them: the paragraph before led into its own code, not into this one
+    text = ("# Responses\n\nAuthentication headers can be set that way as well:\n\n    response.www_authenticate\n\n"
+            "Cookies can be set as well:\n\n    response.set_cookie('name', 'value')\n")
+    cookie = next(s for s in split_document(text, "q.md", "markdown") if s.text.startswith("Cookies"))
+    assert cookie.context == "Responses. Cookies can be set as well:" and cookie.code.startswith("response.set_cookie")
 
 
 def test_a_wide_table_row_is_read_as_groups_of_its_cells_with_the_row_as_context():

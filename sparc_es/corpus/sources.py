@@ -525,7 +525,8 @@ def split_document(text: str, doc_id: str, format: str = "text", keep_code: bool
             continue
         pieces = list(_bounded(_block_sentences(block, text, format), text, lines, report))
         alone = block.kind == PARAGRAPH and len(pieces) == 1 and len(block.text) < SHORT_CHARS and not block.lead
-        if alone and before is not None and before.headings == block.headings:
+        # ... unless a code block stands between them: the paragraph before led into that code
+        if alone and before is not None and before.headings == block.headings and not before.code:
             # "The default is 5." as a paragraph of its own says little: the paragraph before is its lead-in
             context = context_of(replace(block, lead=lead_of(before.text)))
         else:

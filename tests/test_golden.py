@@ -17,6 +17,12 @@ every record as b596908 wrote it.)
 ``SparcModel.load("default", lexical_skips_stop_words=False)``, the encode was byte for byte the file
 before it, so the rule is the only change.)
 
+(Since 2026-11-28 the stem term too leaves the stop words out (Porter stems "as" to "a" and "its" to
+"it", which lent them weight): the file was written again, on an AMD EPYC family 26 model 2 with
+AVX-512, which ``GOLDEN_CPU`` now names. Beside it the code before the change wrote the same records
+but for the impacts of "a", "as", "it" and "on" (and each record's stored-token count), so the
+rule is the only change.)
+
 (The file written by commit 37b827f, before the model package was split out, was replaced: since
 then the readers changed what two sentences say, which moves the corpus statistics of the IDF and
 the lexical term, so one impact of another sentence crossed a rounding boundary: 3 -> 2.)
@@ -35,7 +41,7 @@ from tolerance import assert_same_records
 
 DATA = Path(__file__).parent / "data"
 GOLDEN = DATA / "golden" / "parameters.rst.vectors.jsonl.gz"
-GOLDEN_CPU = {"vendor_id": "AuthenticAMD", "cpu family": "25", "model": "17", "capability": "AVX512"}
+GOLDEN_CPU = {"vendor_id": "AuthenticAMD", "cpu family": "26", "model": "2", "capability": "AVX512"}
 
 
 def this_cpu() -> dict[str, str]:

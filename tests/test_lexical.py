@@ -181,3 +181,18 @@ def test_statistics_count_stems_and_whole_words_apart():
     both = CorpusStatistics()
     both.add([[1, 2], [2, 3]], stems=[["run", "fast"], ["run"]], words=[["--fast"], ["--fast", "ls"]])
     assert both.word_df == {"--fast": 2, "ls": 1} and both.stem_df == {"run": 2, "fast": 1}
+
+
+def test_the_stem_term_lends_stop_words_nothing_when_the_lexical_term_skips_them():
+    """Porter stems "as" to "a" and "its" to "it": the stem term lent those stop words the weight
+    the lexical term's stop-word rule denies them (their posting lists are what a question walks)."""
+    sentence = "Its lamp is lit as the sun sets."
+    ids = SparcModel.load("default").tokenizer.convert_tokens_to_ids
+    siblings = {}
+    for skips in (True, False):
+        model = SparcModel.load("default", lexical_skips_stop_words=skips)  # the shipped stem weight
+        corpus = model.count_corpus([sentence, "The keeper trims the wick."])
+        siblings[skips] = model.lexical_terms([sentence], corpus)[0].siblings
+    assert ids("a") in siblings[False] and ids("it") in siblings[False]  # without the rule: lent
+    assert ids("a") not in siblings[True] and ids("it") not in siblings[True]
+    assert {t: w for t, w in siblings[False].items() if t not in (ids("a"), ids("it"))} == siblings[True]

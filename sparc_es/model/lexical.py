@@ -308,9 +308,10 @@ def bm25_weights(ids: list[int], stats: CorpusStatistics, k1: float, b: float) -
 
 
 def stem_weights(stems: list[str], own: Iterable[int], stats: CorpusStatistics, vocabulary: Stems,
-                 k1: float, b: float) -> dict[int, float]:
+                 k1: float, b: float, skipped: frozenset[int] = frozenset()) -> dict[int, float]:
     """token id -> BM25 of its stem in one sentence, for the stem siblings of the sentence's words
-    that are not among its own tokens ``own``."""
+    that are not among its own tokens ``own`` nor ``skipped`` (the stop words the lexical term leaves
+    out: Porter stems "as" to "a" and "its" to "it")."""
     counts: dict[str, int] = {}
     for s in stems:
         counts[s] = counts.get(s, 0) + 1
@@ -320,7 +321,7 @@ def stem_weights(stems: list[str], own: Iterable[int], stats: CorpusStatistics, 
     for s, tf in counts.items():
         weight = stats.stem_idf(s) * tf * (k1 + 1) / (tf + norm)
         for t in vocabulary.siblings.get(s, ()):
-            if t not in own:
+            if t not in own and t not in skipped:
                 out[t] = weight
     return out
 

@@ -219,7 +219,7 @@ class Pipeline:
         return [LexicalTerm(bm25_weights([i for i in x if i not in skipped] if skipped else x, corpus, c.lexical_k1,
                                          c.lexical_b),
                             {} if stems is None else stem_weights(stems.of(t), x, corpus, stems, c.lexical_k1,
-                                                                  c.lexical_b),
+                                                                  c.lexical_b, skipped),
                             {} if words is None else word_weights(words.of(t), len(x), corpus, c.lexical_k1,
                                                                   c.lexical_b))
                 for t, x in zip(sentences, ids)]

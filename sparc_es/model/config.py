@@ -181,6 +181,8 @@ class SparcConfig:
                 settings["lexical_stop_words"] = "lucene-english"
         if self.stem_weight:
             settings["stems"] = [self.stem_weight, "porter", self.lexical_k1, self.lexical_b]
+            if self.lexical_skips_stop_words:  # since 2026-11-28 the stem term leaves them out too
+                settings["stems"].append("no-lucene-english-stop-words")
         if self.word_weight:
             settings["words"] = [self.word_weight, "technical", self.lexical_k1, self.lexical_b]
         return settings

@@ -366,15 +366,28 @@ def _chromium() -> str | None:
     return None
 
 
-@pytest.mark.skipif(_chromium() is None, reason="no chromium binary; on Debian/Ubuntu: "
-                    "apt-get update && apt-get install -y chromium (or chromium-browser)")
+needs_chromium = pytest.mark.skipif(_chromium() is None, reason="no chromium binary; on Debian/Ubuntu: "
+                                    "apt-get update && apt-get install -y chromium (or chromium-browser)")
+
+
+def _browser(tmp_path: Path) -> list[str]:
+    """Headless Chromium that lets a page's scripts run (5 s of virtual time), its profile in ``tmp_path``."""
+    return [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
+            f"--user-data-dir={tmp_path / 'profile'}"]
+
+
+def _dom(url: str, tmp_path: Path, *options: str) -> str:
+    """The page at ``url`` as headless Chromium renders it, with ``options``."""
+    return subprocess.run([*_browser(tmp_path), *options, "--dump-dom", url], capture_output=True, text=True,
+                          timeout=120).stdout
+
+
+@needs_chromium
 @pytest.mark.jvm
 def test_the_page_shows_hits_with_the_questions_words_marked(server, tmp_path):
     question = "Which Java version does Pyserini need?"
     url = f"{server}/?{urlencode({'q': question, 'k': 3})}"
-    browser = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
-               f"--user-data-dir={tmp_path / 'profile'}"]
-    dom = subprocess.run([*browser, "--dump-dom", url], capture_output=True, text=True, timeout=120).stdout
+    dom = _dom(url, tmp_path)
     hits = search_get(server, question, 3)[1]["hits"]  # the page renders the API's hits and marks
     assert dom.count('<li class="hit"') == len(hits) >= 2, dom
     for h in hits:
@@ -387,23 +400,21 @@ def test_the_page_shows_hits_with_the_questions_words_marked(server, tmp_path):
     assert 'aria-label="Your question"' in dom and 'id="status" role="status" aria-live="polite"' in dom
     assert "also in this paragraph (2):" in first  # the passage's other sentences, collapsed
     # the API's notice on the page: none of the question's words is in the index, the hits match pieces
-    odd = subprocess.run([*browser, "--dump-dom", f"{server}/?{urlencode({'q': 'javascript', 'k': 3})}"],
-                         capture_output=True, text=True, timeout=120).stdout
+    odd = _dom(f"{server}/?{urlencode({'q': 'javascript', 'k': 3})}", tmp_path)
     status = odd.split('id="status"', 1)[1].split("</", 1)[0]
     assert "no word of the question is in the index" in status and re.search(r"\. \d hits in \d+ ms$", status), status
 
     # The page as a product: what it searches, and a layout from a phone's width to a desktop's.
     for width in (390, 1280):
-        narrow = subprocess.run([*browser, f"--window-size={width},800", "--dump-dom", url], capture_output=True,
-                                text=True, timeout=120).stdout
+        narrow = _dom(url, tmp_path, f"--window-size={width},800")
         assert 'data-layout="fits"' in narrow, (width, narrow[:300])  # no sideways scrolling
         health = call(server, "GET", "/health")[1]
         assert "<h1>sparc-es</h1>" in narrow, narrow
         assert f"Answers from {health['index']}: {health['sentences']} sentences of your documents" in narrow
         assert "<noscript>" in narrow and 'type="submit">Search</button>' in narrow
         shot = tmp_path / f"page-{width}.png"
-        subprocess.run([*browser, f"--window-size={width},800", f"--screenshot={shot}", url], capture_output=True,
-                       timeout=120)
+        subprocess.run([*_browser(tmp_path), f"--window-size={width},800", f"--screenshot={shot}", url],
+                       capture_output=True, timeout=120)
         assert shot.is_file() and shot.stat().st_size > 1000
         print(f"screenshot of the search page at {width} px: {shot}")
 
@@ -796,8 +807,7 @@ def test_elasticsearch_hits_are_placed_in_their_documents_by_search_and_serve(tm
         server.close()
 
 
-@pytest.mark.skipif(_chromium() is None, reason="no chromium binary; on Debian/Ubuntu: "
-                    "apt-get update && apt-get install -y chromium (or chromium-browser)")
+@needs_chromium
 @pytest.mark.jvm
 def test_a_hits_link_shows_its_line_whole_and_below_the_header_in_a_browser(tmp_path, docs_index):
     """The document view as a browser lays it out at a hit link's URL (?line=N#LN): the marked line
@@ -812,23 +822,18 @@ def test_a_hits_link_shows_its_line_whole_and_below_the_header_in_a_browser(tmp_
         top = search_get(base, "Who lights the lamp at dusk?", 1)[1]["hits"][0]
         assert top["where"] == "long.md:243", top
         for width in (390, 1280):
-            dom = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu",
-                                  "--virtual-time-budget=5000", f"--user-data-dir={tmp_path / 'profile'}",
-                                  f"--window-size={width},700", "--dump-dom",
-                                  f"{base}/documents/long.md?line=243#L243"],
-                                 capture_output=True, text=True, timeout=120).stdout
+            dom = _dom(f"{base}/documents/long.md?line=243#L243", tmp_path, f"--window-size={width},700")
             assert 'data-at="in-view one-row"' in dom, (width, dom[:300])
     finally:
         server.close()
 
 
-@pytest.mark.skipif(_chromium() is None, reason="no chromium binary; on Debian/Ubuntu: "
-                    "apt-get update && apt-get install -y chromium (or chromium-browser)")
+@needs_chromium
 @pytest.mark.jvm
 def test_the_page_shows_a_hits_heading_path_its_paragraph_once_and_its_paragraphs_other_hits(tmp_path, docs_index):
     """The page shows what the CLI shows, from the presenter's JSON: the heading path in the hit's
-    header; the rest of the paragraph (the heading path left out) with the sentence in bold, and
-    nothing more when the paragraph is the sentence alone; the paragraph's other hits by their text."""
+    header; the rest of the paragraph (the heading path left out), […] where the sentence stands,
+    and nothing more when the paragraph is the sentence alone; the paragraph's other hits by their text."""
     oil = "\U0001f6e2"  # an emoji: one character, two UTF-16 units in the page's JavaScript
     index = docs_index({"keeper.md": "# Lighthouse\n\n## Duties\n\nThe keeper trims the wick of the lamp every "
                                       f"evening.\n\n## Supplies\n\nThe keeper orders lamp oil {oil} in March. The "
@@ -838,10 +843,7 @@ def test_the_page_shows_a_hits_heading_path_its_paragraph_once_and_its_paragraph
 
     def first_hit(question: str) -> tuple[dict, str]:
         hit = search_get(base, question, 1, context="true")[1]["hits"][0]
-        dom = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
-                              f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
-                              f"{base}/?{urlencode({'q': question, 'k': 1})}"],
-                             capture_output=True, text=True, timeout=120).stdout
+        dom = _dom(f"{base}/?{urlencode({'q': question, 'k': 1})}", tmp_path)
         return hit, dom.split('<li class="hit"')[1].split("</li>\n")[0] if '<li class="hit"' in dom else dom
 
     try:

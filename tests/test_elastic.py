@@ -945,6 +945,10 @@ def test_loading_says_what_recreate_deletes_and_whose_documents_it_replaces(walk
     rc, _, err = cli("index", "--engine", "es", "--es-url", es_url, "--es-index", theirs, "--input", walk / "enc")
     _one_line_error(rc, err, "was not made by sparc-es", f"--recreate would delete index '{theirs}' and its 3 "
                     "documents", "choose another --es-index")
+    client.indices.put_mapping(index=theirs, properties={"weights": {"type": "keyword"}})  # theirs, another type
+    rc, _, err = cli("index", "--engine", "es", "--es-url", es_url, "--es-index", theirs, "--field-type",
+                     "rank_features", "--input", walk / "enc")
+    _one_line_error(rc, err, "was not made by sparc-es")  # said first: not a question of the field's type
     load = ["index", "--engine", "es", "--es-url", es_url, "--es-index", ours, "--quiet", "--input"]
     assert cli(*load, walk / "enc")[0] == 0
     rc, out, err = cli(*load, walk / "enc")

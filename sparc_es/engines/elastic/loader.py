@@ -168,12 +168,15 @@ def _create_or_check_index(load: _Load, manifest: Manifest, field_type: FieldTyp
             return False, True
         mappings = index_mappings(client.indices.get_mapping(index=index), index)
         kind = ((mappings.get("properties") or {}).get(FIELD) or {}).get("type")
-        wanted = choice(FieldType, field_type, "field type").value if field_type is not None else kind
-        if kind is not None and wanted != kind:
-            raise EngineError(f"index {index!r} stores its weights as {kind}, not {wanted}: a "
-                              "load cannot change a field's type; choose another --es-index, or load with "
-                              "--recreate, which deletes the index and its documents")
         body = mapping(manifest, kind if kind in {t.value for t in FieldType} else FieldType.RANK_FEATURES)
+
+        def same_type() -> None:  # a load never changes the weights field's type
+            wanted = choice(FieldType, field_type, "field type").value if field_type is not None else kind
+            if kind is not None and wanted != kind:
+                raise EngineError(f"index {index!r} stores its weights as {kind}, not {wanted}: a load cannot "
+                                  "change a field's type; choose another --es-index, or load with --recreate, "
+                                  "which deletes the index and its documents")
+
         meta = mappings.get("_meta") if isinstance(mappings.get("_meta"), dict) else {}
         existing = meta.get("sparc_es")
         client.indices.refresh(index=index)  # a count sees only refreshed documents
@@ -182,12 +185,14 @@ def _create_or_check_index(load: _Load, manifest: Manifest, field_type: FieldTyp
         if not isinstance(existing, dict):
             if count == 0 and weights_mode(mappings) is not None:
                 # made from mappings/sparc.json (its _meta.sparc_es a placeholder) and never loaded
+                same_type()
                 _add_fields(client, index, mappings, BASE_MAPPING["properties"], meta=body["_meta"])
                 return False, True
             why = ("no _meta.sparc_es in its mapping" if existing is None else "its _meta.sparc_es is not filled in")
             why += f", and no {FIELD!r} field to load into" if weights_mode(mappings) is None else ""
             raise EngineError(f"index {index!r} was not made by sparc-es ({why}); --recreate would delete {doomed}: "
                               "choose another --es-index to keep them")
+        same_type()
         # Re-running into the same index replaces documents by id; weights from another model or
         # factor would be mixed in silently, so that is refused.
         if not same_weights(existing, body["_meta"]["sparc_es"]):

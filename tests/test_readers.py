@@ -634,6 +634,47 @@ def test_mkdocs_material_constructs_read_as_rendered():
                    "Get it from GitHub and wrap in <div>.": "Lint > 7.0 Notes"}
 
 
+def test_markdown_reference_links_without_a_definition_show_their_text():
+    """A reference link whose label the file does not define shows its text, as the site does
+    (pymdown-extensions' pages open with ``[:octicons-file-code-24:][_caret]{: .source-link }``, its
+    label defined in a snippet MkDocs appends); a defined one and brackets in code are as before."""
+    text = ("[:octicons-file-code-24:][_caret]{: .source-link }\n\n# Caret\n\n"
+            "Built with [MkDocs][mkdocs] and [Material][].\n\nKeep `a[0][1]` as written.\n\n"
+            "From the [Python Package Index][pypi].\n\n[pypi]: https://pypi.org\n")
+    got = [s.text for s in split_document(text, "caret.md", "markdown")]
+    assert got == ["Built with MkDocs and Material.", "Keep a[0][1] as written.", "From the Python Package Index."]
+
+
+def test_markdown_definition_lists_lead_into_their_definitions_as_in_restructuredtext():
+    """MyST's and Python-Markdown's definition lists (pip's configuration page, abridged): the
+    term is each definition's lead-in, as a definition list's term is in reStructuredText, not a
+    sentence run into it ("Global : In a ...")."""
+    text = ("# Location\n\nGlobal\n: In a \"pip\" subdirectory of `XDG_CONFIG_DIRS`.\n\n"
+            "  This will be followed by loading `/etc/pip.conf`.\n\nUser\n: `$HOME/.config/pip/pip.conf`\n")
+    md = {s.text: s.context for s in split_document(text, "configuration.md", "markdown")}
+    rst = {s.text: s.context for s in split_document(
+        "Location\n========\n\nGlobal\n    In a \"pip\" subdirectory of ``XDG_CONFIG_DIRS``.\n\n"
+        "    This will be followed by loading ``/etc/pip.conf``.\n\nUser\n    ``$HOME/.config/pip/pip.conf``\n",
+        "configuration.rst", "rst")}
+    assert list(md) == ['In a "pip" subdirectory of XDG_CONFIG_DIRS.', "This will be followed by loading /etc/pip.conf.",
+                        "$HOME/.config/pip/pip.conf"]
+    assert md == rst
+    assert all(not s.startswith(("Global", "User")) for s in md)
+    assert "Global" in md["This will be followed by loading /etc/pip.conf."]
+
+
+def test_myst_toctree_include_and_image_show_no_text_and_no_code():
+    """A toctree is navigation, an include another file's text, an image a picture: the page shows
+    none of them as text (pip's cli/index.md gave its toctree's options as the code under "The
+    general options ... in this section.", and a colon-fenced include was a sentence)."""
+    text = ("# Commands\n\nThe general options are under the pip page in this section.\n\n"
+            "```{toctree}\n:maxdepth: 1\n:hidden:\n\npip\n```\n\n:::{include} ../README.md\n:::\n\n"
+            "```{image} logo.png\n:alt: pip\n```\n\nAfter them.\n\n```{pip-cli}\n$ pip install x\n```\n")
+    got = [(s.text, s.code) for s in split_document(text, "cli/index.md", "markdown")]
+    assert got == [("The general options are under the pip page in this section.", None),
+                   ("After them.", "$ pip install x")]  # a project's own directive stays code
+
+
 def test_myst_directives_with_a_prose_body_read_as_sphinx_renders_them():
     """MyST's fenced directives (pip's and Black's docs, abridged): a note, a version note, an
     admonition, a tab, a colon fence and a note inside a list item give their body as prose under

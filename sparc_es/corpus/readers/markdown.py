@@ -3,7 +3,9 @@
 The Python-Markdown extensions MkDocs-Material sites use are read as they show: admonitions and
 collapsible blocks (their title is context, like a heading), content tabs (their label likewise),
 attribute lists, abbreviation definitions, snippet markers and ``[TOC]`` (markup, left out), icon
-shortcodes (images, left out), inline-highlight prefixes and MyST roles. MyST directives whose body
+shortcodes (images, left out), inline-highlight prefixes, MyST roles and reference links whose
+label the file does not define (their text, as the site shows it). A definition list's term leads
+into its definitions, as a paragraph leads into a list. MyST directives whose body
 is prose (```` ```{note} ````, ```` ````{admonition} Title ````, ``:::{versionchanged} 2.0``, tabs,
 dropdowns) are read as Sphinx renders them: their body is text under their label, as an
 admonition's is; other directives stay code blocks. A YAML front matter block is skipped; HTML
@@ -20,6 +22,7 @@ from functools import lru_cache
 from markdown_it import MarkdownIt
 from mdit_py_plugins.admon import admon_plugin
 from mdit_py_plugins.attrs import attrs_block_plugin
+from mdit_py_plugins.deflist import deflist_plugin
 
 from sparc_es.corpus.readers.blocks import (
     BOX_LABELS,
@@ -47,9 +50,10 @@ MARKDOWN_NESTING = 100  # markdown-it's limit (default 20: ten list levels); con
 def _markdown():
     """CommonMark with GFM tables and the Python-Markdown extensions MkDocs-Material sites use:
     admonitions and collapsible blocks (``!!!``, ``???``, ``???+``: mdit-py-plugins), content tabs
-    (``=== "Label"``: :func:`_tabs`), block attribute lists (``{ .annotate }``: mdit-py-plugins)."""
+    (``=== "Label"``: :func:`_tabs`), block attribute lists (``{ .annotate }``: mdit-py-plugins),
+    definition lists (``Term`` then ``: Definition``: Python-Markdown's def_list, MyST's deflist)."""
     md = MarkdownIt("commonmark", {"maxNesting": MARKDOWN_NESTING}).enable("table")
-    md.use(admon_plugin).use(attrs_block_plugin)
+    md.use(admon_plugin).use(attrs_block_plugin).use(deflist_plugin)
     interrupts = {"alt": ["paragraph", "reference", "blockquote", "list"]}
     md.block.ruler.before("fence", "tabs", _tabs, interrupts)
     md.block.ruler.before("fence", "directive", _directive, interrupts)
@@ -57,12 +61,15 @@ def _markdown():
 
 
 # A MyST directive written as a fence: ```{name} argument (backticks, tildes, or colons with MyST's
-# colon_fence). Those below have a prose body, as Sphinx renders them; any other (toctree,
-# code-block, literalinclude, eval-rst, a project's own) stays what markdown-it makes of it.
+# colon_fence). Those below have a prose body, as Sphinx renders them; those in LEFT_OUT_DIRECTIVES
+# show no text of the page (navigation, other files, images); any other (code-block, eval-rst, a
+# project's own) stays what markdown-it makes of it.
 _DIRECTIVE = re.compile(r"(`{3,}|~{3,}|:{3,})\{([A-Za-z][\w:-]*)\}[ \t]*(.*?)[ \t]*$")
 _TITLED = {"admonition", "tab", "tab-item", "dropdown", "card", "grid-item-card", "topic", "sidebar", "margin"}
 _CONTAINERS = {"tab-set", "grid", "grid-item", "card-carousel", "container", "div"}  # no label of their own
 PROSE_DIRECTIVES = set(BOX_LABELS) | set(VERSION_LABELS) | _TITLED | _CONTAINERS
+LEFT_OUT_DIRECTIVES = {"toctree", "contents", "include", "literalinclude", "image", "program-output",
+                       "command-output", "autosummary"}
 _OPTION = re.compile(r":[\w-]+:(?:\s.*)?$")  # a directive's option line, :class: dropdown
 
 
@@ -71,12 +78,12 @@ def _directive(state, start_line: int, end_line: int, silent: bool) -> bool:
     in ``meta``), the text its first line holds, the body's blocks, ``directive_close``. The body
     runs to a closing fence of the same character, at least as long (as markdown-it closes a fence),
     or to the end of the enclosing block; its option lines (``:key: value``, or a ``---`` block) are
-    left out."""
+    left out. A directive of :data:`LEFT_OUT_DIRECTIVES` is one ``directive_left_out`` token."""
     if state.sCount[start_line] - state.blkIndent >= 4:  # an indented code block
         return False
     start = state.bMarks[start_line] + state.tShift[start_line]
     found = _DIRECTIVE.match(state.src[start:state.eMarks[start_line]])
-    if found is None or found.group(2).rpartition(":")[2].lower() not in PROSE_DIRECTIVES:
+    if found is None or found.group(2).rpartition(":")[2].lower() not in PROSE_DIRECTIVES | LEFT_OUT_DIRECTIVES:
         return False
     if silent:
         return True
@@ -91,6 +98,11 @@ def _directive(state, start_line: int, end_line: int, silent: bool) -> bool:
             closed = True
             break
         line += 1
+    if name in LEFT_OUT_DIRECTIVES:
+        state.push("directive_left_out", "", 0).map = [start_line, line + closed]
+        state.line = line + closed
+        return True
+
     def lines(n: int) -> str:
         return state.src[state.bMarks[n] + state.tShift[n]:state.eMarks[n]]
 
@@ -207,6 +219,10 @@ _MYST_ROLE = re.compile(r"\{[a-zA-Z][\w:+-]*\}$")
 
 _INLINE_HILITE = re.compile(r"^#!\w[\w+-]*\s+")
 
+# A reference link whose definition is not in the file ([text][label], [text][]): MkDocs sites
+# define such labels in a snippet appended to every page, so the page shows the link's text.
+_UNRESOLVED_REFERENCE = re.compile(r"\[([^\[\]]*)\]\[[^\[\]]*\]")
+
 
 def _inline(token) -> str:
     """The clean text of a markdown-it inline token: text, code spans, link text, image alts.
@@ -222,6 +238,8 @@ def _inline(token) -> str:
             content = role_text("", content)
         if kind == "code_inline":
             content = _INLINE_HILITE.sub("", content)  # pymdownx.inlinehilite's `#!python x` shows x
+        if kind == "text":
+            content = _UNRESOLVED_REFERENCE.sub(r"\1", content)
         if kind in ("text", "code_inline"):
             parts.append(content)
             has_text = has_text or bool(content.strip())
@@ -255,7 +273,8 @@ def markdown_blocks(text: str, report: Report) -> Iterator[Block]:
         return lines[min(a, len(lines) - 1)], lines[min(b, len(lines) - 1)]
 
     heads: list[tuple[int, str]] = []  # (level, title) of the open sections
-    leads: list[str] = []  # the lead-in of each open list, innermost last
+    leads: list[str] = []  # the lead-in of each open list (a definition's term), innermost last
+    term = ""  # the term of the definition list item being read
     containers: list[str] = []  # "item" / "quote", innermost last
     boxes: list[list[tuple[int, str]]] = []  # the sections open when each admonition or tab opened
     prev: Block | None = None  # the block just before, while nothing else came in between
@@ -287,6 +306,19 @@ def markdown_blocks(text: str, report: Report) -> Iterator[Block]:
             prev = None
         elif kind == "list_item_open":
             containers.append("item")
+        elif kind == "dt_open":  # a definition's term leads into its definitions, as in reStructuredText
+            term = _strip_markup(_inline(tokens[i + 1]))
+            prev = None
+            i += 3
+            continue
+        elif kind == "dd_open":
+            containers.append("item")
+            leads.append(term)
+            prev = None
+        elif kind == "dd_close":
+            containers.pop()
+            leads.pop()
+            prev = None
         elif kind == "blockquote_open":
             containers.append("quote")
         elif kind in ("list_item_close", "blockquote_close"):
@@ -333,7 +365,7 @@ def markdown_blocks(text: str, report: Report) -> Iterator[Block]:
                 yield replace(block, end=min(block.end, b))
             heads[:] = stack  # an HTML heading (<h1 align="center">) opens a section as # does
             prev = None
-        elif kind == "hr":
+        elif kind in ("hr", "directive_left_out"):
             prev = None
         i += 1
 

@@ -505,7 +505,8 @@ def test_run_of_an_empty_topics_file_is_refused(tmp_path, cli):
 def test_an_index_finds_its_documents_from_any_working_directory_and_when_moved(tmp_path, tiny_model_dir,
                                                                                   monkeypatch, cli):
     """The corpus is recorded absolutely and relative to the folder: a relative --corpus typed in one
-    folder is found from another, and from a copy of both moved elsewhere; a corpus that is gone is said."""
+    folder is found from another, and from a copy of both moved elsewhere; a corpus that is gone is said,
+    and its hits keep their heading path."""
     import shutil
 
     from sparc_es.answers.show import Places
@@ -526,10 +527,38 @@ def test_an_index_finds_its_documents_from_any_working_directory_and_when_moved(
             shutil.move(project, folder)
         places = Places(Manifest.read(folder / "enc").corpus_roots(folder / "enc"))
         assert places.gone() == [] and places.file("guide.md") == folder / "docs" / "guide.md"
-        assert places.of(sentence).line == 3
+        assert places.of(sentence).line == 3 and places.of(sentence).headings == ("Guide",)
     shutil.rmtree(tmp_path / "moved" / "docs")
     places = Places(Manifest.read(tmp_path / "moved" / "enc").corpus_roots(tmp_path / "moved" / "enc"))
     assert places.gone() == [project / "docs"] and places.of(sentence).line is None
+    assert places.of(sentence).headings == ("Guide",)  # the path encode stored: the file is not needed
+
+
+@pytest.mark.parametrize("columns", ["id, text, doc, start, end, context", "id, text, doc, start, end, context, code"])
+def test_a_sentence_store_of_an_older_sparc_es_is_read_and_resumed_into(tmp_path, columns):
+    """A store written before sentences kept their code, or their heading path, is read (the
+    missing fields None), and a resumed encode into it adds the column rather than failing."""
+    import sqlite3
+
+    from sparc_es.corpus.sources import Sentence
+    from sparc_es.layout.store import SentenceStore
+
+    path = tmp_path / "sentences.sqlite"
+    db = sqlite3.connect(path)
+    db.execute(f"CREATE TABLE sentences ({columns.replace(', ', ' TEXT, ')} TEXT)")
+    db.execute("CREATE TABLE contexts (key TEXT PRIMARY KEY, text TEXT NOT NULL)")
+    db.execute(f"INSERT INTO sentences VALUES ({', '.join('?' * len(columns.split(', ')))})",
+               ("a", "Old.", "d.md", 0, 4, None, None)[:len(columns.split(", "))])
+    db.commit()
+    db.close()
+    old = SentenceStore(path).get(["a"])["a"]
+    assert (old.text, old.code, old.headings) == ("Old.", None, None)
+    store = SentenceStore(path, create=True)
+    store.add([Sentence("b", "New.", "Guide > Setup. New.", "d.md", 5, 9, headings="Guide > Setup")])
+    got = store.get(["a", "b"], context=True)
+    store.close()
+    assert got["a"].headings is None and got["b"].headings == "Guide > Setup"
+    assert got["b"].context == "Guide > Setup. New."
 
 
 def read_vectors_ids(folder):

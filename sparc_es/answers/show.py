@@ -155,8 +155,8 @@ class Places:
     def of(self, s: Sentence) -> Place:
         """Where ``s`` sits (its context is needed for the heading path)."""
         opened = self._document(s.doc) if s.doc and s.start is not None and s.end is not None else None
-        if opened is None or not _holds(opened[1].text, s):
-            return Place(headings=_headings_in_context(s))
+        if opened is None or not _holds(opened[1].text, s):  # the path encode stored, else the context's
+            return Place(headings=tuple(s.headings.split(" > ")) if s.headings else _headings_in_context(s))
         path, document = opened
         line = len(re.findall(r"\r\n?|\n", document.text[: s.start])) + 1
         return Place(path, line, _headings(document, s, path))
@@ -423,7 +423,8 @@ class Presenter:
             if s is not None and not h.text:
                 h = h.located(s)
             context = s.context if s is not None else h.context or ""  # Elasticsearch's hits bring theirs
-            sentence = Sentence(id=h.id, text=h.text, context=context, doc=h.doc, start=h.start, end=h.end)
+            sentence = Sentence(id=h.id, text=h.text, context=context, doc=h.doc, start=h.start, end=h.end,
+                                headings=s.headings if s is not None else None)
             out.append(Shown(h, rank, context, self.places.of(sentence), marker.spans(h.text),
                              marker.spans(context), None if covers is None else covers.get(h.id, [])))
         return out

@@ -1,4 +1,5 @@
-"""The sentence store: id -> text, context, document and offsets, so a hit can be shown in its document.
+"""The sentence store: id -> text, context, document, offsets and heading path, so a hit can be
+shown in its document.
 
 A single SQLite file (standard library, bounded memory, random access by id) written while
 encoding and copied into every index built from the encoded folder. Contexts are stored once
@@ -38,14 +39,17 @@ class SentenceStore:
         self._lock = threading.Lock()
         if create:
             self.db.execute("CREATE TABLE IF NOT EXISTS sentences (id TEXT PRIMARY KEY, text TEXT NOT NULL, "
-                            "doc TEXT, start INTEGER, end INTEGER, context TEXT, code TEXT)")
+                            "doc TEXT, start INTEGER, end INTEGER, context TEXT, code TEXT, headings TEXT)")
             self.db.execute("CREATE TABLE IF NOT EXISTS contexts (key TEXT PRIMARY KEY, text TEXT NOT NULL)")
-        # A store written before sentences kept the code they lead into has no "code" column.
+        # A store written before sentences kept the code they lead into has no "code" column, and
+        # one written before they kept their heading path no "headings" column.
         columns = {row[1] for row in self.db.execute("PRAGMA table_info(sentences)")}
-        if create and columns and "code" not in columns:  # an interrupted encode of an older sparc-es, resumed
-            self.db.execute("ALTER TABLE sentences ADD COLUMN code TEXT")
-            columns.add("code")
+        for column in ("code", "headings"):
+            if create and columns and column not in columns:  # an interrupted encode of an older sparc-es, resumed
+                self.db.execute(f"ALTER TABLE sentences ADD COLUMN {column} TEXT")
+                columns.add(column)
         self._code = "s.code" if "code" in columns else "NULL"
+        self._headings = "s.headings" if "headings" in columns else "NULL"
 
     def add(self, sentences: Iterable[Sentence]) -> None:
         with self._lock:
@@ -55,8 +59,10 @@ class SentenceStore:
         # INSERT OR REPLACE / IGNORE make a resumed encode idempotent.
         self.db.executemany("INSERT OR IGNORE INTO contexts VALUES (?, ?)",  # in the corpus's order, not a set's
                             dict.fromkeys((_key(s.context), s.context) for s in sentences if s.context))
-        self.db.executemany("INSERT OR REPLACE INTO sentences VALUES (?, ?, ?, ?, ?, ?, ?)",
-                            ((s.id, s.text, s.doc, s.start, s.end, _key(s.context), s.code) for s in sentences))
+        self.db.executemany("INSERT OR REPLACE INTO sentences (id, text, doc, start, end, context, code, headings) "
+                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                            ((s.id, s.text, s.doc, s.start, s.end, _key(s.context), s.code, s.headings)
+                             for s in sentences))
         self.db.commit()
 
     def get(self, ids: list[str], context: bool = False) -> dict[str, Sentence]:
@@ -71,10 +77,11 @@ class SentenceStore:
         for start in range(0, len(ids), 500):  # SQLite caps the number of bound parameters
             chunk = ids[start: start + 500]
             marks = ",".join("?" * len(chunk))
-            for sid, text, doc, a, b, passage, code in self.db.execute(
-                    f"SELECT s.id, s.text, s.doc, s.start, s.end, {ctx}, {self._code} FROM sentences s {join} "
-                    f"WHERE s.id IN ({marks})", chunk):
-                out[sid] = Sentence(id=sid, text=text, context=passage or "", doc=doc, start=a, end=b, code=code)
+            for sid, text, doc, a, b, passage, code, headings in self.db.execute(
+                    f"SELECT s.id, s.text, s.doc, s.start, s.end, {ctx}, {self._code}, {self._headings} "
+                    f"FROM sentences s {join} WHERE s.id IN ({marks})", chunk):
+                out[sid] = Sentence(id=sid, text=text, context=passage or "", doc=doc, start=a, end=b, code=code,
+                                    headings=headings)
         return out
 
     def ids(self) -> Iterator[str]:

@@ -177,9 +177,11 @@ def test_idf_weights_match_brute_force(tmp_path):
 
 
 @pytest.mark.slow
-def test_ctrl_c_is_one_line_that_says_where_the_rerun_resumes(tmp_path):
-    """A real SIGINT to `sparc-es adapt`: no traceback, the progress line ended, exit 130, and one line
-    naming the checkpoint the same command resumes from."""
+@pytest.mark.parametrize("stop", ["SIGINT", "SIGTERM"])
+def test_ctrl_c_is_one_line_that_says_where_the_rerun_resumes(tmp_path, stop):
+    """A real SIGINT (Ctrl-C) or SIGTERM (kill, docker stop) to `sparc-es adapt`: no traceback, the
+    progress line ended, exit 130 or 143, and one line naming the checkpoint the same command resumes
+    from (SIGTERM killed the process where it stood, saying nothing)."""
     import os
     import re
     import signal
@@ -200,12 +202,12 @@ def test_ctrl_c_is_one_line_that_says_where_the_rerun_resumes(tmp_path):
         while not (out / adapt_module.CHECKPOINT).is_file() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.2)
         assert (out / adapt_module.CHECKPOINT).is_file(), proc.stderr.read() if proc.poll() is not None else ""
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(getattr(signal, stop))
         _, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 130, err
+    assert proc.returncode == {"SIGINT": 130, "SIGTERM": 143}[stop], err
     assert "Traceback" not in err
     last = err.rstrip("\n").split("\n")[-1]  # the progress bar's line ended before it
     assert re.fullmatch(r"sparc-es: adapt interrupted at step \d+ of 100000; run the same command again to resume "

@@ -99,7 +99,8 @@ def server(index, tmp_path_factory):
     yield from _serve(index, tmp_path_factory.mktemp("serve-log") / "serve.log")
 
 
-def _serve(index: Path | None, log: Path, *options: str, env: dict[str, str] | None = None):
+def _serve(index: Path | None, log: Path, *options: str, env: dict[str, str] | None = None,
+           stop: int = signal.SIGINT):
     where = ["--index", str(index)] if index is not None else []
     with open(log, "w") as out:
         process = subprocess.Popen([sys.executable, "-m", "sparc_es", "serve", *where, "--port", "0",
@@ -109,7 +110,7 @@ def _serve(index: Path | None, log: Path, *options: str, env: dict[str, str] | N
         base = _wait_for_url(log, process)
         yield base
     finally:
-        process.send_signal(signal.SIGINT)  # Ctrl-C: the usual way to stop it
+        process.send_signal(stop)  # Ctrl-C: the usual way to stop it (SIGTERM: docker stop, systemd)
         try:
             rc = process.wait(timeout=30)
         except subprocess.TimeoutExpired:
@@ -417,6 +418,16 @@ def test_the_page_shows_hits_with_the_questions_words_marked(server, tmp_path):
                        capture_output=True, timeout=120)
         assert shot.is_file() and shot.stat().st_size > 1000
         print(f"screenshot of the search page at {width} px: {shot}")
+
+
+@pytest.mark.jvm
+def test_sigterm_stops_serve_as_ctrl_c_does(index, tmp_path):
+    """``docker stop`` and systemd send SIGTERM: serve finishes as on Ctrl-C (uvicorn's own handler)
+    and exits 0, which the SIGTERM handler every other command runs under must leave as it is."""
+    server = _serve(index, tmp_path / "serve.log", stop=signal.SIGTERM)
+    base = next(server)
+    assert call(base, "GET", "/health")[0] == 200
+    server.close()  # sends SIGTERM and asserts the exit status 0
 
 
 @pytest.mark.jvm

@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 from types import ModuleType
 
 from sparc_es import __version__
@@ -47,7 +49,7 @@ from sparc_es.cli import (
     table,
     train,
 )
-from sparc_es.cli.output import FAILED, INTERRUPTED, PROG, error_line
+from sparc_es.cli.output import FAILED, INTERRUPTED, PROG, TERMINATED, error_line
 
 # The verbs, by name, in --help's order; each module has add_parser(sub) and command(args).
 VERBS: dict[str, ModuleType] = {
@@ -74,6 +76,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Terminated:
+    """SIGTERM (``kill``, ``docker stop``, systemd) raised as a KeyboardInterrupt where Python is, so
+    a command cleans up as on Ctrl-C (an index's ``.NAME.building`` folder and lock, Ray's processes,
+    serve's engine) instead of dying at once; ``received`` tells main which of the two it was."""
+
+    def __init__(self) -> None:
+        self.received = False
+
+    def __call__(self, signum, frame) -> None:
+        self.received = True
+        raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``sparc-es`` console script; returns the exit status."""
     parser = build_parser()
@@ -82,13 +97,19 @@ def main(argv: list[str] | None = None) -> int:
         verbs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
         verbs.choices[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     debug = args.debug or os.environ.get("SPARC_ES_DEBUG", "") not in ("", "0")
+    terminated, before = _Terminated(), None
+    # Only where SIGTERM would kill the process as it stands: a program that calls main keeps its own
+    # handler, and an ignored SIGTERM stays ignored.
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        before = signal.signal(signal.SIGTERM, terminated)
     try:
         status = VERBS[args.command].command(args)
         sys.stdout.flush()  # a reader gone is found here, not in the interpreter's exit
         return status
     except KeyboardInterrupt as e:  # a command may say how it goes on (adapt: from which checkpoint)
-        print(f"{PROG}: {str(e) or 'interrupted; run the same command again to resume'}", file=sys.stderr)
-        return INTERRUPTED
+        what = "terminated (SIGTERM)" if terminated.received else "interrupted"
+        print(f"{PROG}: {str(e) or what + '; run the same command again to resume'}", file=sys.stderr)
+        return TERMINATED if terminated.received else INTERRUPTED
     except BrokenPipeError:  # the reader has gone (`| head`): stop quietly, as other commands in a pipe do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush is quiet too
         return FAILED
@@ -97,4 +118,7 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(error_line(e), file=sys.stderr)
         return FAILED
+    finally:
+        if before is not None:
+            signal.signal(signal.SIGTERM, before)
 

@@ -9,8 +9,8 @@ from sparc_es.errors import one_line
 
 PROG = "sparc-es"
 
-# Exit codes: 130 is a shell's for Ctrl-C (128 + SIGINT).
-OK, FAILED, INTERRUPTED = 0, 1, 130
+# Exit codes: 130 is a shell's for Ctrl-C (128 + SIGINT), 143 for kill's SIGTERM (128 + 15).
+OK, FAILED, INTERRUPTED, TERMINATED = 0, 1, 130, 143
 
 # After the message of an error sparc-es did not foresee: where to see more.
 DEBUG_HINT = " (rerun with --debug for the traceback)"

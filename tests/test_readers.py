@@ -639,10 +639,14 @@ def test_markdown_reference_links_without_a_definition_show_their_text():
     (pymdown-extensions' pages open with ``[:octicons-file-code-24:][_caret]{: .source-link }``, its
     label defined in a snippet MkDocs appends); a defined one and brackets in code are as before."""
     text = ("[:octicons-file-code-24:][_caret]{: .source-link }\n\n# Caret\n\n"
-            "Built with [MkDocs][mkdocs] and [Material][].\n\nKeep `a[0][1]` as written.\n\n"
+            "Built with [MkDocs][mkdocs] and [Material][].\n\nEnable the [attr_list][attr-list] extension.\n\n"
+            "Or the [`md_in_html`][md-in-html] one.\n\n"
+            "Keep `a[0][1]` as written.\n\n"
             "From the [Python Package Index][pypi].\n\n[pypi]: https://pypi.org\n")
     got = [s.text for s in split_document(text, "caret.md", "markdown")]
-    assert got == ["Built with MkDocs and Material.", "Keep a[0][1] as written.", "From the Python Package Index."]
+    assert got == ["Built with MkDocs and Material.", "Enable the attr_list extension.", "Or the md_in_html one.",
+                   "Keep a[0][1] as written.",
+                   "From the Python Package Index."]
 
 
 def test_markdown_definition_lists_lead_into_their_definitions_as_in_restructuredtext():

@@ -222,6 +222,7 @@ _INLINE_HILITE = re.compile(r"^#!\w[\w+-]*\s+")
 # A reference link whose definition is not in the file ([text][label], [text][]): MkDocs sites
 # define such labels in a snippet appended to every page, so the page shows the link's text.
 _UNRESOLVED_REFERENCE = re.compile(r"\[([^\[\]]*)\]\[[^\[\]]*\]")
+_CODE_MARK = re.compile("\ue000(\\d+)\ue001")
 
 
 def _inline(token) -> str:
@@ -229,31 +230,35 @@ def _inline(token) -> str:
 
     A run of images with no other text (a row of badges) gives nothing."""
     parts, has_text = [], False
+    codes: list[str] = []  # code spans, held out of the text while reference links are resolved
     for child in token.children or ():
-        kind = child.type
-        content = child.content
+        kind, content = child.type, child.content
         if kind == "code_inline" and parts and _MYST_ROLE.search(parts[-1]):
             # A MyST role, {ref}`Title <target>`: the role's name is markup, its title (or target) the text.
             parts[-1] = _MYST_ROLE.sub("", parts[-1])
             content = role_text("", content)
         if kind == "code_inline":
             content = _INLINE_HILITE.sub("", content)  # pymdownx.inlinehilite's `#!python x` shows x
-        if kind == "text":
-            content = _UNRESOLVED_REFERENCE.sub(r"\1", content)
         if kind in ("text", "code_inline"):
-            parts.append(content)
             has_text = has_text or bool(content.strip())
+            if kind == "code_inline":
+                codes.append(content)
+                content = f"\ue000{len(codes) - 1}\ue001"
+            parts.append(content)
         elif kind in ("softbreak", "hardbreak"):
             parts.append(" ")
         elif kind == "image":
-            parts.append(child.content)  # the alt text, already plain
+            parts.append(content)  # the alt text, already plain
         elif kind == "html_inline":
             # Tags and comments are markup; a line break or a block tag still separates words.
-            tag = child.content[1:].lstrip("/").split(None, 1)[0].rstrip("/>").lower() if child.content else ""
+            tag = content[1:].lstrip("/").split(None, 1)[0].rstrip("/>").lower() if content else ""
             if tag in ("br", "p", "div", "li", "td", "th", "tr", "hr"):
                 parts.append(" ")
         # link_open/close, em/strong open/close: markup only
-    return squash("".join(parts)) if has_text else ""
+    if not has_text:
+        return ""
+    text = _UNRESOLVED_REFERENCE.sub(r"\1", "".join(parts))  # [`attr_list`][attr-list] too
+    return squash(_CODE_MARK.sub(lambda m: codes[int(m.group(1))], text) if codes else text)
 
 
 def markdown_blocks(text: str, report: Report) -> Iterator[Block]:

@@ -2,8 +2,29 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
+
+_COMMAND_LINE = False  # True while the sparc-es command runs a verb (sparc_es.cli.main)
+
+
+def option(flag: str, keyword: str) -> str:
+    """An option as its user gives it: ``flag`` under the ``sparc-es`` command, ``keyword`` from
+    Python, so an error says "pass --overwrite" to one and "pass overwrite=True" to the other."""
+    return flag if _COMMAND_LINE else keyword
+
+
+@contextmanager
+def command_line() -> Iterator[None]:
+    """While inside, :func:`option` names command-line flags (the ``sparc-es`` command enters it)."""
+    global _COMMAND_LINE
+    before, _COMMAND_LINE = _COMMAND_LINE, True
+    try:
+        yield
+    finally:
+        _COMMAND_LINE = before
 
 
 class SparcError(Exception):

@@ -561,6 +561,28 @@ def test_a_sentence_store_of_an_older_sparc_es_is_read_and_resumed_into(tmp_path
     assert got["b"].context == "Guide > Setup. New."
 
 
+@pytest.mark.jvm
+def test_errors_name_the_flag_on_the_command_line_and_the_keyword_from_python(docs_index, cli):
+    """The same refusal names what its user types: ``--overwrite`` to the command, ``overwrite=True``
+    to a program calling the library (which has no flags)."""
+    from sparc_es.engines import open_engine
+    from sparc_es.engines.lucene import build_index
+    from sparc_es.errors import SparcError
+
+    index = docs_index({"guide.md": "# Guide\n\nThe port is 8081 by default.\n"})
+    encoded = index.parent / "enc"
+    with pytest.raises(SparcError) as raised:
+        build_index(encoded, index)
+    assert "pass overwrite=True to rebuild it" in str(raised.value) and "--" not in str(raised.value)
+    rc, _, err = cli("index", "--input", encoded, "--index", index)
+    assert rc == 1 and "pass --overwrite to rebuild it" in err, err
+    with pytest.raises(SparcError, match=r"^hybrid_weight is BM25's share of a hybrid sum: it does not apply to "
+                                         r"hybrid=rrf$"):
+        open_engine("lucene", index, hybrid="rrf", hybrid_weight=0.2)
+    rc, _, err = cli("search", "--index", index, "--hybrid", "rrf", "--hybrid-weight", "0.2", "q")
+    assert rc == 1 and "--hybrid-weight is BM25's share of a hybrid sum: it does not apply to --hybrid rrf" in err
+
+
 def read_vectors_ids(folder):
     from sparc_es.layout.store import SentenceStore
 

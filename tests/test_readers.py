@@ -660,8 +660,8 @@ def test_markdown_definition_lists_lead_into_their_definitions_as_in_restructure
         "Location\n========\n\nGlobal\n    In a \"pip\" subdirectory of ``XDG_CONFIG_DIRS``.\n\n"
         "    This will be followed by loading ``/etc/pip.conf``.\n\nUser\n    ``$HOME/.config/pip/pip.conf``\n",
         "configuration.rst", "rst")}
-    assert list(md) == ['In a "pip" subdirectory of XDG_CONFIG_DIRS.', "This will be followed by loading /etc/pip.conf.",
-                        "$HOME/.config/pip/pip.conf"]
+    assert list(md) == ['In a "pip" subdirectory of XDG_CONFIG_DIRS.',
+                        "This will be followed by loading /etc/pip.conf.", "$HOME/.config/pip/pip.conf"]
     assert md == rst
     assert all(not s.startswith(("Global", "User")) for s in md)
     assert "Global" in md["This will be followed by loading /etc/pip.conf."]

@@ -50,6 +50,7 @@ from sparc_es.cli import (
     train,
 )
 from sparc_es.cli.output import FAILED, INTERRUPTED, PROG, TERMINATED, error_line
+from sparc_es.errors import command_line
 
 # The verbs, by name, in --help's order; each module has add_parser(sub) and command(args).
 VERBS: dict[str, ModuleType] = {
@@ -103,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         before = signal.signal(signal.SIGTERM, terminated)
     try:
-        status = VERBS[args.command].command(args)
+        with command_line():  # errors name the command's flags, not the library's keywords
+            status = VERBS[args.command].command(args)
         sys.stdout.flush()  # a reader gone is found here, not in the interpreter's exit
         return status
     except KeyboardInterrupt as e:  # a command may say how it goes on (adapt: from which checkpoint)

@@ -48,7 +48,7 @@ import orjson
 from sparc_es import __version__
 from sparc_es.corpus.sources import JSONL_SUFFIXES, Files, ReadStats, Sentence, Source, as_source
 from sparc_es.encode.backend import Backend, Local
-from sparc_es.errors import SparcError, StoreError
+from sparc_es.errors import SparcError, StoreError, option
 from sparc_es.layout import ownership as folders
 from sparc_es.layout.locks import exclusive
 from sparc_es.layout.manifest import Manifest, ModelInfo, new_generation
@@ -141,8 +141,10 @@ def _notice(message: str) -> None:
     print(f"sparc-es encode: {message}", file=sys.stderr, flush=True)
 
 
-# said when an update cannot keep the old weights
-_AGAIN = "encode it again: the same command without --update, with --overwrite"
+def _again() -> str:
+    """What to do when an update cannot keep the old weights."""
+    return "encode it again: " + option("the same command without --update, with --overwrite",
+                                        "overwrite=True instead of update=True")
 
 
 def encode_corpus(corpus: Source | str | Path | Iterable[str | Path], output: str | Path,
@@ -238,9 +240,9 @@ class _EncodeRun:
         if self.batch_size < 1 or self.shard_size < 1 or not self.shard_seconds > 0:
             raise SparcError("batch size, shard size and shard seconds must be positive")
         if update and overwrite:
-            raise SparcError("--update keeps the weights of unchanged sentences and --overwrite encodes everything "
-                             "again: pass one of them")
-        folders.check_folder_output(self.out, "--output")
+            raise SparcError(f"{option('--update', 'update')} keeps the weights of unchanged sentences and "
+                             f"{option('--overwrite', 'overwrite')} encodes everything again: pass one of them")
+        folders.check_folder_output(self.out, option("--output", "output"))
         if isinstance(self.source, Files):  # an output inside a corpus folder would be read back as corpus
             folders.check_apart(self.out, self.source.paths, "the output folder")
 
@@ -329,14 +331,15 @@ class _EncodeRun:
     def _check_same_weights(self, old: Manifest) -> None:
         """Refuse to update a folder whose weights this run would not give (IDF, model, K, factor, floats)."""
         if self.idf != old.idf:
+            same_way = option("--idf" if old.idf else "--no-idf", f"idf={old.idf}")
             raise StoreError(f"{self.out}: was encoded {'with' if old.idf else 'without'} IDF weighting; update it "
-                             f"the same way ({'--idf' if old.idf else '--no-idf'}) or {_AGAIN}")
+                             f"the same way ({same_way}) or {_again()}")
         same = (old.model.fingerprint == self.model.fingerprint and old.top_k == self.model.config.top_k
                 and old.factor == self.factor and old.min_impact == self.min_impact
                 and (old.floats or not self.keep_floats))
         if not same:
-            raise StoreError(f"{self.out}: was encoded with another model, K, factor or --min-impact (or without "
-                             f"float weights); {_AGAIN}")
+            raise StoreError(f"{self.out}: was encoded with another model, K, factor or minimum impact (or without "
+                             f"float weights); {_again()}")
 
     def _check_same_corpus(self, old: Manifest) -> None:
         """Refuse to update from other corpus folders or document files: a document's id is its path
@@ -353,8 +356,8 @@ class _EncodeRun:
         if named(old.corpus_roots(self.out)) != named(now):
             raise StoreError(f"{self.out}: was encoded from {', '.join(old.corpus)}, not {', '.join(now)}; sentence "
                              "ids are paths inside the corpus folders, so an update from others would rename or "
-                             "remove every sentence: update it from the same corpus, or encode it afresh with "
-                             "--overwrite")
+                             f"remove every sentence: update it from the same corpus, or encode it afresh with "
+                             f"{option('--overwrite', 'overwrite=True')}")
 
     def _kept_statistics(self) -> CorpusStatistics | None:
         """The corpus statistics the folder being updated was encoded with (None when it needs none)."""
@@ -363,7 +366,7 @@ class _EncodeRun:
         corpus = CorpusStatistics.read(self.out)
         if corpus is None:
             raise StoreError(f"{self.out}: has no {LEXICAL_FILE} (the corpus statistics of its lexical term or IDF); "
-                             f"{_AGAIN}")
+                             f"{_again()}")
         return corpus
 
     def _settings(self) -> dict:
@@ -407,8 +410,8 @@ class _EncodeRun:
         """
         out = self.folder
         if (out / META).exists():
-            raise StoreError(f"{out}: already holds a finished encode; pass --overwrite to replace it "
-                             "(or --update to encode only what changed)")
+            raise StoreError(f"{out}: already holds a finished encode; pass {option('--overwrite', 'overwrite=True')} "
+                             f"to replace it (or {option('--update', 'update=True')} to encode only what changed)")
         progress = out / PROGRESS
         if progress.is_file():
             try:
@@ -422,14 +425,16 @@ class _EncodeRun:
                                                           int(state["bytes"]))
                 return state.get("read")
             if done and not chosen and not self.updating:
-                raise StoreError(f"{out}: holds an unfinished encode made with other settings "
-                                 "(model, K, factor, --keep-floats or IDF); pass --overwrite to start again")
+                raise StoreError(f"{out}: holds an unfinished encode made with other settings (model, K, factor, "
+                                 f"float weights or IDF); pass {option('--overwrite', 'overwrite=True')} to start "
+                                 "again")
             if done:
                 why = ("an interrupted update with other settings" if not chosen else
                        "the corpus changed since the interrupted encode (its statistics differ)")
                 _notice(f"{out}: {why}: starting again from the beginning")
         elif out.exists() and any(p.name != folders.MARKER for p in out.iterdir()):
-            raise StoreError(f"{out}: folder is not empty; choose a new folder or pass --overwrite")
+            raise StoreError(f"{out}: folder is not empty; choose a new folder or pass "
+                             f"{option('--overwrite', 'overwrite=True')}")
         self._restart()
         return None
 
@@ -583,7 +588,7 @@ class _EncodeRun:
             self.store.close()
         if stored != self.stats.sentences:  # the store's ids are unique: a repeated id would show here
             raise StoreError(f"{self.folder}: {self.stats.sentences} sentences were encoded but the sentence store "
-                             f"holds {stored} ids; encode again with --overwrite")
+                             f"holds {stored} ids; encode again with {option('--overwrite', 'overwrite=True')}")
         self.model.tokenizer.save_pretrained(self.folder / TOKENIZER)
         cleaned = self.cleaned
         manifest = Manifest.from_json({"sparc_es": __version__, **self.settings, **self.extra_meta,

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sparc_es.engines.base import Engine, EngineKind, Hit, Topics
-from sparc_es.errors import SparcError, choice
+from sparc_es.errors import SparcError, choice, option
 
 __all__ = ["Engine", "EngineKind", "Hit", "Topics", "open_engine"]
 
@@ -57,7 +57,8 @@ def open_engine(kind: EngineKind | str = EngineKind.LUCENE, index: str | Path | 
                        "with this sparc-es for the one-request default")
             return HybridMethod.MINMAX
         if asked.weighed:
-            raise SparcError(f"--hybrid-weight weighs the default hybrid, but {why} and it cannot be searched by BM25")
+            raise SparcError(f"{option('--hybrid-weight', 'hybrid_weight')} weighs the default hybrid, but {why} and "
+                             "it cannot be searched by BM25")
         if notice is not None:
             notice(f"{why} and it cannot be searched by BM25: searching with SPARC alone, not the default hybrid")
         return None
@@ -85,7 +86,7 @@ def open_engine(kind: EngineKind | str = EngineKind.LUCENE, index: str | Path | 
             sparc.close()
             raise
     if index is None:
-        raise SparcError(f"the {kind.value} engine needs an index folder (--index DIR)")
+        raise SparcError(f"the {kind.value} engine needs an index folder ({option('--index DIR', 'index')})")
     from sparc_es.engines.blend import Blend
     from sparc_es.engines.bm25 import LuceneBM25
     from sparc_es.engines.lucene import LuceneEngine
@@ -101,7 +102,8 @@ def open_engine(kind: EngineKind | str = EngineKind.LUCENE, index: str | Path | 
     if method is HybridMethod.SUM:
         engine = LuceneEngine(index, bm25_share=weight)
         if not engine.blend.titles and notice is not None:
-            notice(OLDER_TITLES.format(where=str(index), how="sparc-es index --overwrite"))
+            notice(OLDER_TITLES.format(where=str(index), how=option("sparc-es index --overwrite",
+                                                                      "build_index(..., overwrite=True)")))
         return engine
     if method is not None:
         return HybridEngine.open(index, method, weight)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from sparc_es.engines.base import Description, EngineKind, Hit, HybridMethod, best_first
 from sparc_es.engines.blend import BM25_SHARE
-from sparc_es.errors import SparcError, choice
+from sparc_es.errors import SparcError, choice, option
 
 RRF_K = 60
 DEPTH = 1000  # sentences each engine retrieves per question before a client-side fusion
@@ -63,16 +63,19 @@ class HybridChoice:
         method = None if hybrid in (None, "none", "default") else choice(HybridMethod, hybrid, "hybrid method")
         if kind is EngineKind.BM25:
             if hybrid not in (None, "default") or weight is not None:
-                given = "--hybrid" if hybrid not in (None, "default") else "--hybrid-weight"
-                raise SparcError(f"{given} fuses SPARC with BM25: it applies to --engine lucene and es, not to the "
-                                 "BM25 engine")
+                given = option("--hybrid", "hybrid") if hybrid not in (None, "default") else option(
+                    "--hybrid-weight", "hybrid_weight")
+                raise SparcError(f"{given} fuses SPARC with BM25: it applies to the lucene and es engines, not to "
+                                 "the BM25 engine")
             return cls(None, BM25_WEIGHT)
         if weight is not None and (method is HybridMethod.RRF or hybrid in (None, "none")):
-            raise SparcError(f"--hybrid-weight is BM25's share of a hybrid sum: it does not apply to --hybrid "
-                             f"{hybrid or 'none'}" + (" (SPARC alone)" if method is None else ""))
+            raise SparcError(f"{option('--hybrid-weight', 'hybrid_weight')} is BM25's share of a hybrid sum: it does "
+                             f"not apply to {option('--hybrid ', 'hybrid=')}{hybrid or 'none'}"
+                             + (" (SPARC alone)" if method is None else ""))
         share = BM25_WEIGHT if weight is None else weight
         if not 0.0 <= share <= 1.0:
-            raise SparcError(f"--hybrid-weight is BM25's share of the sum: between 0 and 1, not {share:g}")
+            raise SparcError(f"{option('--hybrid-weight', 'hybrid_weight')} is BM25's share of the sum: between 0 "
+                             f"and 1, not {share:g}")
         return cls(method, share, default, weight is not None)
 
 

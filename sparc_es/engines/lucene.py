@@ -30,7 +30,7 @@ from sparc_es.engines import blend
 from sparc_es.engines._impacts import write_impact_index
 from sparc_es.engines._java import TopK, folder_size, index_documents, parts, start_jvm
 from sparc_es.engines.base import Description, EngineKind, Hit, HybridMethod
-from sparc_es.errors import EngineError, StoreError, count_mismatch
+from sparc_es.errors import EngineError, StoreError, count_mismatch, option
 from sparc_es.layout import ownership as folders
 from sparc_es.layout.locks import exclusive
 from sparc_es.layout.manifest import IndexInfo, Manifest, copy_into, reading
@@ -54,8 +54,8 @@ def build_index(encoded: str | Path, folder: str | Path, overwrite: bool = False
     folders.check_apart(folder, [encoded], "the index folder")  # --overwrite would delete the encoded folder
     Manifest.read(encoded)  # a clear error for a folder that is not a finished encode, before anything else
     if folder.exists() and not overwrite:
-        raise StoreError(f"{folder}: already exists; pass --overwrite to rebuild it")
-    folders.check_removable(folder)  # --overwrite replaces only an index sparc-es made
+        raise StoreError(f"{folder}: already exists; pass {option('--overwrite', 'overwrite=True')} to rebuild it")
+    folders.check_removable(folder, option("--overwrite", "overwrite=True"))  # replaces only an index sparc-es made
     with exclusive(folder, "sparc-es index"):
         building = folder.parent / f".{folder.name}.building"
         shutil.rmtree(building, ignore_errors=True)  # left by a build that was killed
@@ -132,7 +132,8 @@ class LuceneEngine:
             self.blend = self._stored_blend
             if self.blend is None:
                 raise StoreError(f"{self.path}: built before sentences stored their BM25 terms; rebuild it with "
-                                 "sparc-es index --overwrite for the SPARC + BM25 sum")
+                                 f"{option('sparc-es index --overwrite', 'build_index(..., overwrite=True)')} for "
+                                 "the SPARC + BM25 sum")
         # the one-request sum, BM25's share (what a run tag and the server say of it), or SPARC alone
         self.method, self.bm25_weight = (HybridMethod.SUM, bm25_share) if bm25_share is not None else (None, None)
         self.queries = QueryEncoder.load(self.path)

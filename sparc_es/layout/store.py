@@ -17,7 +17,7 @@ from pathlib import Path
 import orjson
 
 from sparc_es.corpus.sources import Sentence
-from sparc_es.errors import StoreError
+from sparc_es.errors import StoreError, option
 from sparc_es.layout.names import SENTENCES, VECTORS, VECTORS_FILE
 from sparc_es.layout.records import id_digest
 
@@ -130,4 +130,4 @@ def check_ids(folder: str | Path) -> None:
     if vectors != stored:
         raise StoreError(f"{folder}: its vectors ({vectors[0]} records) and its sentence store ({stored[0]} ids) "
                          "do not hold the same sentence ids (a record repeated or lost); encode it again "
-                         "with --overwrite")
+                         f"with {option('--overwrite', 'overwrite=True')}")

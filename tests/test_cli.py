@@ -583,6 +583,20 @@ def test_errors_name_the_flag_on_the_command_line_and_the_keyword_from_python(do
     assert rc == 1 and "--hybrid-weight is BM25's share of a hybrid sum: it does not apply to --hybrid rrf" in err
 
 
+@pytest.mark.jvm
+def test_a_hit_whose_file_is_gone_still_shows_its_heading_path(docs_index, cli):
+    """The presenter takes the heading path the sentence store kept when the document is not there
+    to read it from (a corpus folder removed; documents read from a cluster never had one)."""
+    import shutil
+
+    index = docs_index({"guide.md": "# Guide\n\nThe port is 8081 by default.\n"})
+    shutil.rmtree(index.parent / "docs")
+    rc, out, err = cli("search", "--index", index, "--json", "-k", "1", "Which port is the default?")
+    assert rc == 0, err
+    [hit] = json.loads(out)  # one question: its list of hits
+    assert hit["text"] == "The port is 8081 by default." and hit["headings"] == ["Guide"], hit
+
+
 def read_vectors_ids(folder):
     from sparc_es.layout.store import SentenceStore
 

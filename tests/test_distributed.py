@@ -264,6 +264,37 @@ def test_a_ctrl_c_while_ray_shuts_down_is_said_and_the_shutdown_finishes(capsys,
 
 @needs_ray
 @pytest.mark.slow
+def test_sigterm_under_the_command_is_ctrl_c_with_ray_too(capsys, monkeypatch):
+    """ray.init puts its own SIGTERM handler in (sys.exit(15): no message, exit 15); the command's,
+    which takes SIGTERM as Ctrl-C, is put back, and a SIGTERM during Ray's shutdown is waited
+    through as a first Ctrl-C is."""
+    import signal
+
+    import ray
+
+    from sparc_es.cli import _Terminated
+    from sparc_es.encode.ray import RayBackend
+
+    mine, real = _Terminated(), ray.shutdown
+    before = signal.signal(signal.SIGTERM, mine)
+    try:
+        def terminated(*args, **kwargs):
+            signal.raise_signal(signal.SIGTERM)
+            return real(*args, **kwargs)
+
+        backend = RayBackend(actors=1, threads=1)
+        assert backend.pieces_at_once > 0  # a local Ray, started for this backend
+        assert signal.getsignal(signal.SIGTERM) is mine
+        monkeypatch.setattr(ray, "shutdown", terminated)
+        backend.close()
+        assert mine.received and not ray.is_initialized()
+        assert "stopping Ray (a few seconds; Ctrl-C again leaves it running)" in capsys.readouterr().err
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+@needs_ray
+@pytest.mark.slow
 def test_a_local_ray_refuses_clients_without_a_token():
     """Ray listens on every interface, and an unauthenticated Ray is code execution for whoever
     reaches it: the local Ray sparc-es starts (Ray 2.52+, token authentication by default) refuses a

@@ -649,6 +649,25 @@ def test_markdown_reference_links_without_a_definition_show_their_text():
                    "From the Python Package Index."]
 
 
+@pytest.mark.parametrize(("markdown", "shown"), [
+    ("Index it as a[i][j] to get the cell.", "Index it as a[i][j] to get the cell."),  # indexing, not a link
+    ("Run `x`[0][1] and f(x)[0][1] now.", "Run x[0][1] and f(x)[0][1] now."),
+    ("As shown in [1][2], and [1, 2][0] is 1.", "As shown in [1][2], and [1, 2][0] is 1."),  # citations, numbers
+    ("An escaped \\[text\\]\\[label\\] stays.", "An escaped [text][label] stays."),  # as the page shows it
+    ("See ![the flow][flow-img] below.", "See the flow below."),  # an image: its alt, as a defined one gives
+    ("Glyph \ue0003\ue001 then `code`.", "Glyph 3\ue001 then code."),  # private-use characters: no crash
+])
+def test_markdown_brackets_that_are_not_a_reference_link_stay_as_written(markdown, shown):
+    assert [s.text for s in split_document(markdown, "x.md", "markdown")] == [shown]
+
+
+def test_markdown_a_badge_given_by_reference_is_no_sentence():
+    """``[![PyPI][badge]][pypi]`` (README badges, labels defined in a snippet): an image alone gives
+    nothing, as one whose label is defined."""
+    assert [s.text for s in split_document("[![PyPI][badge]][pypi] ![CI][ci]\n\nText.\n", "x.md", "markdown")] \
+        == ["Text."]
+
+
 def test_markdown_definition_lists_lead_into_their_definitions_as_in_restructuredtext():
     """MyST's and Python-Markdown's definition lists (pip's configuration page, abridged): the
     term is each definition's lead-in, as a definition list's term is in reStructuredText, not a
@@ -677,6 +696,16 @@ def test_myst_toctree_include_and_image_show_no_text_and_no_code():
     got = [(s.text, s.code) for s in split_document(text, "cli/index.md", "markdown")]
     assert got == [("The general options are under the pip page in this section.", None),
                    ("After them.", "$ pip install x")]  # a project's own directive stays code
+
+
+def test_a_left_out_directive_left_open_is_reported_not_silent():
+    """A toctree whose closing fence is missing runs to the end of the file, as an open code fence
+    does: what it takes with it is reported."""
+    said = []
+    blocks = list(read_blocks("# A\n\nText.\n\n```{toctree}\n:maxdepth: 1\n\n# B\n\nMore text.\n", "markdown",
+                              report=lambda line, what: said.append((line, what))))
+    assert [b.text for b in blocks if b.kind != HEADING] == ["Text."]
+    assert said == [(5, "a {toctree} directive left open: the rest of the file (6 lines) is left out with it")]
 
 
 def test_myst_directives_with_a_prose_body_read_as_sphinx_renders_them():

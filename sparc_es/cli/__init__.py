@@ -78,15 +78,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 class _Terminated:
-    """SIGTERM (``kill``, ``docker stop``, systemd) raised as a KeyboardInterrupt where Python is, so
-    a command cleans up as on Ctrl-C (an index's ``.NAME.building`` folder and lock, Ray's processes,
-    serve's engine) instead of dying at once; ``received`` tells main which of the two it was."""
+    """SIGTERM (``kill``, ``docker stop``, systemd) taken as Ctrl-C, so a command cleans up as on
+    Ctrl-C (an index's ``.NAME.building`` folder and lock, a local Ray, serve's engine) instead of
+    dying at once: what SIGINT's own handler does where a command set one (``train`` and ``adapt``
+    finish the step in progress, a Ray shutdown is waited for), else a KeyboardInterrupt where
+    Python is. ``received`` tells main which of the two signals it was."""
 
     def __init__(self) -> None:
         self.received = False
 
     def __call__(self, signum, frame) -> None:
         self.received = True
+        handler = signal.getsignal(signal.SIGINT)
+        if callable(handler) and handler is not signal.default_int_handler:
+            handler(signal.SIGINT, frame)
+            return
         raise KeyboardInterrupt
 
 
@@ -99,11 +105,11 @@ def main(argv: list[str] | None = None) -> int:
         verbs.choices[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     debug = args.debug or os.environ.get("SPARC_ES_DEBUG", "") not in ("", "0")
     terminated, before = _Terminated(), None
-    # Only where SIGTERM would kill the process as it stands: a program that calls main keeps its own
-    # handler, and an ignored SIGTERM stays ignored.
-    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-        before = signal.signal(signal.SIGTERM, terminated)
     try:
+        # Only where SIGTERM would kill the process as it stands: a program that calls main keeps
+        # its own handler, and an ignored SIGTERM stays ignored.
+        if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            before = signal.signal(signal.SIGTERM, terminated)
         with command_line():  # errors name the command's flags, not the library's keywords
             status = VERBS[args.command].command(args)
         sys.stdout.flush()  # a reader gone is found here, not in the interpreter's exit

@@ -504,6 +504,10 @@ class RayBackend:
         # process, which uses it in normal operation, and Ray's shutdown leaves it at the default:
         # a later Lucene call then kills the process (ray-project/ray#36415, #58984).
         os.environ.setdefault("RAY_DISABLE_FAILURE_SIGNAL_HANDLER", "1")
+        # ray.init sets a SIGTERM handler of its own (sys.exit: no message, no cleanup said) on the
+        # main thread; one the process had set (sparc-es's, taking SIGTERM as Ctrl-C) is put back.
+        sigterm = signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() else None
+        sigterm = None if sigterm in (signal.SIG_DFL, None) else sigterm
         try:
             if ray.is_initialized():
                 pass  # the caller's own Ray: used as it is, and left running
@@ -527,6 +531,9 @@ class RayBackend:
         except Exception as e:
             where = self.address or "a local Ray"
             raise SparcError(f"cannot start or reach {where}: {type(e).__name__}: {' '.join(str(e).split())}") from None
+        finally:
+            if sigterm is not None:
+                signal.signal(signal.SIGTERM, sigterm)
         self._connected = True
         resources = ray.cluster_resources()
         gpus, cpus = resources.get("GPU", 0), resources.get("CPU", 0)

@@ -52,7 +52,8 @@ def _markdown():
     admonitions and collapsible blocks (``!!!``, ``???``, ``???+``: mdit-py-plugins), content tabs
     (``=== "Label"``: :func:`_tabs`), block attribute lists (``{ .annotate }``: mdit-py-plugins),
     definition lists (``Term`` then ``: Definition``: Python-Markdown's def_list, MyST's deflist)."""
-    md = MarkdownIt("commonmark", {"maxNesting": MARKDOWN_NESTING}).enable("table")
+    # text_join off: an escaped bracket (\[) stays its own token, so _inline can tell it from a link's
+    md = MarkdownIt("commonmark", {"maxNesting": MARKDOWN_NESTING}).enable("table").disable("text_join")
     md.use(admon_plugin).use(attrs_block_plugin).use(deflist_plugin)
     interrupts = {"alt": ["paragraph", "reference", "blockquote", "list"]}
     md.block.ruler.before("fence", "tabs", _tabs, interrupts)
@@ -99,7 +100,8 @@ def _directive(state, start_line: int, end_line: int, silent: bool) -> bool:
             break
         line += 1
     if name in LEFT_OUT_DIRECTIVES:
-        state.push("directive_left_out", "", 0).map = [start_line, line + closed]
+        token = state.push("directive_left_out", "", 0)
+        token.map, token.meta = [start_line, line + closed], {"name": name, "closed": closed}
         state.line = line + closed
         return True
 
@@ -219,10 +221,12 @@ _MYST_ROLE = re.compile(r"\{[a-zA-Z][\w:+-]*\}$")
 
 _INLINE_HILITE = re.compile(r"^#!\w[\w+-]*\s+")
 
-# A reference link whose definition is not in the file ([text][label], [text][]): MkDocs sites
-# define such labels in a snippet appended to every page, so the page shows the link's text.
-_UNRESOLVED_REFERENCE = re.compile(r"\[([^\[\]]*)\]\[[^\[\]]*\]")
-_CODE_MARK = re.compile("\ue000(\\d+)\ue001")
+# A reference link whose definition is not in the file ([text][label], [text][], an image's
+# ![alt][label]): MkDocs sites define such labels in a snippet appended to every page, so the page
+# shows the link's text. Not after a word, a bracket, a parenthesis or code (a[i][j], `x`[0][1],
+# f(x)[0][1]: indexing), and not with a number for a label ([1][2]: citations).
+_UNRESOLVED_REFERENCE = re.compile(r"(?<![\w\])\ue001])(!?)\[([^\[\]]*)\]\[(?!\d+\])[^\[\]]*\]")
+_HELD = re.compile("\ue000(\\d+)\ue001")  # what is held out of the text while references are resolved
 
 
 def _inline(token) -> str:
@@ -230,7 +234,19 @@ def _inline(token) -> str:
 
     A run of images with no other text (a row of badges) gives nothing."""
     parts, has_text = [], False
-    codes: list[str] = []  # code spans, held out of the text while reference links are resolved
+    held: list[str] = []  # code spans, escaped brackets (\[) and resolved images' alts, out of the regex's way
+    images: set[int] = set()  # which of them are images
+
+    def hold(content: str) -> str:
+        held.append(content)
+        return f"\ue000{len(held) - 1}\ue001"
+
+    def resolve(m: re.Match) -> str:
+        if m.group(1):  # an image: its alt text, as an image whose label is defined gives
+            images.add(len(held))
+            return hold(m.group(2))
+        return m.group(2)
+
     for child in token.children or ():
         kind, content = child.type, child.content
         if kind == "code_inline" and parts and _MYST_ROLE.search(parts[-1]):
@@ -239,12 +255,10 @@ def _inline(token) -> str:
             content = role_text("", content)
         if kind == "code_inline":
             content = _INLINE_HILITE.sub("", content)  # pymdownx.inlinehilite's `#!python x` shows x
-        if kind in ("text", "code_inline"):
+        if kind in ("text", "text_special", "code_inline"):  # text_special: an escape or an entity
             has_text = has_text or bool(content.strip())
-            if kind == "code_inline":
-                codes.append(content)
-                content = f"\ue000{len(codes) - 1}\ue001"
-            parts.append(content)
+            escaped = kind == "text_special" and child.info == "escape" and content in ("[", "]")
+            parts.append(hold(content) if kind == "code_inline" or escaped else content.replace("\ue000", ""))
         elif kind in ("softbreak", "hardbreak"):
             parts.append(" ")
         elif kind == "image":
@@ -257,8 +271,14 @@ def _inline(token) -> str:
         # link_open/close, em/strong open/close: markup only
     if not has_text:
         return ""
-    text = _UNRESOLVED_REFERENCE.sub(r"\1", "".join(parts))  # [`attr_list`][attr-list] too
-    return squash(_CODE_MARK.sub(lambda m: codes[int(m.group(1))], text) if codes else text)
+    text = "".join(parts)
+    for _ in range(3):  # [![PyPI][badge]][pypi]: the image first, then the link around it
+        text, found = _UNRESOLVED_REFERENCE.subn(resolve, text)
+        if not found:
+            break
+    if images and not _HELD.sub(lambda m: "" if int(m.group(1)) in images else "x", text).strip():
+        return ""  # images alone: badges
+    return squash(_HELD.sub(lambda m: held[int(m.group(1))], text) if held else text)
 
 
 def markdown_blocks(text: str, report: Report) -> Iterator[Block]:
@@ -370,7 +390,12 @@ def markdown_blocks(text: str, report: Report) -> Iterator[Block]:
                 yield replace(block, end=min(block.end, b))
             heads[:] = stack  # an HTML heading (<h1 align="center">) opens a section as # does
             prev = None
-        elif kind in ("hr", "directive_left_out"):
+        elif kind == "directive_left_out":
+            if not t.meta["closed"] and t.map[1] >= body.count("\n"):
+                report(t.map[0] + 1, f"a {{{t.meta['name']}}} directive left open: the rest of the file "
+                                     f"({t.map[1] - t.map[0]:,} lines) is left out with it")
+            prev = None
+        elif kind == "hr":
             prev = None
         i += 1
 

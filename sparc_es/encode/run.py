@@ -338,8 +338,8 @@ class _EncodeRun:
                 and old.factor == self.factor and old.min_impact == self.min_impact
                 and (old.floats or not self.keep_floats))
         if not same:
-            raise StoreError(f"{self.out}: was encoded with another model, K, factor or minimum impact (or without "
-                             f"float weights); {_again()}")
+            raise StoreError(f"{self.out}: was encoded with another model, K, factor or "
+                             f"{option('--min-impact', 'min_impact')} (or without float weights); {_again()}")
 
     def _check_same_corpus(self, old: Manifest) -> None:
         """Refuse to update from other corpus folders or document files: a document's id is its path

@@ -65,8 +65,9 @@ class HybridChoice:
             if hybrid not in (None, "default") or weight is not None:
                 given = option("--hybrid", "hybrid") if hybrid not in (None, "default") else option(
                     "--hybrid-weight", "hybrid_weight")
-                raise SparcError(f"{given} fuses SPARC with BM25: it applies to the lucene and es engines, not to "
-                                 "the BM25 engine")
+                raise SparcError(f"{given} fuses SPARC with BM25: it applies to "
+                                 f"{option('--engine lucene and es', 'the lucene and es engines')}, not to the BM25 "
+                                 "engine")
             return cls(None, BM25_WEIGHT)
         if weight is not None and (method is HybridMethod.RRF or hybrid in (None, "none")):
             raise SparcError(f"{option('--hybrid-weight', 'hybrid_weight')} is BM25's share of a hybrid sum: it does "

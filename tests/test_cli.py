@@ -7,7 +7,7 @@ import json
 import pytest
 
 from sparc_es.cli import main
-from sparc_es.corpus.sources import sentence_key
+from sparc_es.corpus.sources import sentence_key, split_document
 from sparc_es.encode import run as encode_module
 from sparc_es.layout.records import DEFAULT_FACTOR
 
@@ -595,6 +595,23 @@ def test_a_hit_whose_file_is_gone_still_shows_its_heading_path(docs_index, cli):
     assert rc == 0, err
     [hit] = json.loads(out)  # one question: its list of hits
     assert hit["text"] == "The port is 8081 by default." and hit["headings"] == ["Guide"], hit
+
+
+def test_a_file_edited_since_its_encode_shows_each_unchanged_sentence_at_its_line_now(tmp_path):
+    """Lines added above a sentence moved it; its stored offsets still fell on words enough like
+    its own to pass for it, so hits named a line two off. A sentence's id is its text's: the file,
+    split again as encode splits it, tells where it is now; an edited sentence has no line."""
+    from sparc_es.answers.show import Places
+
+    text = "# Details\n\nThe summary is always shown.\n\nThe body shows when the box is open.\n"
+    (tmp_path / "details.md").write_text(text)
+    encoded = list(split_document(text, "details.md", "markdown"))
+    assert [Places([tmp_path]).of(s).line for s in encoded] == [3, 5]
+    (tmp_path / "details.md").write_text("# Details\n\nNew first lines.\n\n" + text.split("\n\n", 1)[1]
+                                         .replace("when the box is open", "once opened"))
+    now = [Places([tmp_path]).of(s) for s in encoded]
+    assert now[0].line == 5 and now[0].headings == ("Details",)
+    assert now[1].line is None  # edited: not there any more, its offsets not taken for it
 
 
 def read_vectors_ids(folder):

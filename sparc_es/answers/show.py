@@ -31,13 +31,13 @@ import re
 import sys
 import unicodedata
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
 from sparc_es.corpus.readers import format_of, read_blocks
 from sparc_es.corpus.readers.blocks import HEADING
-from sparc_es.corpus.sources import CONTROL, Sentence, context_of
+from sparc_es.corpus.sources import CONTROL, Sentence, context_of, split_document
 from sparc_es.engines.base import Hit, Impacts, Recorded, Tokenized, sparc_side
 from sparc_es.layout.names import ES_SOURCE
 
@@ -109,6 +109,7 @@ class _Document:
     text: str
     format: str
     blocks: list | None = None  # read on first use
+    spans: dict[str, tuple[int, int]] | None = None  # sentence id -> where it is now, split on first use
 
 
 class Places:
@@ -153,13 +154,32 @@ class Places:
         return None if found is None else (path, found)
 
     def of(self, s: Sentence) -> Place:
-        """Where ``s`` sits (its context is needed for the heading path)."""
+        """Where ``s`` sits (its context is needed for the heading path). A file edited since it was
+        encoded is split again as encode splits it: a sentence id is its text's, so an unchanged
+        sentence is found where it is now, lines added above it or not."""
         opened = self._document(s.doc) if s.doc and s.start is not None and s.end is not None else None
+        if opened is not None and s.id.startswith(f"{s.doc}#"):  # an id encode gave (a JSONL record names its own)
+            document = opened[1]
+            if document.spans is None:
+                document.spans = _spans(document.text, s.doc, document.format)
+            now = document.spans.get(s.id)
+            if now is not None and now != (s.start, s.end):
+                s = replace(s, start=now[0], end=now[1])
+            elif now is None and document.spans:  # edited or removed since: its offsets hold another's text
+                opened = None
         if opened is None or not _holds(opened[1].text, s):  # the path encode stored, else the context's
             return Place(headings=tuple(s.headings.split(" > ")) if s.headings else _headings_in_context(s))
         path, document = opened
         line = len(re.findall(r"\r\n?|\n", document.text[: s.start])) + 1
         return Place(path, line, _headings(document, s, path))
+
+
+def _spans(text: str, doc: str, format: str) -> dict[str, tuple[int, int]]:
+    """Sentence id -> (start, end) in the document as it is now ({} when it no longer reads)."""
+    try:
+        return {s.id: (s.start, s.end) for s in split_document(text, doc, format) if s.start is not None}
+    except Exception:  # a file that no longer reads: the stored offsets are all there is
+        return {}
 
 
 def _inside(folder: Path, doc: str) -> Path | None:

@@ -232,6 +232,10 @@ def role_text(name: str, text: str) -> str:
         text = _readable_label(text, base == "doc")
     if base in ("menuselection", "guilabel"):
         text = text.replace("-->", "\u2023").replace("&&", "\0").replace("&", "").replace("\0", "&")
+    if base in ("file", "samp"):  # {variable} parts in italics, braces and backslashes escaped with "\"
+        text = re.sub(r"\\([\\{}])|[{}]", lambda m: m.group(1) or "", text)
+    if base in ("pep", "rfc"):  # as docutils shows them (MyST gives their number alone)
+        text = f"{base.upper()} {text.partition('#')[0]}"
     return text
 
 

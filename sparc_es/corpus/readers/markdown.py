@@ -191,12 +191,13 @@ _ATTR_LIST = re.compile(r'\s*\{:?(?:\s*(?:[#.][^\s{}]+|[\w-]+=(?:"[^"]*"|\'[^\']
 _INLINE_ATTR_LIST = re.compile(r'\{:(?:\s*(?:[#.][^\s{}]+|[\w-]+=(?:"[^"]*"|\'[^\']*\'|[^\s}]+)))+\s*\}')
 # MkDocs-Material's icon shortcodes (:octicons-heart-fill-16:, :material-github:): images, not words.
 _ICON = re.compile(r"(?<![\w:]):(?:octicons|fontawesome|material|simple)-[a-z0-9-]+:(?![\w:])")
-_MARKUP_LINE = re.compile(r'\*\[[^\]]+\]:.*|-{1,}8<-{1,}.*|;-{1,}8<-{1,}.*|\[TOC\]')
+# (label)= is a MyST target: the name a cross-reference gives the heading after it.
+_MARKUP_LINE = re.compile(r'\*\[[^\]]+\]:.*|-{1,}8<-{1,}.*|;-{1,}8<-{1,}.*|\[TOC\]|\([^()\s][^()]*\)=')
 
 
 def _strip_markup(text: str, source: str = "") -> str:
     """A heading's or paragraph's ``text`` without a trailing attribute list; "" when every line of
-    its ``source`` is extension markup (abbreviation definitions, snippet markers, [TOC])."""
+    its ``source`` is extension markup (abbreviation definitions, snippet markers, [TOC], MyST targets)."""
     lines = [line.strip() for line in source.split("\n") if line.strip()]
     if lines and all(_MARKUP_LINE.fullmatch(line) for line in lines):
         return ""
@@ -249,10 +250,11 @@ def _inline(token) -> str:
 
     for child in token.children or ():
         kind, content = child.type, child.content
-        if kind == "code_inline" and parts and _MYST_ROLE.search(parts[-1]):
+        role = _MYST_ROLE.search(parts[-1]) if kind == "code_inline" and parts else None
+        if role is not None:
             # A MyST role, {ref}`Title <target>`: the role's name is markup, its title (or target) the text.
-            parts[-1] = _MYST_ROLE.sub("", parts[-1])
-            content = role_text("", content)
+            parts[-1] = parts[-1][:role.start()]
+            content = role_text(role.group(0)[1:-1], content)
         if kind == "code_inline":
             content = _INLINE_HILITE.sub("", content)  # pymdownx.inlinehilite's `#!python x` shows x
         if kind in ("text", "text_special", "code_inline"):  # text_special: an escape or an entity

@@ -614,6 +614,38 @@ def test_a_file_edited_since_its_encode_shows_each_unchanged_sentence_at_its_lin
     assert now[1].line is None  # edited: not there any more, its offsets not taken for it
 
 
+@pytest.mark.parametrize("existing", [False, True])
+def test_a_stopped_index_says_what_is_left_not_resume(tmp_path, cli, monkeypatch, existing):
+    """``index`` builds aside and renames into place, so a Ctrl-C or SIGTERM leaves nothing to resume:
+    it said "run the same command again to resume"; it says what is left."""
+    from sparc_es.engines import lucene
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(lucene, "build_index", stopped)
+    if existing:
+        (tmp_path / "idx").mkdir()
+    rc, _, err = cli("index", "--input", tmp_path / "enc", "--index", tmp_path / "idx", "--overwrite")
+    kept = "the index already there is as it was" if existing else "nothing was written"
+    assert rc == 130 and err == f"sparc-es: index stopped before it was complete: {kept}; run the same command " \
+                                "again to build it\n", err
+
+
+def test_a_stopped_encode_ends_its_progress_line_before_the_message(tmp_path, corpus, tiny_model_dir, cli,
+                                                                    monkeypatch):
+    """The message of a stop came glued to the end of the progress bar's line, and the bar was
+    drawn again under it when the process exited."""
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(encode_module._EncodeRun, "_commit", stopped)
+    rc, _, err = cli("encode", "--corpus", corpus, "--output", tmp_path / "enc", "--model", tiny_model_dir)
+    lines = err.replace("\r", "\n").rstrip("\n").split("\n")
+    assert rc == 130 and lines[-1] == "sparc-es: interrupted; run the same command again to resume", err
+    assert err.endswith("\nsparc-es: interrupted; run the same command again to resume\n")  # its own line, last
+
+
 def read_vectors_ids(folder):
     from sparc_es.layout.store import SentenceStore
 

@@ -4,6 +4,7 @@ loaded into an Elasticsearch index."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from sparc_es.cli.options import ES_CONNECTION, connection, engine_args, es_index, positive, refuse
 from sparc_es.cli.output import warn
@@ -62,8 +63,13 @@ def command(args: argparse.Namespace) -> int:
     from sparc_es.layout.ownership import check_folder_output
 
     check_folder_output(args.index, "--index")  # a file there: said first, not "pass --overwrite"
-    manifest = lucene.build_index(args.input, args.index, overwrite=args.overwrite, bm25=not args.no_bm25,
-                                  progress=not args.quiet)
+    try:
+        manifest = lucene.build_index(args.input, args.index, overwrite=args.overwrite, bm25=not args.no_bm25,
+                                      progress=not args.quiet)
+    except KeyboardInterrupt:  # an index is built aside and renamed into place: nothing to resume
+        kept = "the index already there is as it was" if Path(args.index).exists() else "nothing was written"
+        raise KeyboardInterrupt(f"index stopped before it was complete: {kept}; run the same command again "
+                                "to build it") from None
     info = manifest.index
     if manifest.empty_vectors:
         n = manifest.empty_vectors

@@ -488,13 +488,15 @@ class _EncodeRun:
         self.bar = tqdm(total=self.total, initial=self.done, unit="sent", desc="encode", disable=not self.progress,
                         file=sys.stderr, dynamic_ncols=True, smoothing=0.1, mininterval=0.5)
         started = time.perf_counter() - self.stats.seconds
-        with open(self.folder / VECTORS / VECTORS_FILE, "a+b") as vectors, (
-                contextlib.nullcontext() if self.passages is None else self.passages):
-            vectors.truncate(self.done_bytes)  # drop a shard that was cut off half-written
-            while shard := self._encode_shard(vectors):
-                self._commit(vectors, shard, started)
-        self.bar.total = self.bar.n  # an update's total was the old folder's size
-        self.bar.close()
+        try:
+            with open(self.folder / VECTORS / VECTORS_FILE, "a+b") as vectors, (
+                    contextlib.nullcontext() if self.passages is None else self.passages):
+                vectors.truncate(self.done_bytes)  # drop a shard that was cut off half-written
+                while shard := self._encode_shard(vectors):
+                    self._commit(vectors, shard, started)
+            self.bar.total = self.bar.n  # an update's total was the old folder's size
+        finally:  # its line ended before any message of a stop (Ctrl-C, SIGTERM, an error) is printed
+            self.bar.close()
 
     def _encode_shard(self, vectors) -> list[Sentence]:
         """Encode the next shard's sentences into ``vectors`` (none when the corpus is done)."""

@@ -355,7 +355,9 @@ INAPPLICABLE = [
      "--hybrid fuses"),
     (["run", "--index", "IDX", "--topics", "TOPICS", "--output", "RUN", "--bm25-weight", "1"], "--bm25-weight"),
     (["run", "--index", "IDX", "--topics", "TOPICS", "--output", "RUN", "--min-score", "1.5"],
-     "--min-score 1.5 drops every hit"),
+     "--min-score 1.5 drops every hit: the scores of the default search are fractions"),
+    (["query-dsl", "--index", "IDX", "q"], "no Elasticsearch index name (the request's GET /INDEX/_search line "
+                                            "names it, also with --index): pass --es-index"),
     (["explain", "--index", "IDX", "--top", "3", "q", "1"], "--top is how many tokens of a sentence explained alone"),
     (["explain", "--no-collapse", "A sentence."], "--no-collapse ranks the hits of --index: it needs --index"),
     (["run", "--index", "IDX", "--topics", "TOPICS", "--output", "RUN", "--tag", "two words"], "one word"),

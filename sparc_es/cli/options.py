@@ -197,8 +197,9 @@ def check_engine_options(args: argparse.Namespace) -> None:
         refuse(args, ("min_score",), "applies to the SPARC engines (the default's scores are fractions), not to BM25")
     HybridChoice.of(args.engine, hybrid(args), args.hybrid_weight)
     if args.min_score is not None and args.min_score > 1 and hybrid(args) in FRACTIONS:
-        raise SparcError(f"--min-score {args.min_score:g} drops every hit: the scores of --hybrid {hybrid(args)} are "
-                         "fractions of the question's attainable score, 0 to 1")
+        what = "the default search" if hybrid(args) == "default" else f"--hybrid {hybrid(args)}"
+        raise SparcError(f"--min-score {args.min_score:g} drops every hit: the scores of {what} are fractions of "
+                         "the question's attainable score, 0 to 1")
 
 
 FRACTIONS = ("default", "sum", "minmax")  # the hybrids whose scores run from 0 to 1
@@ -242,11 +243,11 @@ def connection(args: argparse.Namespace):
                                ca_certs=args.es_ca_certs)
 
 
-def es_index(args: argparse.Namespace) -> str:
-    """--es-index, else $SPARC_ES_INDEX."""
+def es_index(args: argparse.Namespace, why: str = "") -> str:
+    """--es-index, else $SPARC_ES_INDEX; ``why`` says what the name is for, where it is not plain."""
     name = args.es_index or os.environ.get("SPARC_ES_INDEX")
     if not name:
-        raise SparcError("no Elasticsearch index name: pass --es-index or set SPARC_ES_INDEX")
+        raise SparcError(f"no Elasticsearch index name{why}: pass --es-index or set SPARC_ES_INDEX")
     return name
 
 

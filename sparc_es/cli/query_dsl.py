@@ -51,7 +51,7 @@ def command(args: argparse.Namespace) -> int:
     if not args.question.strip():
         raise SparcError("empty question")
     HybridChoice.of("es", args.hybrid or "default", args.hybrid_weight)  # its rules, before anything is read
-    name = es_index(args)
+    name = es_index(args, " (the request's GET /INDEX/_search line names it, also with --index)")
     if args.es_url or os.environ.get("SPARC_ES_URL"):
         method, weight, bag, mode, factor = _from_cluster(args, name)
     else:

@@ -21,8 +21,8 @@ def add_parser(sub) -> None:
     p = sub.add_parser("serve", help="answer questions over HTTP: a JSON API and a search page",
                        description="Open the index once (the engine `search` opens, with the same defaults) and "
                        "serve it over HTTP until interrupted: GET /health, GET|POST /search, POST /batch, "
-                       "GET /sentences/{id}, GET /explain, and a search page at /. Needs the serve extra "
-                       "(pip install 'sparc-es[serve]').")
+                       "GET /sentences/{id}, GET /explain, GET /documents/{doc} (a hit's document, its line "
+                       "marked) and a search page at /. Needs the serve extra (pip install 'sparc-es[serve]').")
     p.add_argument("--index", metavar="DIR", help="Lucene index folder")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on; the default is this machine only, "
                    "0.0.0.0 every interface (the API has no authentication) (default: %(default)s)")

@@ -321,6 +321,24 @@ def test_an_update_says_how_many_sentences_it_removed(tmp_path, tiny_model_dir, 
     assert rc == 0 and "5 unchanged kept, 0 encoded, 0 removed" in out, out
 
 
+def test_an_update_of_a_sentence_repeated_word_for_word_keeps_each_copy_under_its_own_id(tmp_path, tiny_model_dir,
+                                                                                          cli):
+    """Two copies of one sentence in one paragraph have the same text and context (one content hash)
+    and two ids (#key, #key-2): an update with nothing changed said "1 kept under a new id" every
+    time, the one record found for the hash being the other copy's."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "keys.md").write_text("# Keys\n\nPress Enter. Then type the name. Press Enter.\n")
+    args = ["encode", "--corpus", tmp_path / "docs", "--output", tmp_path / "enc", "--model", tiny_model_dir,
+            "--quiet"]
+    assert cli(*args)[0] == 0
+    ids = [json.loads(line)["id"] for line in open(tmp_path / "enc" / "vectors" / "vectors.jsonl")]
+    assert len(ids) == 3 and ids[2] == ids[0] + "-2"
+    for _ in range(2):
+        rc, out, err = cli(*args, "--update")
+        assert rc == 0 and "3 unchanged kept, 0 encoded, 0 removed" in out and "new id" not in out, out + err
+    assert [json.loads(line)["id"] for line in open(tmp_path / "enc" / "vectors" / "vectors.jsonl")] == ids
+
+
 # Every option that does not apply to the engine or mode chosen is a one-line error, never ignored
 # (issue 30): (command line, what the error names). Checked before any engine starts.
 INAPPLICABLE = [

@@ -547,7 +547,7 @@ class _EncodeRun:
                 lines.append(line)
             else:
                 if kept:  # unchanged weights, but an older record or a new id: written again
-                    old = self.kept.get(h)
+                    old = self.kept.get(h, s.id)
                     stats.renamed += old["id"] != s.id
                     vector, floats = old["vector"], old.get("weights") if self.keep_floats else None
                     parts = old.get("lexical")
@@ -639,35 +639,49 @@ class _Cache:
     def __init__(self, folder: Path, verbatim: bool) -> None:
         self.file = open(folder / VECTORS / VECTORS_FILE, "rb")
         self.verbatim = verbatim
-        self.where: dict[str, tuple[int, int, list]] = {}
+        # A hash may have several records: a sentence repeated word for word in one paragraph has
+        # one id per copy (#key, #key-2) and the same text and context. One record is held as its
+        # (offset, length, stats), several as a list of them (a list each would cost memory at 1M).
+        self.where: dict[str, tuple | list[tuple]] = {}
         offset = 0
         for line in self.file:
             tail = record_tail(line)
             if tail is not None:
-                self.where[tail[0]] = (offset, len(line), tail[1])
+                at, before = (offset, len(line), tail[1]), self.where.get(tail[0])
+                self.where[tail[0]] = at if before is None else [*([before] if isinstance(before, tuple) else before),
+                                                                  at]
             offset += len(line)
+
+    def _all(self, h: str) -> list[tuple]:
+        found = self.where[h]
+        return [found] if isinstance(found, tuple) else found
 
     def __contains__(self, h: str) -> bool:
         return h in self.where
 
+    def _read(self, at: tuple[int, int, list]) -> bytes:
+        self.file.seek(at[0])
+        return self.file.read(at[1])
+
     def line(self, h: str, sentence_id: str, headings: str | None) -> tuple[bytes, list] | None:
         """The stored line and its stats, when it can be written again byte for byte (same id and
         headings: a JSONL record's headings may change while its text and context do not)."""
-        offset, length, counts = self.where[h]
-        if not self.verbatim or len(counts) != len(_STATS):
-            return None
-        self.file.seek(offset)
-        line = self.file.read(length)
-        if not record_has_id(line, sentence_id) or orjson.loads(line).get("headings") != headings:
-            return None
-        return line, counts
+        for at in self._all(h):
+            line = self._read(at)
+            if record_has_id(line, sentence_id):
+                if not self.verbatim or len(at[2]) != len(_STATS) or orjson.loads(line).get("headings") != headings:
+                    return None
+                return line, at[2]
+        return None
 
-    def get(self, h: str) -> dict | None:
+    def get(self, h: str, sentence_id: str) -> dict | None:
+        """The record of content hash ``h``: the one of ``sentence_id`` where it has one (else the
+        sentence was renamed, and the first stands in)."""
         if h not in self.where:
             return None
-        offset, length, _ = self.where[h]
-        self.file.seek(offset)
-        return orjson.loads(self.file.read(length))
+        found = self._all(h)
+        line = next((line for line in map(self._read, found) if record_has_id(line, sentence_id)), None)
+        return orjson.loads(line if line is not None else self._read(found[0]))
 
     def close(self) -> None:
         self.file.close()

@@ -721,6 +721,21 @@ def test_a_left_out_directive_left_open_is_reported_not_silent():
     assert said == [(5, "a {toctree} directive left open: the rest of the file (6 lines) is left out with it")]
 
 
+@pytest.mark.parametrize(("markdown", "shown"), [
+    ('Press ++ctrl+alt+delete++ or ++ctrl+"My Key"++.', "Press ctrl+alt+delete or ctrl+My Key."),  # keys
+    ("Use ==mark me== and ^^insert me^^ and ~~delete me~~.", "Use mark me and insert me and delete me."),
+    ("Water is H^2^O and ethanol CH~3~CH~2~OH.", "Water is H2O and ethanol CH3CH2OH."),
+    ("A footnote^1^{#_fn_1} with an id.", "A footnote1 with an id."),  # an attribute list after inline text
+    ("C++ and C++ compilers; a == b == c; 2^10; ~/.cache and ~user~.",
+     "C++ and C++ compilers; a == b == c; 2^10; ~/.cache and ~user~."),  # no text inside the markers
+    ("Keep `==x==` and `++x++` in code.", "Keep ==x== and ++x++ in code."),
+])
+def test_pymdown_inline_markup_shows_its_text_as_the_page_does(markdown, shown):
+    """pymdown-extensions' keys, mark, caret and tilde, which MkDocs-Material sites enable: the page
+    shows key caps, highlights, super- and subscripts, not the markers (they were in sentences)."""
+    assert [s.text for s in split_document(markdown, "x.md", "markdown")] == [shown]
+
+
 def test_myst_directives_with_a_prose_body_read_as_sphinx_renders_them():
     """MyST's fenced directives (pip's and Black's docs, abridged): a note, a version note, an
     admonition, a tab, a colon fence and a note inside a list item give their body as prose under

@@ -228,8 +228,8 @@ def role_text(name: str, text: str) -> str:
         text = text[1:].rpartition(".")[2] if text[0] == "~" else text[1:]
     if base in CODE_ROLES and text.startswith(".") and len(text) > 1:
         text = text.lstrip(".")  # Sphinx: a target searched by its suffix, shown without the dot
-    if base in ("ref", "doc", "numref", "any", "term", "keyword"):
-        text = _readable_label(text, base == "doc")
+    if base in ("ref", "doc", "numref", "any", "term", "keyword") and not text.startswith("-"):
+        text = _readable_label(text, base == "doc")  # an option ({any}`--no-deps`) shows as written
     if base in ("menuselection", "guilabel"):
         text = text.replace("-->", "\u2023").replace("&&", "\0").replace("&", "").replace("\0", "&")
     if base in ("file", "samp"):  # {variable} parts in italics, braces and backslashes escaped with "\"

@@ -188,7 +188,9 @@ def _tabs(state, start_line: int, end_line: int, silent: bool) -> bool:
 # the colon optional), and the lines of other extensions that are markup, not text: abbreviation
 # definitions (*[HTML]: ...), snippet includes (--8<-- "file"), [TOC].
 _ATTR_LIST = re.compile(r'\s*\{:?(?:\s*(?:[#.][^\s{}]+|[\w-]+=(?:"[^"]*"|\'[^\']*\'|[^\s}]+)))+\s*:?\}\s*$')
-_INLINE_ATTR_LIST = re.compile(r'\{:(?:\s*(?:[#.][^\s{}]+|[\w-]+=(?:"[^"]*"|\'[^\']*\'|[^\s}]+)))+\s*\}')
+# {: #id .class key=value}, or without the colon right after an inline element ([a](x){.cls}, ^1^{#fn})
+_ATTRS = r'(?:\s*(?:[#.][^\s{}]+|[\w-]+=(?:"[^"]*"|\'[^\']*\'|[^\s}]+)))+\s*\}'
+_INLINE_ATTR_LIST = re.compile(r'\{:' + _ATTRS + r'|(?<=[^\s`])\{' + _ATTRS)
 # MkDocs-Material's icon shortcodes (:octicons-heart-fill-16:, :material-github:): images, not words.
 _ICON = re.compile(r"(?<![\w:]):(?:octicons|fontawesome|material|simple)-[a-z0-9-]+:(?![\w:])")
 # (label)= is a MyST target: the name a cross-reference gives the heading after it.
@@ -228,6 +230,12 @@ _INLINE_HILITE = re.compile(r"^#!\w[\w+-]*\s+")
 # f(x)[0][1]: indexing), and not with a number for a label ([1][2]: citations).
 _UNRESOLVED_REFERENCE = re.compile(r"(?<![\w\])\ue001])(!?)\[([^\[\]]*)\]\[(?!\d+\])[^\[\]]*\]")
 _HELD = re.compile("\ue000(\\d+)\ue001")  # what is held out of the text while references are resolved
+# pymdown-extensions' inline markup, which MkDocs-Material sites enable: keys (++ctrl+alt+del++,
+# ++ctrl+"My Key"++), mark (==text==), insert (^^text^^), superscript (H^2^O) and subscript or
+# delete (CH~3~, ~~text~~). The page shows the text; the markers need text right inside them,
+# so "C++ and C++" or "a == b" stay as written.
+_KEYS = re.compile(r'\+\+((?:"[^"\n]+"|[^\s+"]+)(?:\+(?:"[^"\n]+"|[^\s+"]+))*)\+\+')
+_PAIRED = re.compile(r"(==|\^\^|~~)(?=\S)(.+?)(?<=\S)\1|(?<=\w)([\^~])([^\s^~]+)\3")
 
 
 def _inline(token) -> str:
@@ -280,6 +288,8 @@ def _inline(token) -> str:
             break
     if images and not _HELD.sub(lambda m: "" if int(m.group(1)) in images else "x", text).strip():
         return ""  # images alone: badges
+    text = _KEYS.sub(lambda m: m.group(1).replace('"', ""), text)
+    text = _PAIRED.sub(lambda m: m.group(2) if m.group(1) else m.group(4), text)
     return squash(_HELD.sub(lambda m: held[int(m.group(1))], text) if held else text)
 
 

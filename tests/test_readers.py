@@ -617,6 +617,22 @@ def test_the_sentence_before_a_code_block_keeps_its_code(format, text):
     assert "uv lock" not in " ".join(s.text for s in got)  # the code is shown, not a sentence
 
 
+def test_a_how_to_heading_with_only_code_under_it_is_a_sentence_with_that_code():
+    """pip's Getting Started: "### Install a package from GitHub", then the command and nothing else.
+    The command was in no sentence, so "How do I install a package from git?" could not show it; the
+    heading is now a sentence of its own with the code. One word ("Formatters") is no how-to."""
+    text = ("# Getting Started\n\n## Common tasks\n\n### Install a package from GitHub\n\n"
+            "```console\n$ pip install git+https://github.com/pypa/sampleproject.git@main\n```\n\n"
+            "### Formatters\n\n```py\nformat(x)\n```\n\n### Upgrade a package\n\nRun this:\n\n"
+            "```console\n$ pip install --upgrade sampleproject\n```\n")
+    got = [(s.text, s.context, s.headings, s.code) for s in split_document(text, "getting-started.md", "markdown")]
+    assert got == [
+        ("Install a package from GitHub", "Getting Started > Common tasks. Install a package from GitHub",
+         "Getting Started > Common tasks", "$ pip install git+https://github.com/pypa/sampleproject.git@main"),
+        ("Run this:", "Getting Started > Common tasks > Upgrade a package. Run this:",
+         "Getting Started > Common tasks > Upgrade a package", "$ pip install --upgrade sampleproject")]
+
+
 def test_every_sentence_of_a_paragraph_gets_the_code_it_leads_into_and_only_right_before_it():
     """The answer to a how-to is not always the paragraph's last sentence ("All it has to do is
     redirect to it. The view:"), so each of its sentences shows the code the paragraph leads into."""

@@ -60,15 +60,22 @@ MAX_CODE_CHARS = 4_000  # of the code kept with the block that leads into it (sh
 
 def with_code(blocks: Iterator[Block]) -> Iterator[Block]:
     """The blocks, each paragraph or list item that comes right before a code block (nothing between
-    them, the same section) given that code: "To upgrade one package:" keeps its command."""
+    them, the same section) given that code: "To upgrade one package:" keeps its command. A heading
+    of two words or more with only code under it ("Install a package from GitHub", then the
+    command) is also a paragraph of its own title, with that code: the how-to has no other words."""
     held: Block | None = None
+    heading: Block | None = None  # the heading just before, nothing between
     for block in blocks:
+        code = block.code if len(block.code or "") <= MAX_CODE_CHARS else block.code[:MAX_CODE_CHARS] + "\n…"
         if held is not None:
             if block.kind == CODE and block.code and block.headings == held.headings:
-                code = block.code if len(block.code) <= MAX_CODE_CHARS else block.code[:MAX_CODE_CHARS] + "\n…"
                 held = replace(held, code=code)
             yield held
             held = None
+        if (heading is not None and block.kind == CODE and block.code and len(heading.text.split()) >= 2
+                and block.headings == (*heading.headings, heading.text)):
+            yield replace(heading, kind=PARAGRAPH, code=code, level=0)
+        heading = block if block.kind == HEADING else None
         if block.kind in (PARAGRAPH, ITEM):
             held = block
         else:

@@ -622,6 +622,7 @@ def test_a_file_edited_since_its_encode_shows_each_unchanged_sentence_at_its_lin
     its own to pass for it, so hits named a line two off. A sentence's id is its text's: the file,
     split again as encode splits it, tells where it is now; an edited sentence has no line."""
     from sparc_es.answers.show import Places
+    from sparc_es.corpus.sources import Sentence
 
     text = "# Details\n\nThe summary is always shown.\n\nThe body shows when the box is open.\n"
     (tmp_path / "details.md").write_text(text)
@@ -632,6 +633,13 @@ def test_a_file_edited_since_its_encode_shows_each_unchanged_sentence_at_its_lin
     now = [Places([tmp_path]).of(s) for s in encoded]
     assert now[0].line == 5 and now[0].headings == ("Details",)
     assert now[1].line is None  # edited: not there any more, its offsets not taken for it
+    # read by an older reader (another text, so another id) from a file that did not change: its line stands
+    text = "# Links\n\nBuilt with [MkDocs][mkdocs] and a theme of its own.\n"
+    (tmp_path / "links.md").write_text(text)
+    old = "Built with [MkDocs][mkdocs] and a theme of its own."
+    start = text.index(old)
+    older = Sentence(f"links.md#{sentence_key(old)}", old, old, "links.md", start, start + len(old))
+    assert Places([tmp_path]).of(older).line == 3
 
 
 @pytest.mark.parametrize("existing", [False, True])

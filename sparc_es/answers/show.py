@@ -165,8 +165,8 @@ class Places:
             now = document.spans.get(s.id)
             if now is not None and now != (s.start, s.end):
                 s = replace(s, start=now[0], end=now[1])
-            elif now is None and document.spans:  # edited or removed since: its offsets hold another's text
-                opened = None
+            elif now is None and document.spans and not _holds(document.text, s, whole_words=0.8):
+                opened = None  # edited or removed since (not only read otherwise): its offsets hold another's text
         if opened is None or not _holds(opened[1].text, s):  # the path encode stored, else the context's
             return Place(headings=tuple(s.headings.split(" > ")) if s.headings else _headings_in_context(s))
         path, document = opened
@@ -193,12 +193,17 @@ def _inside(folder: Path, doc: str) -> Path | None:
     return folder / doc
 
 
-def _holds(text: str, s: Sentence) -> bool:
-    """Whether the file's text at the sentence's offsets still holds most of its words."""
+def _holds(text: str, s: Sentence, whole_words: float | None = None) -> bool:
+    """Whether the file's text at the sentence's offsets still holds most of its words: 40% of
+    them anywhere in it (a table row's sentence has its header's words too), or with
+    ``whole_words``, that share of them as words of the span."""
     if not 0 <= s.start <= s.end <= len(text):
         return False
-    span = fold(text[s.start: s.end])
     words = {fold(w) for w in _WORD.findall(s.text)}
+    if whole_words is not None:
+        span = {fold(w) for w in _WORD.findall(text[s.start: s.end])}
+        return bool(words) and len(words & span) >= whole_words * len(words)
+    span = fold(text[s.start: s.end])
     return bool(words) and sum(w in span for w in words) >= 0.4 * len(words)
 
 

@@ -674,6 +674,35 @@ def test_a_stopped_encode_ends_its_progress_line_before_the_message(tmp_path, co
     assert err.endswith("\nsparc-es: interrupted; run the same command again to resume\n")  # its own line, last
 
 
+@pytest.mark.jvm
+def test_a_stop_while_the_replaced_index_is_removed_leaves_the_new_one_and_says_so(docs_index, cli, monkeypatch):
+    """index --overwrite renames the old index aside, the new one in, then removes the old one: a
+    Ctrl-C during that removal said "stopped before it was complete" of a complete index, whose
+    predecessor it had half deleted. The new index is in place, it says so, and the next build
+    removes the rest."""
+    import shutil
+
+    from sparc_es.engines import lucene
+
+    index = docs_index({"guide.md": "# Guide\n\nThe port is 8081 by default.\n"})
+    retired, real = index.parent / f".{index.name}.old", shutil.rmtree
+
+    def slow_removal(path, *args, **kwargs):
+        if path == retired and retired.exists():
+            raise KeyboardInterrupt
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(lucene.shutil, "rmtree", slow_removal)
+    rc, _, err = cli("index", "--input", index.parent / "enc", "--index", index, "--overwrite", "--quiet")
+    assert rc == 130 and f"sparc-es: index built into {index}; the previous index, moved aside to {retired}" in err
+    assert retired.is_dir() and (index / "meta.json").is_file()
+    monkeypatch.setattr(lucene.shutil, "rmtree", real)
+    rc, out, err = cli("search", "--index", index, "-k", "1", "Which port?")
+    assert rc == 0 and "8081" in out, err
+    assert cli("index", "--input", index.parent / "enc", "--index", index, "--overwrite", "--quiet")[0] == 0
+    assert not retired.exists()
+
+
 def read_vectors_ids(folder):
     from sparc_es.layout.store import SentenceStore
 

@@ -356,7 +356,9 @@ def test_ctrl_c_while_lucene_indexes_reaches_python_at_once(tmp_path):
     stopped = run(whole / 4)
     print(f"whole index {whole:.2f} s; interrupted at {whole / 4:.2f} s: {stopped}")
     assert "interrupted" in stopped, stopped
-    assert stopped["interrupted"] < whole / 4 + max(0.1 * whole, 0.5), (stopped, whole)  # not at the end
+    # not at the end: the stop takes a small part of what was left (a share, not seconds, so that a
+    # loaded machine, slower in both runs, does not fail it)
+    assert stopped["interrupted"] - whole / 4 < 0.5 * (whole - whole / 4), (stopped, whole)
     assert not stopped["written_after"] and stopped["java_threads"] == [], stopped  # Java stopped first
     # late, in the last merges or the join of the parts, which no record check reaches: waited for
     late = run(whole * 0.8)

@@ -575,6 +575,8 @@ def test_myst_targets_peps_and_file_roles_read_as_sphinx_renders_them():
     got = [(s.text, s.headings) for s in split_document(text, "x.md", "markdown")]
     assert got == [("Introduced in PEP 518, see RFC 7230.", "Hash-checking mode"),
                    ("It reads C:\\ProgramData\\pip\\pip.ini and runs python -m module.", "Hash-checking mode")]
+    [right_above] = split_document("(my-label)=\nSome text right under its target.\n", "x.md", "markdown")
+    assert right_above.text == "Some text right under its target."
     [rst] = split_document("Introduced in :pep:`518`.\n", "x.rst", "rst")
     assert rst.text == "Introduced in PEP 518."  # docutils' own rendering, which the MyST one now matches
 
@@ -741,10 +743,17 @@ def test_a_left_out_directive_left_open_is_reported_not_silent():
     ('Press ++ctrl+alt+delete++ or ++ctrl+"My Key"++.', "Press ctrl+alt+delete or ctrl+My Key."),  # keys
     ("Use ==mark me== and ^^insert me^^ and ~~delete me~~.", "Use mark me and insert me and delete me."),
     ("Water is H^2^O and ethanol CH~3~CH~2~OH.", "Water is H2O and ethanol CH3CH2OH."),
-    ("A footnote^1^{#_fn_1} with an id.", "A footnote1 with an id."),  # an attribute list after inline text
+    ("The n^th^ line, the [docs](https://x){.magiclink-ignore}.", "The nth line, the docs."),  # after a link
     ("C++ and C++ compilers; a == b == c; 2^10; ~/.cache and ~user~.",
      "C++ and C++ compilers; a == b == c; 2^10; ~/.cache and ~user~."),  # no text inside the markers
     ("Keep `==x==` and `++x++` in code.", "Keep ==x== and ++x++ in code."),
+    # pymdown's markers are never inside a word, nor a lone ^ or ~ around more than a number or "th"
+    ("Pin Django==4.2 and x==1; a==b==c; libstdc++/libc++, g++,clang++.",
+     "Pin Django==4.2 and x==1; a==b==c; libstdc++/libc++, g++,clang++."),
+    ("HEAD~1..HEAD~3, requests~=2.28, PROGRA~1, 1.0~rc1~beta, x^2+y^2, (^^) and (^^).",
+     "HEAD~1..HEAD~3, requests~=2.28, PROGRA~1, 1.0~rc1~beta, x^2+y^2, (^^) and (^^)."),
+    ("Escaped: H\\^2\\^O and \\=\\=x\\=\\=.", "Escaped: H^2^O and ==x==."),
+    ("Run `cp .env{.example,}` then `${FOO=bar}`", "Run cp .env{.example,} then ${FOO=bar}"),  # braces of code
 ])
 def test_pymdown_inline_markup_shows_its_text_as_the_page_does(markdown, shown):
     """pymdown-extensions' keys, mark, caret and tilde, which MkDocs-Material sites enable: the page

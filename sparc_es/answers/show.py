@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
+from sparc_es.corpus.ids import ID_UNSAFE
 from sparc_es.corpus.readers import format_of, read_blocks
 from sparc_es.corpus.readers.blocks import HEADING
 from sparc_es.corpus.sources import CONTROL, Sentence, context_of, split_document
@@ -158,7 +159,8 @@ class Places:
         encoded is split again as encode splits it: a sentence id is its text's, so an unchanged
         sentence is found where it is now, lines added above it or not."""
         opened = self._document(s.doc) if s.doc and s.start is not None and s.end is not None else None
-        if opened is not None and s.id.startswith(f"{s.doc}#"):  # an id encode gave (a JSONL record names its own)
+        # an id encode gave (a JSONL record names its own): the current split tells where it is now
+        if opened is not None and s.id.startswith(f"{ID_UNSAFE.sub('_', s.doc)}#"):
             document = opened[1]
             if document.spans is None:
                 document.spans = _spans(document.text, s.doc, document.format)

@@ -66,7 +66,9 @@ def command(args: argparse.Namespace) -> int:
     try:
         manifest = lucene.build_index(args.input, args.index, overwrite=args.overwrite, bm25=not args.no_bm25,
                                       progress=not args.quiet)
-    except KeyboardInterrupt:  # an index is built aside and renamed into place: nothing to resume
+    except KeyboardInterrupt as e:  # an index is built aside and renamed into place: nothing to resume
+        if str(e):  # stopped after the new index was in place, which says so
+            raise
         kept = "the index already there is as it was" if Path(args.index).exists() else "nothing was written"
         raise KeyboardInterrupt(f"index stopped before it was complete: {kept}; run the same command again "
                                 "to build it") from None

@@ -500,9 +500,10 @@ def split_document(text: str, doc_id: str, format: str = "text", keep_code: bool
 
     ``format``: "text", "markdown", "rst" or "html" (:mod:`sparc_es.corpus.readers`). A sentence's
     context is :func:`context_of` its block (for plain text: its paragraph); ``start``/``end``
-    index ``text``. Headings give no sentence of their own: they are in the context of every
-    sentence of their section. ``keep_code`` makes each code block one sentence; ``where``
-    names the document in errors (default: ``doc_id``). A sentence over ``MAX_SENTENCE_CHARS`` is
+    index ``text``. Headings are in the context of every sentence of their section, and give no
+    sentence of their own unless code comes right under one (:func:`~.readers.blocks.with_code`).
+    ``keep_code`` makes each code block one sentence; ``where`` names the document in errors
+    (default: ``doc_id``). A sentence over ``MAX_SENTENCE_CHARS`` is
     read as pieces, and a block over ``MAX_CONTEXT_CHARS`` gives each sentence a window of itself
     as context; ``report(line, what)`` hears of each such cut (and of what the readers cut).
     """

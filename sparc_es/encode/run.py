@@ -639,22 +639,35 @@ class _Cache:
     def __init__(self, folder: Path, verbatim: bool) -> None:
         self.file = open(folder / VECTORS / VECTORS_FILE, "rb")
         self.verbatim = verbatim
-        # A hash may have several records: a sentence repeated word for word in one paragraph has
-        # one id per copy (#key, #key-2) and the same text and context. One record is held as its
-        # (offset, length, stats), several as a list of them (a list each would cost memory at 1M).
-        self.where: dict[str, tuple | list[tuple]] = {}
+        # A hash may have several records: a sentence repeated word for word (in one paragraph, or
+        # a page footer) has one id per copy and the same text and context. One record is held as
+        # its (offset, length, stats); several as {id: that}, so each copy is found at once (a
+        # container per hash would cost memory at 1M sentences).
+        self.where: dict[str, tuple | list[tuple] | dict[str, tuple]] = {}
         offset = 0
         for line in self.file:
             tail = record_tail(line)
             if tail is not None:
                 at, before = (offset, len(line), tail[1]), self.where.get(tail[0])
-                self.where[tail[0]] = at if before is None else [*([before] if isinstance(before, tuple) else before),
-                                                                  at]
+                if before is None:
+                    self.where[tail[0]] = at
+                elif isinstance(before, tuple):
+                    self.where[tail[0]] = [before, at]
+                else:
+                    before.append(at)
             offset += len(line)
+        for h, found in self.where.items():
+            if isinstance(found, list):
+                self.where[h] = {orjson.loads(self._read(at))["id"]: at for at in found}
 
-    def _all(self, h: str) -> list[tuple]:
+    def _of(self, h: str, sentence_id: str) -> tuple[tuple, bytes] | None:
+        """(where, line) of the record of ``h`` that is ``sentence_id``'s, if it has one."""
         found = self.where[h]
-        return [found] if isinstance(found, tuple) else found
+        if isinstance(found, dict):
+            found = found.get(sentence_id)
+            return None if found is None else (found, self._read(found))
+        line = self._read(found)
+        return (found, line) if record_has_id(line, sentence_id) else None
 
     def __contains__(self, h: str) -> bool:
         return h in self.where
@@ -666,22 +679,23 @@ class _Cache:
     def line(self, h: str, sentence_id: str, headings: str | None) -> tuple[bytes, list] | None:
         """The stored line and its stats, when it can be written again byte for byte (same id and
         headings: a JSONL record's headings may change while its text and context do not)."""
-        for at in self._all(h):
-            line = self._read(at)
-            if record_has_id(line, sentence_id):
-                if not self.verbatim or len(at[2]) != len(_STATS) or orjson.loads(line).get("headings") != headings:
-                    return None
-                return line, at[2]
-        return None
+        if not self.verbatim:
+            return None
+        found = self._of(h, sentence_id)
+        if found is None or len(found[0][2]) != len(_STATS) or orjson.loads(found[1]).get("headings") != headings:
+            return None
+        return found[1], found[0][2]
 
     def get(self, h: str, sentence_id: str) -> dict | None:
         """The record of content hash ``h``: the one of ``sentence_id`` where it has one (else the
         sentence was renamed, and the first stands in)."""
         if h not in self.where:
             return None
-        found = self._all(h)
-        line = next((line for line in map(self._read, found) if record_has_id(line, sentence_id)), None)
-        return orjson.loads(line if line is not None else self._read(found[0]))
+        found = self._of(h, sentence_id)
+        if found is not None:
+            return orjson.loads(found[1])
+        first = self.where[h]
+        return orjson.loads(self._read(first if isinstance(first, tuple) else next(iter(first.values()))))
 
     def close(self) -> None:
         self.file.close()

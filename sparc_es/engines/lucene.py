@@ -47,7 +47,8 @@ def build_index(encoded: str | Path, folder: str | Path, overwrite: bool = False
     ``bm25`` also indexes the sentence texts for BM25 in ``FOLDER/bm25`` (what ``--hybrid``
     searches fuse with, and ``--engine bm25`` searches alone). The index is built in a temporary
     folder beside ``folder`` and renamed into place when complete and checked, so a failed or
-    interrupted build never leaves a half index (nor removes the one being replaced). ``progress``
+    interrupted build never leaves a half index, and the one it replaces stays until the new one
+    has taken its place (:func:`_swap`). ``progress``
     says on stderr which stage is running.
     """
     encoded, folder = Path(encoded), Path(folder)
@@ -58,20 +59,40 @@ def build_index(encoded: str | Path, folder: str | Path, overwrite: bool = False
     folders.check_removable(folder, option("--overwrite", "overwrite=True"))  # replaces only an index sparc-es made
     with exclusive(folder, "sparc-es index"):
         building = folder.parent / f".{folder.name}.building"
-        shutil.rmtree(building, ignore_errors=True)  # left by a build that was killed
+        retired = folder.parent / f".{folder.name}.old"
+        for left in (building, retired):  # left by a build that was killed
+            shutil.rmtree(left, ignore_errors=True)
         try:
             folders.claim(building, "index")
             with reading(encoded) as manifest:  # an update finishing meanwhile would mix two corpora
                 check_ids(encoded)
                 manifest = _build(encoded, building, manifest, bm25, progress)
-            folders.remove(folder)
-            building.rename(folder)
+            _swap(building, folder, retired)
         except OSError as e:
             raise StoreError(f"{e.filename or building}: {e.strerror or e} while building the index; nothing was "
                              f"changed in {folder}") from None
         finally:
             shutil.rmtree(building, ignore_errors=True)
     return manifest
+
+
+def _swap(building: Path, folder: Path, retired: Path) -> None:
+    """The new index in place of the one in ``folder``: that one renamed aside and the new one in
+    (a stop between the two puts it back), then it is removed. A stop while it is removed (a large
+    index takes seconds) leaves the new index in place, says so, and the next build removes the rest."""
+    if folders.check_removable(folder, option("--overwrite", "overwrite=True")):
+        folder.rename(retired)
+    try:
+        building.rename(folder)
+    except BaseException:
+        if retired.exists() and not folder.exists():
+            retired.rename(folder)
+        raise
+    try:
+        shutil.rmtree(retired, ignore_errors=True)
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(f"index built into {folder}; the previous index, moved aside to {retired}, was "
+                                "not all removed (the next build removes the rest)") from None
 
 
 def _stage(message: str) -> None:

@@ -61,8 +61,9 @@ MAX_CODE_CHARS = 4_000  # of the code kept with the block that leads into it (sh
 def with_code(blocks: Iterator[Block]) -> Iterator[Block]:
     """The blocks, each paragraph or list item that comes right before a code block (nothing between
     them, the same section) given that code: "To upgrade one package:" keeps its command. A heading
-    of two words or more with only code under it ("Install a package from GitHub", then the
-    command) is also a paragraph of its own title, with that code: the how-to has no other words."""
+    of two words or more with code right under it ("Install a package from GitHub", then the
+    command) is also a paragraph of its own title, with that code: often the how-to has no other
+    words, and where prose follows the code, that prose does not lead into it."""
     held: Block | None = None
     heading: Block | None = None  # the heading just before, nothing between
     for block in blocks:

@@ -188,9 +188,11 @@ def _tabs(state, start_line: int, end_line: int, silent: bool) -> bool:
 # the colon optional), and the lines of other extensions that are markup, not text: abbreviation
 # definitions (*[HTML]: ...), snippet includes (--8<-- "file"), [TOC].
 _ATTR_LIST = re.compile(r'\s*\{:?(?:\s*(?:[#.][^\s{}]+|[\w-]+=(?:"[^"]*"|\'[^\']*\'|[^\s}]+)))+\s*:?\}\s*$')
-# {: #id .class key=value}, or without the colon right after an inline element ([a](x){.cls}, ^1^{#fn})
+# {: #id .class key=value} anywhere; without the colon only right after an inline element (a link,
+# emphasis, an image: [a](x){.cls}), which _inline sees (a code span's {.a,b} is text)
 _ATTRS = r'(?:\s*(?:[#.][^\s{}]+|[\w-]+=(?:"[^"]*"|\'[^\']*\'|[^\s}]+)))+\s*\}'
-_INLINE_ATTR_LIST = re.compile(r'\{:' + _ATTRS + r'|(?<=[^\s`])\{' + _ATTRS)
+_INLINE_ATTR_LIST = re.compile(r'\{:' + _ATTRS)
+_BARE_ATTR_LIST = re.compile(r'\{' + _ATTRS)
 # MkDocs-Material's icon shortcodes (:octicons-heart-fill-16:, :material-github:): images, not words.
 _ICON = re.compile(r"(?<![\w:]):(?:octicons|fontawesome|material|simple)-[a-z0-9-]+:(?![\w:])")
 # (label)= is a MyST target: the name a cross-reference gives the heading after it.
@@ -203,7 +205,11 @@ def _strip_markup(text: str, source: str = "") -> str:
     lines = [line.strip() for line in source.split("\n") if line.strip()]
     if lines and all(_MARKUP_LINE.fullmatch(line) for line in lines):
         return ""
-    return squash(_ICON.sub("", _INLINE_ATTR_LIST.sub("", _ATTR_LIST.sub("", text))))
+    if lines and _MARKUP_LINE.fullmatch(lines[0]) and lines[0].endswith(")="):  # (label)= right above the text
+        text = text[len(lines[0]):] if text.startswith(lines[0]) else text
+    if not lines or lines[-1].endswith("}"):  # not a code span's braces (`cp .env{.example,}`)
+        text = _ATTR_LIST.sub("", text)
+    return squash(_ICON.sub("", _INLINE_ATTR_LIST.sub("", text)))
 
 
 def _front_matter_lines(text: str, lines: list[int]) -> int:
@@ -231,11 +237,15 @@ _INLINE_HILITE = re.compile(r"^#!\w[\w+-]*\s+")
 _UNRESOLVED_REFERENCE = re.compile(r"(?<![\w\])\ue001])(!?)\[([^\[\]]*)\]\[(?!\d+\])[^\[\]]*\]")
 _HELD = re.compile("\ue000(\\d+)\ue001")  # what is held out of the text while references are resolved
 # pymdown-extensions' inline markup, which MkDocs-Material sites enable: keys (++ctrl+alt+del++,
-# ++ctrl+"My Key"++), mark (==text==), insert (^^text^^), superscript (H^2^O) and subscript or
-# delete (CH~3~, ~~text~~). The page shows the text; the markers need text right inside them,
-# so "C++ and C++" or "a == b" stay as written.
-_KEYS = re.compile(r'\+\+((?:"[^"\n]+"|[^\s+"]+)(?:\+(?:"[^"\n]+"|[^\s+"]+))*)\+\+')
-_PAIRED = re.compile(r"(==|\^\^|~~)(?=\S)(.+?)(?<=\S)\1|(?<=\w)([\^~])([^\s^~]+)\3")
+# ++ctrl+"My Key"++), mark (==text==), insert (^^text^^), delete (~~text~~), superscript (H^2^O,
+# n^th^) and subscript (CH~3~). The page shows the text. As pymdown's "smart" markers: never
+# inside a word, with a word right inside them, so Django==4.2, g++/clang++, a == b, x^2+y^2 and
+# HEAD~1 stay as written; a lone ^ or ~ only around a short number or an ordinal's ending.
+_KEYS = re.compile(r'(?<![\w+])\+\+((?:"[^"\n]+"|[\w-]+)(?:\+(?:"[^"\n]+"|[\w-]+))*)\+\+(?![\w+])')
+_PAIRED = re.compile(r"(?<![\w=^~])(==|\^\^|~~)(?=[\w\ue000])(.+?)(?<=[^\s=^~])\1(?![\w=^~])"
+                     r"|(?<=\w)([\^~])(\d{1,3}|st|nd|rd|th)\3")
+_ESCAPED = frozenset("[]^~=+")  # escaped, they are text: no reference link and no pymdown marker
+_ELEMENT_CLOSE = frozenset(("link_close", "em_close", "strong_close", "s_close", "image"))
 
 
 def _inline(token) -> str:
@@ -256,6 +266,7 @@ def _inline(token) -> str:
             return hold(m.group(2))
         return m.group(2)
 
+    previous = ""
     for child in token.children or ():
         kind, content = child.type, child.content
         role = _MYST_ROLE.search(parts[-1]) if kind == "code_inline" and parts else None
@@ -265,9 +276,11 @@ def _inline(token) -> str:
             content = role_text(role.group(0)[1:-1], content)
         if kind == "code_inline":
             content = _INLINE_HILITE.sub("", content)  # pymdownx.inlinehilite's `#!python x` shows x
+        if kind == "text" and previous in _ELEMENT_CLOSE:  # [a](x){.cls}: the attribute list of the link
+            content = _BARE_ATTR_LIST.sub("", content, count=1) if content.startswith("{") else content
         if kind in ("text", "text_special", "code_inline"):  # text_special: an escape or an entity
             has_text = has_text or bool(content.strip())
-            escaped = kind == "text_special" and child.info == "escape" and content in ("[", "]")
+            escaped = kind == "text_special" and child.info == "escape" and content in _ESCAPED
             parts.append(hold(content) if kind == "code_inline" or escaped else content.replace("\ue000", ""))
         elif kind in ("softbreak", "hardbreak"):
             parts.append(" ")
@@ -279,6 +292,7 @@ def _inline(token) -> str:
             if tag in ("br", "p", "div", "li", "td", "th", "tr", "hr"):
                 parts.append(" ")
         # link_open/close, em/strong open/close: markup only
+        previous = kind
     if not has_text:
         return ""
     text = "".join(parts)

@@ -240,10 +240,10 @@ _HELD = re.compile("\ue000(\\d+)\ue001")  # what is held out of the text while r
 # ++ctrl+"My Key"++), mark (==text==), insert (^^text^^), delete (~~text~~), superscript (H^2^O,
 # n^th^) and subscript (CH~3~). The page shows the text. As pymdown's "smart" markers: never
 # inside a word, with a word right inside them, so Django==4.2, g++/clang++, a == b, x^2+y^2 and
-# HEAD~1 stay as written; a lone ^ or ~ only around a short number or an ordinal's ending.
+# HEAD~1 stay as written; a lone ^ or ~ only around one short word (sub~scripts~, n^th^, H^2^O).
 _KEYS = re.compile(r'(?<![\w+])\+\+((?:"[^"\n]+"|[\w-]+)(?:\+(?:"[^"\n]+"|[\w-]+))*)\+\+(?![\w+])')
 _PAIRED = re.compile(r"(?<![\w=^~])(==|\^\^|~~)(?=[\w\ue000])(.+?)(?<=[^\s=^~])\1(?![\w=^~])"
-                     r"|(?<=\w)([\^~])(\d{1,3}|st|nd|rd|th)\3")
+                     r"|(?<=\w)([\^~])([A-Za-z0-9]{1,12})\3")
 _ESCAPED = frozenset("[]^~=+")  # escaped, they are text: no reference link and no pymdown marker
 _ELEMENT_CLOSE = frozenset(("link_close", "em_close", "strong_close", "s_close", "image"))
 

@@ -111,6 +111,7 @@ class _Document:
     format: str
     blocks: list | None = None  # read on first use
     spans: dict[str, tuple[int, int]] | None = None  # sentence id -> where it is now, split on first use
+    version: tuple[int, int] | None = None  # the file's (mtime_ns, size) when read
 
 
 class Places:
@@ -143,14 +144,20 @@ class Places:
         path = self.file(doc)
         if path is None or not format_of(path):  # only the documents encode splits itself have offsets to place
             return None
-        if doc not in self._documents:
+        try:  # read again once the file changes: a server runs while its documents are edited
+            stat = path.stat()
+            version = (stat.st_mtime_ns, stat.st_size)
+        except OSError:
+            version = None
+        cached = self._documents.get(doc)
+        if doc not in self._documents or (cached is not None and cached.version != version):
             try:
                 text = path.read_bytes().decode("utf-8", errors="replace")
             except OSError:
                 self._documents[doc] = None
             else:  # as encode read it: no byte-order mark, control characters as spaces (offsets kept)
                 text = CONTROL.sub(" ", text[1:] if text.startswith("\ufeff") else text)
-                self._documents[doc] = _Document(text, format_of(path) or "text")
+                self._documents[doc] = _Document(text, format_of(path) or "text", version=version)
         found = self._documents[doc]
         return None if found is None else (path, found)
 

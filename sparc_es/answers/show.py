@@ -31,7 +31,7 @@ import re
 import sys
 import unicodedata
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -110,7 +110,8 @@ class _Document:
     text: str
     format: str
     blocks: list | None = None  # read on first use
-    spans: dict[str, tuple[int, int]] | None = None  # sentence id -> where it is now, split on first use
+    # sentence id -> (start, end, heading path) as the document reads now, split on first use
+    spans: dict[str, tuple[int, int, tuple[str, ...]]] | None = None
     version: tuple[int, int] | None = None  # the file's (mtime_ns, size) when read
 
 
@@ -172,9 +173,10 @@ class Places:
             if document.spans is None:
                 document.spans = _spans(document.text, s.doc, document.format)
             now = document.spans.get(s.id)
-            if now is not None and now != (s.start, s.end):
-                s = replace(s, start=now[0], end=now[1])
-            elif now is None and document.spans and not _holds(document.text, s, whole_words=0.8):
+            if now is not None:  # where it is now, under the headings it is under now: one reading
+                start, _end, headings = now
+                return Place(opened[0], len(re.findall(r"\r\n?|\n", document.text[:start])) + 1, headings)
+            if document.spans and not _holds(document.text, s, whole_words=0.8):
                 opened = None  # edited or removed since (not only read otherwise): its offsets hold another's text
         if opened is None or not _holds(opened[1].text, s):  # the path encode stored, else the context's
             return Place(headings=tuple(s.headings.split(" > ")) if s.headings else _headings_in_context(s))
@@ -183,10 +185,11 @@ class Places:
         return Place(path, line, _headings(document, s, path))
 
 
-def _spans(text: str, doc: str, format: str) -> dict[str, tuple[int, int]]:
-    """Sentence id -> (start, end) in the document as it is now ({} when it no longer reads)."""
+def _spans(text: str, doc: str, format: str) -> dict[str, tuple[int, int, tuple[str, ...]]]:
+    """Sentence id -> (start, end, heading path) in the document as it is now ({} when it no longer reads)."""
     try:
-        return {s.id: (s.start, s.end) for s in split_document(text, doc, format) if s.start is not None}
+        return {s.id: (s.start, s.end, tuple(s.headings.split(" > ")) if s.headings else ())
+                for s in split_document(text, doc, format) if s.start is not None}
     except Exception:  # a file that no longer reads: the stored offsets are all there is
         return {}
 

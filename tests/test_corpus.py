@@ -209,6 +209,66 @@ def test_folders_sparc_es_wrote_inside_a_corpus_are_skipped_and_counted(tmp_path
         list(read_corpus([proj / "work" / "encoded"]))
 
 
+def _files(folder, text="One page of the docs.\n", **files):
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, body in files.items():
+        path = folder / name.replace("__", "/").replace("_DOT_", ".")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write(path, text if body is None else body)
+
+
+def test_a_site_built_inside_a_docs_project_is_left_out_and_read_when_given(tmp_path):
+    """Sphinx's _build/html beside the sources is the same pages again (the same answer two or three
+    times, and its _sources copies read as plain text); given on its own it is read, without the
+    pages Sphinx makes of its own."""
+    from sparc_es.corpus.sources import ReadStats
+
+    docs = tmp_path / "docs"
+    _files(docs, conf_DOT_py="project = 'x'\n", index_DOT_rst=None, requirements_DOT_txt="sphinx==7.2.6\n",
+           _templates__layout_DOT_html="{% extends '!layout.html' %}\n")
+    html = docs / "_build" / "html"
+    _files(html, _DOT_buildinfo="config: 1\n", index_DOT_html="<p>One page of the docs.</p>",
+           genindex_DOT_html="<p>A | B | C</p>", search_DOT_html="<p>Please activate JavaScript.</p>",
+           _sources__index_DOT_rst_DOT_txt="One page of the docs.\n",
+           _modules__pkg__core_DOT_html="<pre>def f(): pass</pre>")
+    write(html / "py-modindex.html", "<p>pkg</p>")
+    stats = ReadStats()
+    assert [(s.doc, s.text) for s in read_corpus([docs], stats)] == [("index.rst", "One page of the docs.")]
+    assert stats.skipped_notice() == (
+        "skipped 1 file: 1 .py (only .jsonl, .txt, .md, .rst or .html files are read); "
+        "left out what is no page of the docs: _templates/ (Sphinx's page templates), requirements.txt (pip's "
+        "requirements for building the docs), _build/html/ (a Sphinx site built from the sources read beside it); "
+        "a built site given as --corpus on its own is read as HTML")
+    assert [(s.doc, s.text) for s in read_corpus([html], stats)] == [("index.html", "One page of the docs.")]
+    assert stats.generated == ["_modules/", "_sources/", "genindex.html", "py-modindex.html", "search.html"]
+    # built sites where no project's configuration is (downloaded docs) are read, each without its own pages
+    sites = tmp_path / "sites"
+    for name in ("a", "b"):
+        _files(sites / name, _DOT_buildinfo="", index_DOT_html=f"<p>Page {name} of the docs.</p>",
+               genindex_DOT_html="<p>A | B</p>")
+    assert [s.doc for s in read_corpus([sites], stats)] == ["a/index.html", "b/index.html"]
+    with pytest.raises(InputError, match=r"no .* files in this folder \(.*left out .*_build/html/ \(a Sphinx site.*\): a built site given"):
+        list(read_corpus([_emptied(docs)]))
+
+
+def _emptied(docs):
+    (docs / "index.rst").unlink()
+    return docs
+
+
+def test_an_mkdocs_site_beside_its_sources_is_left_out(tmp_path):
+    from sparc_es.corpus.sources import ReadStats
+
+    _files(tmp_path, mkdocs_DOT_yml="site_name: x\n", docs__index_DOT_md=None)
+    site = tmp_path / "site"
+    _files(site, sitemap_DOT_xml_DOT_gz="", index_DOT_html="<p>One page of the docs.</p>",
+           **{"404_DOT_html": "<p>404 - Not found</p>"})
+    stats = ReadStats()
+    assert [s.doc for s in read_corpus([tmp_path], stats)] == ["docs/index.md"]
+    assert stats.generated == ["site/ (a MkDocs site built from the sources read beside it)"]
+    assert [s.doc for s in read_corpus([site], stats)] == ["index.html"] and stats.generated == ["404.html"]
+
+
 def test_hidden_files_and_folders_are_counted_in_the_skip_line(tmp_path):
     from sparc_es.corpus.sources import ReadStats
 

@@ -53,6 +53,21 @@ FOLDER_SUFFIXES = (".jsonl",) + TEXT_SUFFIXES  # what is read in a folder
 # folder inside a corpus folder that holds it (an earlier encode, an index) is not corpus.
 OWN_MARKER = ".sparc-es"
 _READABLE = ".jsonl, .txt, .md, .rst or .html"
+# A site generator's output: Sphinx's HTML builders write .buildinfo, MkDocs writes sitemap.xml.gz
+# with every build. Inside a docs project (a folder holding the generator's configuration, on the way
+# down from the folder given) a built site is its sources again, read beside it, so it is left out;
+# given on its own (or found where no configuration is), it is read without the pages the generator
+# makes of its own: copies of the sources, highlighted module code, indexes, the search and 404 pages.
+SITE_MARKERS = {".buildinfo": "Sphinx", "sitemap.xml.gz": "MkDocs"}
+PROJECT_FILES = ("conf.py", "mkdocs.yml", "mkdocs.yaml")
+_GENERATED = {
+    "Sphinx": re.compile(r"(_sources|_modules|_static|_images|_downloads|genindex|search|py-modindex)/|"
+                         r"(genindex(-\w+)?|search|\w+-modindex)\.html", re.IGNORECASE),
+    "MkDocs": re.compile(r"(search|assets)/|404\.html", re.IGNORECASE),
+}
+SITE_BUILT = "site built from the sources read beside it"
+TEMPLATES = "_templates"  # Sphinx's page templates (Jinja), beside conf.py: not pages
+REQUIREMENTS = re.compile(r"requirements[\w.-]*\.txt", re.IGNORECASE)  # in a docs project: pip's input, not a page
 BOM = "\ufeff"
 # C0 controls but tab, newline and carriage return; DEL; C1 controls.
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
@@ -119,6 +134,8 @@ class ReadStats:
     hidden_files: int = 0  # hidden files and folders (.git, .DS_Store) passed over
     skipped_links: int = 0  # links in folders to files or folders outside the folder, or to no regular file
     own_folders: list[str] = field(default_factory=list)  # folders in corpus folders that sparc-es wrote
+    # what a site generator made rather than an author wrote: "docs/_build/html/ (...)", "_sources/"
+    generated: list[str] = field(default_factory=list)
     empty_files: int = 0  # files read that gave no sentence (an empty page, only a heading and code)
     empty_examples: list[str] = field(default_factory=list)  # the first few
     cut: int = 0  # texts the readers cut or bounded (a sentence too long, an expansion too large, ...)
@@ -138,6 +155,11 @@ class ReadStats:
         if self.own_folders:
             notes.append(f"skipped {counted(len(self.own_folders), 'folder')} sparc-es wrote (an earlier encode or "
                          f"index is not corpus): {_examples(self.own_folders[:CUT_EXAMPLES], len(self.own_folders))}")
+        if self.generated:
+            built = any(SITE_BUILT in g for g in self.generated)
+            notes.append("left out what is no page of the docs: "
+                         f"{_examples(self.generated[:CUT_EXAMPLES], len(self.generated))}"
+                         + ("; a built site given as --corpus on its own is read as HTML" if built else ""))
         if self.hidden_files:
             n = self.hidden_files
             notes.append(f"left out {n} hidden {'file or folder' if n == 1 else 'files and folders'} "
@@ -602,6 +624,7 @@ def corpus_files(paths: Iterable[str | Path], stats: ReadStats | None = None) ->
     skipped: Counter[str] = Counter()
     hidden = links = 0
     own: list[str] = []
+    generated: list[str] = []
     for p in map(Path, paths):
         if p.is_dir():
             if (p / OWN_MARKER).is_file():
@@ -610,16 +633,20 @@ def corpus_files(paths: Iterable[str | Path], stats: ReadStats | None = None) ->
             found: list[Path] = []
             here: Counter[str] = Counter()
             inside = p.resolve()
+            sites = _Sites(p)
             for root, dirs, names in os.walk(p, onerror=_unreadable):  # does not descend into linked folders
+                dirs.sort()  # what is noted comes in the same order on every file system
+                names.sort()
                 hidden += sum(d.startswith(".") for d in dirs) + sum(n.startswith(".") for n in names)
                 dirs[:] = [d for d in dirs if not d.startswith(".")]
                 ours = [d for d in dirs if not Path(root, d).is_symlink() and Path(root, d, OWN_MARKER).is_file()]
                 own += [Path(root, d).relative_to(p).as_posix() for d in ours]
                 dirs[:] = [d for d in dirs if d not in ours]
                 links += sum(Path(root, d).is_symlink() for d in dirs)
+                dirs[:] = [d for d in dirs if not sites.left_out(Path(root), d, is_dir=True)]
                 for name in names:
                     f = Path(root, name)
-                    if name.startswith("."):
+                    if name.startswith(".") or sites.left_out(Path(root), name, is_dir=False):
                         continue
                     if f.is_symlink() and not _link_inside(f, inside):
                         links += 1
@@ -631,8 +658,13 @@ def corpus_files(paths: Iterable[str | Path], stats: ReadStats | None = None) ->
                     else:
                         here[_suffix(f)] += 1
             skipped += here
+            generated += sites.left
             if not found:
-                detail = f" ({_skipped_text(here)})" if here else ""
+                detail = "; ".join(([_skipped_text(here)] if here else [])
+                                   + ([f"left out {', '.join(sites.left)}"] if sites.left else []))
+                detail = f" ({detail})" if detail else ""
+                if any(SITE_BUILT in g for g in sites.left):
+                    detail += ": a built site given as --corpus on its own is read as HTML"
                 raise InputError(p, f"no {_READABLE} files in this folder{detail}")
             files += [(f, f.relative_to(p).as_posix()) for f in sorted(found)]
             roots += [p] * len(found)
@@ -651,8 +683,57 @@ def corpus_files(paths: Iterable[str | Path], stats: ReadStats | None = None) ->
         stats.hidden_files = hidden
         stats.skipped_links = links
         stats.own_folders = own
+        stats.generated = generated
     _check_distinct(files, roots)
     return files
+
+
+class _Sites:
+    """Which folders and files under ``top`` a site generator made: a built site inside a docs project
+    (:data:`SITE_MARKERS`, :data:`PROJECT_FILES`) and Sphinx's templates are left out whole; in a built
+    site read as the corpus, the generator's own pages (:data:`_GENERATED`)."""
+
+    def __init__(self, top: Path) -> None:
+        self.top = top
+        self.projects: set[Path] = set()  # folders at or under a project's configuration
+        self.sites: dict[Path, str] = {}  # built sites read, and their generator
+        self.left: list[str] = []  # what was left out, as the user is told
+        if any((top / f).is_file() for f in PROJECT_FILES):
+            self.projects.add(top)
+        if kind := _site_kind(top):
+            self.sites[top] = kind
+
+    def left_out(self, root: Path, name: str, is_dir: bool) -> bool:
+        """Whether ``root/name`` is left out (then noted); a folder kept is remembered for its contents."""
+        path = root / name
+        shown_path = path.relative_to(self.top).as_posix() + ("/" if is_dir else "")
+        in_project = root in self.projects
+        if is_dir and not path.is_symlink():
+            if kind := _site_kind(path):
+                if in_project:
+                    self.left.append(f"{shown_path} (a {kind} {SITE_BUILT})")
+                    return True
+                self.sites[path] = kind
+            elif name == TEMPLATES and (root / "conf.py").is_file():
+                self.left.append(f"{shown_path} (Sphinx's page templates)")
+                return True
+        elif not is_dir and in_project and REQUIREMENTS.fullmatch(name):
+            self.left.append(f"{shown_path} (pip's requirements for building the docs)")
+            return True
+        site = next((s for s in (root, *root.parents) if s in self.sites), None)
+        if site is not None:
+            inner = path.relative_to(site).as_posix() + ("/" if is_dir else "")
+            if _GENERATED[self.sites[site]].fullmatch(inner):
+                self.left.append(shown_path)
+                return True
+        if is_dir and (in_project or any((path / f).is_file() for f in PROJECT_FILES)):
+            self.projects.add(path)
+        return False
+
+
+def _site_kind(folder: Path) -> str | None:
+    """The generator of a built site in ``folder`` (``Sphinx``, ``MkDocs``), or None."""
+    return next((kind for marker, kind in SITE_MARKERS.items() if (folder / marker).is_file()), None)
 
 
 def _check_distinct(files: list[tuple[Path, str]], roots: list[Path]) -> None:

@@ -412,3 +412,25 @@ def test_sentences_of_one_paragraph_are_one_hit_unless_told(index, cli):
     assert same and [c["id"] for c in hits[0]["collapsed"]] == same
     rc, out, _ = cli("search", "--index", index, "-k", 3, JAVA)
     assert f"also in this paragraph: [{same[0]}]" in out
+
+
+def test_a_paragraph_written_twice_in_one_document_is_two_hits_not_one():
+    """An inherited docstring appears word for word under two classes of one API page: its two
+    copies have the same document and context, yet are two places, each a hit with its own line."""
+    from sparc_es.answers.show import Shown, collapse
+    from sparc_es.engines.base import Hit
+
+    context = "Schema.load. Deserialize a data structure. partial: whether to ignore missing fields."
+
+    def shown(sid, text, start, score):
+        return Shown(Hit(sid, score, text=text, doc=sid.split("#")[0], start=start), 0, context=context)
+
+    hits = [shown("api.html#a", "partial: whether to ignore missing fields.", 100, 9.0),
+            shown("api.html#a-2", "partial: whether to ignore missing fields.", 9000, 8.5),
+            shown("api.html#b-2", "Deserialize a data structure.", 8950, 4.0),
+            shown("api.html#b", "Deserialize a data structure.", 60, 3.5),
+            shown("other.html#c", "Something else.", 10, 3.0)]
+    out = collapse(hits, 10)
+    assert [(s.hit.id, s.rank, [o.hit.id for o in s.others]) for s in out] == [
+        ("api.html#a", 1, ["api.html#b"]), ("api.html#a-2", 2, ["api.html#b-2"]), ("other.html#c", 3, [])]
+    assert [s.hit.id for s in collapse(hits, 1)] == ["api.html#a"]

@@ -400,15 +400,19 @@ def paragraph(doc: str | None, context: str, sentence_id: str) -> tuple:
 def collapse(shown: list[Shown], k: int) -> list[Shown]:
     """The first ``k`` hits with the sentences of one paragraph (the same document and context) as
     one: the best of them, the others in its ``others``; ranks from 1 again (Elasticsearch's
-    ``collapse``). Hits without a context are each their own."""
-    kept: dict[tuple, Shown] = {}
+    ``collapse``). Hits without a context are each their own. A paragraph written twice in one
+    document (an inherited docstring on an API page) is two: a sentence whose text its group already
+    holds starts a group of its own, and a sentence joins the group nearest its place."""
+    groups: dict[tuple, list[Shown]] = {}
+    out: list[Shown] = []
     for s in shown:
-        key = paragraph(s.hit.doc, s.context, s.hit.id)
-        if key in kept:
-            kept[key].others.append(s)
-        elif len(kept) < k:
-            kept[key] = s
-    out = list(kept.values())
+        same = [g for g in groups.get(paragraph(s.hit.doc, s.context, s.hit.id), [])
+                if all(o.hit.text != s.hit.text for o in (g, *g.others))]
+        if same:
+            min(same, key=lambda g: abs((g.hit.start or 0) - (s.hit.start or 0))).others.append(s)
+        elif len(out) < k:
+            groups.setdefault(paragraph(s.hit.doc, s.context, s.hit.id), []).append(s)
+            out.append(s)
     for rank, s in enumerate(out, start=1):
         s.rank = rank
     return out

@@ -816,6 +816,23 @@ def test_elasticsearch_hits_are_placed_in_their_documents_by_search_and_serve(tm
         assert status == 200 and sentence["line"] == 7 and sentence["text"] == top["text"], sentence
     finally:
         server.close()
+    # without --tokenizer: /health is what the index's mapping records, and a hit's link opens its document
+    (tmp_path / "docs" / "stray.md").write_text("A file the index does not hold.\n")
+    server = _serve(None, tmp_path / "serve2.log", "--engine", "es", "--es-url", es_url,
+                    env={"SPARC_ES_INDEX": name})
+    base = next(server)
+    try:
+        health = call(base, "GET", "/health")[1]
+        fingerprint = json.loads((tmp_path / "encoded" / "meta.json").read_text())["model"]["fingerprint"]
+        assert (health["sentences"], health["factor"], health["model"]["fingerprint"]) == (2, 5, fingerprint), health
+        assert health["generation"], health
+        top = search_get(base, "Which Java version does Pyserini need?", 1)[1]["hits"][0]
+        assert top["where"] == "guide/setup.md:7", top
+        with urllib.request.urlopen(f"{base}/documents/guide/setup.md?line=7", timeout=60) as response:
+            assert "Pyserini needs Java 21" in response.read().decode()
+        assert call(base, "GET", "/documents/stray.md")[0] == 404
+    finally:
+        server.close()
 
 
 @needs_chromium

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 from sparc_es import __version__
-from sparc_es.engines.base import Engine, Hit, Reweighable
+from sparc_es.engines.base import Engine, Hit, Recorded, Reweighable, sparc_side
 from sparc_es.errors import SparcError, one_line
 from sparc_es.layout.manifest import Manifest
 from sparc_es.layout.names import META, SENTENCES
@@ -359,7 +359,12 @@ class Service:
         encode left out, hidden ones or ones added since), 413 past ``MAX_DOCUMENT`` bytes."""
         if self._documents is None and self.store is not None:
             self._documents = self.store.documents()
-        path = self.presenter().places.file(doc) if self._documents and doc in self._documents else None
+        recorded = sparc_side(self.engine)
+        if self.store is None and isinstance(recorded, Recorded):  # Elasticsearch without --tokenizer
+            held = recorded.holds(doc)
+        else:
+            held = bool(self._documents) and doc in self._documents
+        path = self.presenter().places.file(doc) if held else None
         if path is None or not path.is_file():
             shown = doc if len(doc) <= 200 else doc[:200] + "..."
             raise ApiError(404, f"this index holds no document {shown!r} under its corpus folders")
@@ -371,11 +376,18 @@ class Service:
         """What the server answers from, and the engine's last failure (``status`` "failing" until a
         call succeeds again); read off the worker, from what :meth:`_open` noted."""
         m = self.manifest
-        return {"status": "failing" if self.failure else "ok", "version": __version__,
-                "index": self.name, "sentences": self.sentences,
-                "model": {"fingerprint": m.model.fingerprint, "base": m.model.base_model.get("name")} if m else None,
-                "factor": m.factor if m else None, "engine": self.engine_info, "min_score": self.min_score,
-                "failure": self.failure, "generation": _generation(m)}
+        described = {"sentences": self.sentences,
+                     "model": {"fingerprint": m.model.fingerprint, "base": m.model.base_model.get("name")} if m else None,
+                     "factor": m.factor if m else None, "generation": _generation(m)}
+        recorded = sparc_side(self.engine)
+        if isinstance(recorded, Recorded):  # what the Elasticsearch index holds, not --tokenizer's folder
+            r = recorded.record()
+            model = described["model"] if m and m.model.fingerprint == r["fingerprint"] else None
+            described = {"sentences": r["sentences"], "factor": r["factor"], "generation": r["generation"],
+                         "model": model or ({"fingerprint": r["fingerprint"], "base": None} if r["fingerprint"]
+                                            else None)}
+        return {"status": "failing" if self.failure else "ok", "version": __version__, "index": self.name,
+                **described, "engine": self.engine_info, "min_score": self.min_score, "failure": self.failure}
 
     def close(self) -> None:
         """Stop: abandon queued and running work at its next check, then close the engine."""

@@ -104,10 +104,17 @@ class Tokenized(Protocol):
 
 @runtime_checkable
 class Recorded(Protocol):
-    """An engine whose index records the corpus paths it was encoded from, where no manifest is at
-    hand (an Elasticsearch index's mapping): where a hit's document is read to place it."""
+    """An engine whose index records what it was built from, where no manifest is at hand (an
+    Elasticsearch index's mapping): the corpus paths (where a hit's document is read to place it),
+    the sentences it holds and the weights' model and quantisation factor."""
 
     corpus: list[str]
+
+    def record(self) -> dict:
+        """``{"sentences", "fingerprint", "factor", "generation"}`` as the index records them (None where it does not)."""
+
+    def holds(self, doc: str) -> bool:
+        """Whether the index holds sentences of the document ``doc``."""
 
 
 @runtime_checkable

@@ -107,11 +107,26 @@ class ElasticEngine:
                               "index --engine es --recreate") from None
         self.loading = not blended and TERMS_META in meta  # created by a load that has not finished
         self.build = build_id(meta)
+        self.identity = identity
         built = meta.get(BUILD_META)
+        self.built = built if isinstance(built, dict) else {}
         corpus = built.get("corpus") if isinstance(built, dict) else None
         # the corpus paths the loaded folder was encoded from: where a hit's document is read to place it
         self.corpus: list[str] = [c for c in corpus if isinstance(c, str)] if isinstance(corpus, list) else []
         self._checked = time.monotonic()
+
+    def record(self) -> dict:
+        """What the index's mapping records of its build (the Recorded protocol; ``/health`` shows it)."""
+        documents = self.built.get("documents")
+        at = self.built.get("at")
+        return {"sentences": documents if isinstance(documents, int) else None,
+                "fingerprint": self.identity.get("fingerprint"), "factor": self.factor,
+                "generation": f"{self.build or '-'}@{at or '-'}" if self.build or at else None}
+
+    def holds(self, doc: str) -> bool:
+        """Whether the index holds sentences of ``doc`` (a count of its ``doc`` keyword)."""
+        with _cluster_errors(f"looking for document {doc!r} in index {self.index!r}"):
+            return self.client.count(index=self.index, query={"term": {"doc": doc}})["count"] > 0
 
     def _current(self, force: bool = False) -> bool:
         """Read the mapping again when the index was rebuilt (or updated) since it was read: its

@@ -544,7 +544,8 @@ def test_living_index_from_a_source_index(tmp_path, tiny_model_dir, es_url, caps
 
         capsys.readouterr()
         assert main([*load, "--input", str(tmp_path / "enc"), "--es-index", sparc]) == 0
-        out = capsys.readouterr().out
+        out, err = capsys.readouterr()
+        assert f"index {sparc!r} keeps the BM25 statistics of its first load" in err and "--recreate" in err, err
         # d2's four sentences went, and the old id of each sentence of d1 whose text changed (ids come from text)
         renamed = sum(s.text not in {o for o, _ in old} for s in document_sentences(edited, "d1"))
         assert renamed == 1 and f"{4 + renamed} deleted" in out and f"loaded {changed} sentences" in out

@@ -115,7 +115,13 @@ def build_index(encoded: str | Path, client, index_name: str, chunk_size: int = 
                  progress=progress, statistics=statistics, maxima=maxima)
     resume, same_source = _create_or_check_index(load, manifest, field_type, recreate)
     if resume and same_source:  # an update keeps the BM25 statistics of its first load (unchanged documents skipped)
-        load = dataclasses.replace(load, statistics=_kept_statistics(load) or statistics)
+        kept = _kept_statistics(load)
+        if kept is not None and kept.to_json() != statistics.to_json() and notice is not None:
+            notice(f"index {index!r} keeps the BM25 statistics of its first load ({kept.sentences} sentences then, "
+                   f"{statistics.sentences} in this folder), so that the documents an update leaves alone keep "
+                   "their weights: the BM25 side scores a little apart from a fresh load's and from the Lucene "
+                   "index's; load with --recreate to take this folder's statistics")
+        load = dataclasses.replace(load, statistics=kept or statistics)
     counts = _stream_bulk(load, resume)
     if resume:
         counts.deleted = _delete_stale_ids(load)

@@ -30,7 +30,8 @@ sparc_es.engines.elastic import build_index``):
   connection errors, timeouts and 429/502/503/504 (:func:`retry_delays`); no message shows the
   password of a URL (:func:`redact_url`).
 
-Supported servers: Elasticsearch 8.x (client 8.x or 9.x with 8-compatible headers) and 9.x.
+Supported servers: Elasticsearch 8.x and 9.x, with client 8.x or 9.x (a 9.x client asks an 8.x server
+for REST API version 8, which both answer: :func:`~sparc_es.engines.elastic.connection.check_server`).
 """
 
 from __future__ import annotations

@@ -59,6 +59,9 @@ def retry_delays(retries: int, first: float = 0.5) -> list[float]:
     return [min(first * 2 ** n, MAX_BACKOFF) for n in range(retries)]
 
 
+_COMPATIBLE = re.compile(r"compatible-with=\d+")
+
+
 @functools.cache
 def _transport_class() -> type:
     """The client's transport, with backoff between the attempts of a request.
@@ -74,11 +77,19 @@ def _transport_class() -> type:
 
     class BackoffTransport(Transport):
         backoff = 0.5  # seconds before the first retry; Connection.client sets its own
+        compat: str | None = None  # the REST API version asked for, where not the client's own (check_server)
 
         def perform_request(self, method: str, target: str, **kwargs):
             def given(name, default):
                 value = kwargs.pop(name, DEFAULT)
                 return default if value is DEFAULT else value
+
+            if self.compat is not None and kwargs.get("headers"):
+                headers = kwargs["headers"].copy()
+                for name in ("accept", "content-type"):
+                    if name in headers:
+                        headers[name] = _COMPATIBLE.sub(f"compatible-with={self.compat}", headers[name])
+                kwargs["headers"] = headers
 
             retries = given("max_retries", self.max_retries)
             on_timeout = given("retry_on_timeout", self.retry_on_timeout)
@@ -301,7 +312,15 @@ def check_server(client) -> str:
     """The server's version, refused unless its major is one sparc-es supports (8.x, 9.x); a server
     that cannot be reached is one line naming its URL (never its credentials) and why."""
     try:
-        version = client.info()["version"]["number"]
+        try:
+            version = client.info()["version"]["number"]
+        except Exception as e:
+            # Client 9.x asks for REST API version 9, which an 8.x server refuses; both 8.x and 9.x
+            # servers answer version 8, so it is asked for from then on (client.options() share the transport).
+            if not (_refuses_version(e) and hasattr(client.transport, "compat")):
+                raise
+            client.transport.compat = "8"
+            version = client.info()["version"]["number"]
     except Exception as e:  # connection refused, TLS, auth, product check
         raise EngineError(f"cannot reach Elasticsearch at {server_url(client)}: {_unreachable(e)}") from None
     try:
@@ -311,6 +330,14 @@ def check_server(client) -> str:
     if major not in SUPPORTED_MAJORS:
         raise EngineError(f"Elasticsearch {version} at {server_url(client)} is not supported (8.x or 9.x)")
     return version
+
+
+def _refuses_version(e: Exception) -> bool:
+    """Whether ``e`` is a server's refusal of the REST API version the client asked for (an 8.x
+    server asked for 9: 400, ``media_type_header_exception``)."""
+    from elasticsearch import ApiError
+
+    return isinstance(e, ApiError) and e.meta.status == 400 and "media_type_header_exception" in str(e.body)
 
 
 def server_url(client) -> str:

@@ -247,7 +247,8 @@ def test_a_site_built_inside_a_docs_project_is_left_out_and_read_when_given(tmp_
         _files(sites / name, _DOT_buildinfo="", index_DOT_html=f"<p>Page {name} of the docs.</p>",
                genindex_DOT_html="<p>A | B</p>")
     assert [s.doc for s in read_corpus([sites], stats)] == ["a/index.html", "b/index.html"]
-    with pytest.raises(InputError, match=r"no .* files in this folder \(.*left out .*_build/html/ \(a Sphinx site.*\): a built site given"):
+    with pytest.raises(InputError, match=r"no .* files in this folder \(.*left out .*_build/html/ \(a Sphinx "
+                                         r"site.*\): a built site given"):
         list(read_corpus([_emptied(docs)]))
 
 

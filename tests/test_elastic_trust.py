@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -496,7 +497,8 @@ def test_a_9x_client_talks_to_an_8x_server_by_asking_for_rest_api_version_8(enco
     asked: list[str] = []
     refusal = {"error": {"root_cause": [{"type": "media_type_header_exception",
                                          "reason": "Invalid media-type value on headers [Accept]"}],
-                         "type": "media_type_header_exception", "reason": "Invalid media-type value on headers [Accept]",
+                         "type": "media_type_header_exception",
+                         "reason": "Invalid media-type value on headers [Accept]",
                          "caused_by": {"type": "status_exception",
                                        "reason": "Accept version must be either version 8 or 7, but found 9."}},
                "status": 400}
@@ -551,3 +553,74 @@ def test_a_9x_client_talks_to_an_8x_server_by_asking_for_rest_api_version_8(enco
         from elasticsearch import Elasticsearch
 
         Elasticsearch(es_url).indices.delete(index=name, ignore_unavailable=True)
+
+
+def _fake_cluster(answers: dict[tuple[str, str], tuple[int, dict | None]]):
+    """A stand-in server answering (method, path) with (status, JSON body or no body), as Elasticsearch
+    8.15 would: the loopback server takes any credentials and grants every privilege, so a refusal
+    cannot be had from it."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Fake(BaseHTTPRequestHandler):
+        def _any(self):
+            status, body = answers.get((self.command, self.path.split("?")[0]), (404, {"error": "no"}))
+            data = json.dumps(body).encode() if body is not None else b""
+            self.send_response(status)
+            self.send_header("X-Elastic-Product", "Elasticsearch")
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(data)
+
+        do_GET = do_HEAD = do_PUT = do_POST = _any
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Fake)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+ROOT_ANSWER = {"name": "n", "cluster_name": "c", "version": {"number": "8.15.3"}, "tagline": "You Know, for Search"}
+
+
+@pytest.mark.parametrize("answers, flags, message", [
+    ({("GET", "/"): (401, {"error": {"type": "security_exception", "reason": "unable to authenticate"},
+                           "status": 401})},
+     ["--es-user", "me", "--es-password", SECRET],
+     r"^sparc-es: error: Elasticsearch at http://127\.0\.0\.1:\d+ refused the credentials \(401 Unauthorized\): "
+     r"check --es-api-key, or --es-user and --es-password \(SPARC_ES_API_KEY"),
+    ({("GET", "/"): (200, ROOT_ANSWER), ("HEAD", "/notes"): (403, None)}, [],
+     r"^sparc-es: error: Elasticsearch rejected a request while preparing index 'notes' \(403 Forbidden\): the "
+     r"credentials lack a privilege this needs \(the server gave no reason\)$"),
+])
+def test_refused_credentials_and_privileges_are_said_as_such(encoded, capsys, answers, flags, message):
+    server = _fake_cluster(answers)
+    try:
+        assert main(["index", "--engine", "es", "--input", str(encoded), "--es-url",
+                     f"http://127.0.0.1:{server.server_address[1]}", "--es-index", "notes", *flags]) == 1
+    finally:
+        server.shutdown()
+        server.server_close()
+    err = capsys.readouterr().err.strip()
+    assert re.match(message, err) and SECRET not in err, err
+
+
+@pytest.mark.es
+@pytest.mark.parametrize("exists", [True, False])
+def test_an_index_name_in_the_url_is_said_to_belong_in_es_index(es_url, capsys, exists):
+    from elasticsearch import Elasticsearch
+
+    name, client = f"url-path-{os.getpid()}", Elasticsearch(es_url)
+    if exists:
+        client.indices.create(index=name)
+    try:
+        assert main(["search", "--engine", "es", "--es-url", f"{es_url.rstrip('/')}/{name}", "--es-index", name,
+                     "Which port?"]) == 1
+    finally:
+        client.indices.delete(index=name, ignore_unavailable=True)
+    err = capsys.readouterr().err
+    assert f"/{name} is not the root of an Elasticsearch cluster (it answers without the cluster's version): give " \
+           "the cluster's URL without an index name in its path, and the index with --es-index" in err, err

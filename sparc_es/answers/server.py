@@ -376,8 +376,8 @@ class Service:
         """What the server answers from, and the engine's last failure (``status`` "failing" until a
         call succeeds again); read off the worker, from what :meth:`_open` noted."""
         m = self.manifest
-        described = {"sentences": self.sentences,
-                     "model": {"fingerprint": m.model.fingerprint, "base": m.model.base_model.get("name")} if m else None,
+        model = {"fingerprint": m.model.fingerprint, "base": m.model.base_model.get("name")} if m else None
+        described = {"sentences": self.sentences, "model": model,
                      "factor": m.factor if m else None, "generation": _generation(m)}
         recorded = sparc_side(self.engine)
         if isinstance(recorded, Recorded):  # what the Elasticsearch index holds, not --tokenizer's folder

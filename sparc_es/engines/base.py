@@ -111,7 +111,8 @@ class Recorded(Protocol):
     corpus: list[str]
 
     def record(self) -> dict:
-        """``{"sentences", "fingerprint", "factor", "generation"}`` as the index records them (None where it does not)."""
+        """``{"sentences", "fingerprint", "factor", "generation"}`` as the index records them (each None
+        where it does not)."""
 
     def holds(self, doc: str) -> bool:
         """Whether the index holds sentences of the document ``doc``."""

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from sparc_es.errors import EngineError, SparcError
+from sparc_es.errors import EngineError, SparcError, option
 
 
 def redact_url(url: str) -> str:
@@ -300,8 +300,12 @@ def _rejection(e) -> str:
         deeper = deeper.get("reason") if isinstance(deeper, dict) else None
         if deeper and deeper not in text:
             text += f" ({deeper})"
-    else:
-        text = str(error or e.message or e.body)
+    elif error or e.body:
+        text = str(error or e.body)
+    else:  # a HEAD request's answer has no body
+        status = getattr(e.meta, "status", None)
+        text = ("the credentials lack a privilege this needs (the server gave no reason)" if status == 403
+                else "the server gave no reason")
     return " ".join(_redacted(text).split())
 
 
@@ -322,6 +326,17 @@ def check_server(client) -> str:
             client.transport.compat = "8"
             version = client.info()["version"]["number"]
     except Exception as e:  # connection refused, TLS, auth, product check
+        if getattr(getattr(e, "meta", None), "status", None) == 401:
+            given = option("--es-api-key, or --es-user and --es-password", "Connection's api_key, or username "
+                           "and password")
+            raise EngineError(f"Elasticsearch at {server_url(client)} refused the credentials (401 Unauthorized): "
+                              f"check {given} (SPARC_ES_API_KEY, SPARC_ES_USER, SPARC_ES_PASSWORD)") from None
+        status = getattr(getattr(e, "meta", None), "status", None)
+        path = urlsplit(server_url(client)).path.strip("/")
+        if isinstance(e, KeyError | TypeError) or (path and status == 404):  # not the cluster's root answering
+            raise EngineError(f"{server_url(client)} is not the root of an Elasticsearch cluster (it answers without "
+                              "the cluster's version): give the cluster's URL without an index name in its path, and "
+                              f"the index with {option('--es-index', 'the index name argument')}") from None
         raise EngineError(f"cannot reach Elasticsearch at {server_url(client)}: {_unreachable(e)}") from None
     try:
         major = int(str(version).split(".")[0])

@@ -581,6 +581,20 @@ def test_myst_targets_peps_and_file_roles_read_as_sphinx_renders_them():
     assert rst.text == "Introduced in PEP 518."  # docutils' own rendering, which the MyST one now matches
 
 
+def test_default_role_cross_references_and_paths_read_as_sphinx_renders_them():
+    """marshmallow's docs (default_role = "py:obj"): `Schema <marshmallow.Schema>` shows "Schema"
+    and `~marshmallow.fields.Nested` "Nested" (they kept the target, tilde and all); a path in
+    :file:`~/.config/x.toml` is a path, not a Python name to shorten (it showed "toml")."""
+    text = ("Pass arguments to the `Schema <marshmallow.Schema>` constructor, or use `~marshmallow.fields.Nested`.\n\n"
+            "Edit :file:`~/.widgetry/config.toml` and :samp:`pip install <pkg>`. "
+            "A plain `book title` stays.\n")
+    assert [s.text for s in split_document(text, "x.rst", "rst")] == [
+        "Pass arguments to the Schema constructor, or use Nested.",
+        "Edit ~/.widgetry/config.toml and pip install <pkg>.", "A plain book title stays."]
+    [md] = split_document("Edit {file}`~/.pip/pip.conf` and {samp}`pip install <pkg>`.\n", "x.md", "markdown")
+    assert md.text == "Edit ~/.pip/pip.conf and pip install <pkg>."
+
+
 def test_myst_roles_leave_their_text():
     from sparc_es.corpus.readers import read_blocks
 

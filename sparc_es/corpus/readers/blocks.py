@@ -220,6 +220,10 @@ BOX_LABELS = {"seealso": "See also", "todo": "To do", "centered": "", "note": "N
 CODE_ROLES = {"code", "func", "meth", "class", "attr", "mod", "obj", "data", "exc", "const", "option",
               "envvar", "command", "program", "file", "samp", "kbd", "literal", "makevar"}
 
+# Roles whose text Sphinx shows as written: no target to resolve, so no "Title <target>" or "~a.b" form.
+SHOWN_AS_WRITTEN = {"file", "samp", "kbd", "command", "program", "makevar", "mailheader", "mimetype", "newsgroup",
+                    "regexp", "dfn", "abbr", "code", "literal", "math"}
+
 
 def role_text(name: str, text: str) -> str:
     """What Sphinx shows for a role it resolves: ``Title <target>`` -> Title, ``~a.b`` -> b,
@@ -227,6 +231,10 @@ def role_text(name: str, text: str) -> str:
     gives the label's readable text: ``autoescape-overrides`` -> "autoescape overrides",
     ``/templates`` -> "templates" (:meth:`.rst._RstWalker.text` gives a same-file section's title)."""
     base = name.rpartition(":")[2].lower()
+    if base in SHOWN_AS_WRITTEN:  # not cross-references: "~/.config" and "<name>" are part of the text
+        if base in ("file", "samp"):  # {variable} parts in italics, braces and backslashes escaped with "\"
+            text = re.sub(r"\\([\\{}])|[{}]", lambda m: m.group(1) or "", text)
+        return text
     if text.endswith(">") and "<" in text:
         title = text[:text.rindex("<")].rstrip()
         if title:
@@ -240,8 +248,6 @@ def role_text(name: str, text: str) -> str:
         text = _readable_label(text, base == "doc")  # an option ({any}`--no-deps`) shows as written
     if base in ("menuselection", "guilabel"):
         text = text.replace("-->", "\u2023").replace("&&", "\0").replace("&", "").replace("\0", "&")
-    if base in ("file", "samp"):  # {variable} parts in italics, braces and backslashes escaped with "\"
-        text = re.sub(r"\\([\\{}])|[{}]", lambda m: m.group(1) or "", text)
     if base in ("pep", "rfc"):  # as docutils shows them (MyST gives their number alone)
         text = f"{base.upper()} {text.partition('#')[0]}"
     return text

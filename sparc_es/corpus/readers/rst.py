@@ -182,6 +182,10 @@ class _TolerantDirectives(dict):
 # the inline parser is bounded.
 
 def _interpreted(self, rawsource, text, role, lineno):
+    if not role:  # `text` without a role: Sphinx projects make their default role a cross-reference
+        # (default_role = "py:obj" or "any"), shown as Sphinx shows one ("Title <target>" -> Title,
+        # "~a.b" -> b); docutils' own default, a title reference, keeps other text as it is
+        return _fallback_role("obj", rawsource, text, lineno, self)
     fn, _ = roles.role(role, self.language, lineno, self.reporter)
     return (fn or _fallback_role)(role, rawsource, text, lineno, self)
 

@@ -595,6 +595,30 @@ def test_default_role_cross_references_and_paths_read_as_sphinx_renders_them():
     assert md.text == "Edit ~/.pip/pip.conf and pip install <pkg>."
 
 
+def test_sphinx_info_fields_read_as_the_page_shows_them_under_their_object():
+    """``:param int port:`` and ``:type port: int`` are one line of the page, "Parameters: port (int)",
+    under the function's signature; they gave contexts of markup ("param int port:") without the
+    function's name, and lone sentences "int", "Connection"."""
+    text = ("API\n===\n\n.. py:function:: connect(host, port=8080)\n\n   Open a connection.\n\n"
+            "   :param str host: The host name.\n   :param port: The TCP port.\n   :type port: int\n"
+            "   :returns: An open connection.\n   :rtype: Connection\n"
+            "   :raises ConnectionError: When the server cannot be reached.\n   :meta private:\n\n"
+            ".. data:: hook_name\n\n   :type: HookCaller\n\n.. function:: close()\n\n   :rtype: None\n\n"
+            ":Author: Jane Doe, who wrote it.\n")
+    got = [(s.text, s.context) for s in split_document(text, "api.rst", "rst")]
+    signature = "API. connect(host, port=8080)"
+    assert got == [
+        ("Open a connection.", f"{signature}: Open a connection."),
+        ("The host name.", f"{signature} Parameters: host (str): The host name."),
+        ("The TCP port.", f"{signature} Parameters: port (int): The TCP port."),
+        ("An open connection.", f"{signature} Returns (Connection): An open connection."),
+        ("When the server cannot be reached.", f"{signature} Raises ConnectionError: When the server cannot be "
+                                               "reached."),
+        ("Type: HookCaller", "API. hook_name: Type: HookCaller"),
+        ("Return type: None", "API. close(): Return type: None"),
+        ("Jane Doe, who wrote it.", "API. Author: Jane Doe, who wrote it.")]
+
+
 def test_myst_roles_leave_their_text():
     from sparc_es.corpus.readers import read_blocks
 

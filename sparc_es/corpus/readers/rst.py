@@ -307,6 +307,15 @@ class _LongLines(Parser):
 _OVERRIDES = {"code-block": _Code, "sourcecode": _Code, "code": _Code, "class": _Prose}
 
 
+# Sphinx's info fields (sphinx.domains.python's doc fields) by the label its page shows them under.
+_RETURNS = {"returns", "return"}
+_RAISES = {"raises", "raise", "except", "exception"}
+_INFO_FIELDS = {**dict.fromkeys(("param", "parameter", "arg", "argument", "key", "keyword"), "Parameters"),
+                **dict.fromkeys(("var", "ivar", "cvar"), "Variables"), **dict.fromkeys(_RETURNS, "Returns"),
+                **dict.fromkeys(_RAISES, "Raises"), "rtype": "Return type", "type": "Type", "vartype": "Type",
+                "meta": ""}
+
+
 def _nested(outer: str, inner: str) -> str:
     """The lead-in of a box inside another: both, so that a note or an attribute inside
     ``.. autoclass:: FileStorage`` still names FileStorage (the inner one alone past LEAD_CHARS)."""
@@ -476,11 +485,7 @@ class _RstWalker:
                     if isinstance(c, nodes.definition):
                         yield from self.children(c, headings, term or lead, ITEM)
         elif isinstance(n, nodes.field_list):
-            for field in n.children:
-                name = next((self.text(c) for c in field.children if isinstance(c, nodes.field_name)), "")
-                for c in field.children:
-                    if isinstance(c, nodes.field_body):
-                        yield from self.children(c, headings, name or lead, ITEM)
+            yield from self.fields(n, headings, lead)
         elif isinstance(n, nodes.option_list):
             for item in n.children:
                 options = next((c.astext() for c in item.children if isinstance(c, nodes.option_group)), "")
@@ -512,6 +517,48 @@ class _RstWalker:
             # containers (ours included: a version note's lead-in), footnotes, compound, glossary ...
             inner = _nested(lead, n.get("lead", ""))
             yield from self.children(n, headings, inner, kind)
+
+    def fields(self, n, headings: tuple[str, ...], lead: str) -> Iterator[Block]:
+        """A field list. Sphinx's info fields (``:param int port:``, ``:type port:``, ``:returns:``,
+        ``:rtype:``, ``:raises E:``) read as its page shows them, under the object's signature:
+        "connect(host, port). Parameters: port (int): The TCP port."; other fields by their name."""
+        named = [(next((self.text(c) for c in f.children if isinstance(c, nodes.field_name)), ""),
+                  next((c for c in f.children if isinstance(c, nodes.field_body)), None)) for f in n.children]
+        types = {}  # a parameter's or variable's type, from :type NAME: and :vartype NAME:
+        for name, body in named:
+            parts = name.split()
+            if len(parts) == 2 and parts[0].lower() in ("type", "vartype", "rtype") and body is not None:
+                types[parts[1]] = self.text(body)
+        kinds = {name.split()[0].lower() for name, _ in named if name.split()}
+        for name, body in named:
+            if body is None:
+                continue
+            parts = name.split()
+            kind = parts[0].lower() if parts else ""
+            label = _INFO_FIELDS.get(kind) if kind else None
+            if label is None:
+                yield from self.children(body, headings, _nested(lead, name) if name else lead, ITEM)
+            elif kind in ("meta", "type", "vartype") and len(parts) == 2 or kind == "meta":
+                continue  # a type told with its parameter's field; :meta private: shows nothing
+            elif kind in ("rtype", "type") and (kind == "type" or not kinds & _RETURNS):
+                text = self.text(body)  # "Return type: Connection", "Type: HookCaller": one line of the page
+                para = next(body.findall(nodes.paragraph), None)
+                if text and para is not None:
+                    start, end = self.span(para)
+                    yield Block(f"{label}: {text}", headings, lead, ITEM, start, end)
+            elif kind == "rtype":
+                continue  # told with :returns:
+            else:
+                if kind in _RETURNS:
+                    rtype = next((self.text(b) for m, b in named if m.lower() == "rtype" and b is not None), "")
+                    shown = f"{label} ({rtype})" if rtype else label
+                elif kind in _RAISES:
+                    shown = f"{label} {' '.join(parts[1:])}" if len(parts) > 1 else label
+                else:  # a parameter or variable: its name, and its type where one is given
+                    kind_type = " ".join(parts[1:-1]) or types.get(parts[-1], "") if len(parts) > 1 else ""
+                    shown = f"{label}: {parts[-1]}" + (f" ({kind_type})" if kind_type else "") if len(parts) > 1 \
+                        else label
+                yield from self.children(body, headings, _nested(lead, shown), ITEM)
 
     def caption(self, c, headings: tuple[str, ...]) -> Iterator[Block]:
         text = self.text(c)

@@ -354,7 +354,7 @@ def test_encode_says_what_was_cut(tmp_path, tiny_model_dir, capsys):
     code, err = _cli(capsys, "encode", "--corpus", str(tmp_path / "docs"), "--output", str(tmp_path / "enc"),
                      "--model", str(tiny_model_dir), "--quiet")
     assert code == 0, err  # a corpus with no alphabetic word at all (its mean length in words is 0)
-    assert "1 text of the corpus was cut or read in pieces: " in err and "ids.txt:1: a sentence of" in err
+    assert "1 text of the corpus was cut, read in pieces or left out: " in err and "ids.txt:1: a sentence of" in err
 
 
 def test_markdown_nested_deep_is_read_and_deeper_is_reported(tmp_path):

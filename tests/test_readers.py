@@ -619,6 +619,30 @@ def test_sphinx_info_fields_read_as_the_page_shows_them_under_their_object():
         ("Jane Doe, who wrote it.", "API. Author: Jane Doe, who wrote it.")]
 
 
+def test_includes_are_read_where_they_are_and_those_from_elsewhere_are_reported(tmp_path):
+    """marshmallow's index.rst includes about.rst.inc (its landing text, which was never read: .inc
+    was skipped) and changelog.rst includes ../CHANGELOG.rst (1,248 sentences lost without a word)."""
+    from sparc_es.corpus.sources import ReadStats, read_corpus
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "index.rst").write_text("Home\n====\n\n.. include:: about.rst.inc\n\nThe rest of the home page.\n")
+    (docs / "about.rst.inc").write_text("marshmallow converts complex objects to and from Python types.\n")
+    (docs / "changelog.rst").write_text("Changelog\n=========\n\n.. include:: ../CHANGELOG.rst\n\n"
+                                        ".. include:: snippet.inc\n")
+    stats = ReadStats()
+    assert [(s.doc, s.text) for s in read_corpus([docs], stats)] == [
+        ("about.rst.inc", "marshmallow converts complex objects to and from Python types."),
+        ("index.rst", "The rest of the home page.")]
+    assert [e.split("/docs/")[1] for e in stats.cut_examples] == [
+        "changelog.rst:4: include of ../CHANGELOG.rst not read here (sparc-es reads each file on its own, from the "
+        "corpus folders given: give the folder that holds it)",
+        "changelog.rst:6: include of snippet.inc not read here (not a .rst, .md, .txt or .html file, or one of them "
+        "with .inc)"]
+    assert [s.text for s in read_corpus([docs / "about.rst.inc"])] == [
+        "marshmallow converts complex objects to and from Python types."]
+
+
 def test_myst_roles_leave_their_text():
     from sparc_es.corpus.readers import read_blocks
 

@@ -69,8 +69,8 @@ def report_encode(manifest) -> None:
     if manifest.cut_texts:
         n = manifest.cut_texts
         more = " ..." if n > len(manifest.cut_examples) else ""
-        warn(f"{n} text{'s' if n != 1 else ''} of the corpus {'were' if n != 1 else 'was'} cut or read in pieces: "
-             f"{'; '.join(printable(e) for e in manifest.cut_examples)}{more}")
+        warn(f"{n} text{'s' if n != 1 else ''} of the corpus {'were' if n != 1 else 'was'} cut, read in pieces or "
+             f"left out: {'; '.join(printable(e) for e in manifest.cut_examples)}{more}")
     if manifest.truncated_contexts:
         warn(f"{manifest.truncated_contexts} of {counted(manifest.sentences, 'context')} "
              f"{'was' if manifest.truncated_contexts == 1 else 'were'} cut to fit "

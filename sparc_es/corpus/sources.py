@@ -651,9 +651,10 @@ def corpus_files(paths: Iterable[str | Path], stats: ReadStats | None = None) ->
                     if f.is_symlink() and not _link_inside(f, inside):
                         links += 1
                         continue
-                    if f.suffix.lower() in FOLDER_SUFFIXES and f.is_file():
+                    readable = f.suffix.lower() in FOLDER_SUFFIXES or format_of(f) is not None
+                    if readable and f.is_file():
                         found.append(f)
-                    elif f.suffix.lower() in FOLDER_SUFFIXES:  # a pipe, a socket, a device: never read
+                    elif readable:  # a pipe, a socket, a device: never read
                         here[f"{_suffix(f)} that is not a regular file"] += 1
                     else:
                         here[_suffix(f)] += 1
@@ -669,7 +670,7 @@ def corpus_files(paths: Iterable[str | Path], stats: ReadStats | None = None) ->
             files += [(f, f.relative_to(p).as_posix()) for f in sorted(found)]
             roots += [p] * len(found)
         elif p.is_file():
-            if p.suffix.lower() not in READ_SUFFIXES:
+            if p.suffix.lower() not in READ_SUFFIXES and format_of(p) is None:
                 raise InputError(p, "unknown corpus format: use .jsonl records or .txt / .md / .rst / .html "
                                     "documents")
             files.append((p, p.name))

@@ -68,8 +68,13 @@ MAX_RST_CHARS = 2_000_000  # past this, a .rst file is read as plain text: see r
 
 
 def format_of(path: str | Path) -> str | None:
-    """The document format read from a file name's suffix, or None for a file that is not one."""
-    return SUFFIXES.get(Path(path).suffix.lower())
+    """The document format read from a file name's suffix, or None for a file that is not one. A
+    file another one includes (``about.rst.inc``, ``usage.md.inc``) is read as the suffix before
+    ``.inc`` says."""
+    path = Path(path)
+    if path.suffix.lower() == ".inc":
+        path = Path(path.stem)
+    return SUFFIXES.get(path.suffix.lower())
 
 
 def read_blocks(text: str, format: str = "text", keep_code: bool = False, name: str = "<document>",

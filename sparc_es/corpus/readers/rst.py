@@ -20,6 +20,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import PurePosixPath
 
 from docutils import nodes, utils
 from docutils.core import publish_doctree
@@ -305,6 +306,29 @@ class _LongLines(Parser):
 # Any Sphinx option, no pygments; and ``class`` as Sphinx reads it, the Python domain's class (the
 # default domain), not docutils' class attribute (which Sphinx calls ``rst-class``, dropped).
 _OVERRIDES = {"code-block": _Code, "sourcecode": _Code, "code": _Code, "class": _Prose}
+
+
+class _Include(_TolerantDirective):
+    """``.. include:: path``: nothing read in place (each file is read once, on its own, where it is in
+    the corpus folders: ``about.rst.inc`` beside the page is). An include from outside the page's
+    folder (``../CHANGELOG.rst``, ``<standard>``) or of a file no reader reads is noted in the
+    document's ``sparc_es_cut``, so the user hears that its text is not under this page."""
+
+    def run(self):
+        from sparc_es.corpus.readers import format_of
+
+        target = " ".join(self.arguments[0].split()) if self.arguments else ""
+        parts = PurePosixPath(target.replace("\\", "/")).parts
+        outside = not parts or target.startswith(("<", "/")) or ".." in parts
+        if outside or format_of(target) is None:
+            why = ("sparc-es reads each file on its own, from the corpus folders given: give the folder that holds "
+                   "it" if format_of(target) else "not a .rst, .md, .txt or .html file, or one of them with .inc")
+            self.state.document.setdefault("sparc_es_cut", []).append(
+                (self.lineno, f"include of {target} not read here ({why})"))
+        return []
+
+
+_OVERRIDES["include"] = _Include
 
 
 # Sphinx's info fields (sphinx.domains.python's doc fields) by the label its page shows them under.

@@ -774,3 +774,18 @@ def test_a_failed_requantize_leaves_nothing_in_the_way_of_the_corrected_rerun(tm
     (mine / "notes.txt").write_text("mine\n")
     rc, _, err = cli("requantize", "--input", tmp_path / "enc", "--output", mine, "--overwrite")
     assert rc == 1 and "was not made by sparc-es" in err and (mine / "notes.txt").is_file(), err
+
+
+def test_search_pointed_at_an_encoded_folder_says_so_and_how_to_index_it(tmp_path, tiny_model, cli):
+    """It first warned that the folder "stores no BM25 terms (built by an older sparc-es)" and then
+    that it is "not a sparc-es Lucene index": only the second was true, and neither said what it is."""
+    from sparc_es.encode.run import encode_corpus
+
+    (tmp_path / "a.md").write_text("Pyserini needs Java 21 to run.\n")
+    (tmp_path / "t.tsv").write_text("q1\tWhich Java?\n")
+    encode_corpus([tmp_path / "a.md"], tmp_path / "enc", tiny_model, progress=False)
+    for command in (["search", "--index", tmp_path / "enc", "Which Java?"],
+                    ["run", "--index", tmp_path / "enc", "--topics", tmp_path / "t.tsv", "--output", tmp_path / "r"]):
+        rc, _, err = cli(*command)
+        assert rc == 1 and err.strip() == (f"sparc-es: error: {tmp_path / 'enc'}: an encoded folder, not an index: "
+                                           f"make one of it with sparc-es index --input {tmp_path / 'enc'} --index DIR")

@@ -89,13 +89,11 @@ def open_engine(kind: EngineKind | str = EngineKind.LUCENE, index: str | Path | 
         raise SparcError(f"the {kind.value} engine needs an index folder ({option('--index DIR', 'index')})")
     from sparc_es.engines.blend import Blend
     from sparc_es.engines.bm25 import LuceneBM25
-    from sparc_es.engines.lucene import LuceneEngine
+    from sparc_es.engines.lucene import LuceneEngine, lucene_manifest
 
     if kind is EngineKind.BM25:
         return LuceneBM25.beside(index)
-    from sparc_es.layout.manifest import Manifest
-
-    Manifest.read(index)  # a folder that is not an index says so first, before any notice about it
+    lucene_manifest(Path(index))  # a folder that is not an index says so first, before any notice about it
     if default:
         method = DEFAULT_METHOD if Blend.read(index) is not None else fallback(
             f"{index} stores no BM25 terms (built by an older sparc-es)", LuceneBM25.exists_beside(index))

@@ -134,6 +134,18 @@ def _build(encoded: Path, folder: Path, manifest: Manifest, bm25: bool, progress
     return manifest
 
 
+def lucene_manifest(folder: Path) -> Manifest:
+    """The manifest of the sparc-es Lucene index ``folder``; a :class:`StoreError` for any other folder
+    (an encoded folder names the command that makes an index of it)."""
+    manifest = Manifest.read(folder)
+    if manifest.index is None or manifest.index.engine != LUCENE or not (folder / LUCENE).is_dir():
+        if manifest.index is None:
+            make = option(f"sparc-es index --input {folder} --index DIR", f"build_index({str(folder)!r}, DIR)")
+            raise StoreError(f"{folder}: an encoded folder, not an index: make one of it with {make}")
+        raise StoreError(f"{folder}: not a sparc-es Lucene index (build one with: sparc-es index)")
+    return manifest
+
+
 class LuceneEngine:
     """Search a sparc-es Lucene index; questions are bags of tokens, no model runs.
 
@@ -144,9 +156,7 @@ class LuceneEngine:
 
     def __init__(self, folder: str | Path, bm25_share: float | None = None) -> None:
         self.path = Path(folder)
-        self.manifest = Manifest.read(self.path)
-        if self.manifest.index is None or self.manifest.index.engine != LUCENE or not (self.path / LUCENE).is_dir():
-            raise StoreError(f"{self.path}: not a sparc-es Lucene index (build one with: sparc-es index)")
+        self.manifest = lucene_manifest(self.path)
         self._stored_blend = blend.Blend.read(self.path)  # None: built before sentences stored BM25 terms
         self.blend = None
         if bm25_share is not None:

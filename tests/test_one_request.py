@@ -436,3 +436,35 @@ def test_query_dsl_pasted_as_kibana_sends_it_returns_the_search_hits(docs_index,
     # and with --index, as search names the same folder
     assert main(["query-dsl", "--es-index", docs_es, "--index", str(docs_index / "index"), question]) == 0
     assert capsys.readouterr().out == printed
+
+
+@pytest.mark.es
+@pytest.mark.jvm
+@pytest.mark.parametrize("hybrid", [[], ["--hybrid", "none"]])
+def test_query_dsl_min_score_drops_in_kibana_what_search_min_score_drops(docs_index, docs_es, es_url, capsys, hybrid):
+    """query-dsl --min-score writes the request's min_score in _score's units, so the pasted request
+    keeps exactly the hits search --min-score keeps (the default: fractions; SPARC alone: x factor)."""
+    question = QUESTIONS[3]
+    flags = ["--es-url", es_url, "--es-index", docs_es, "--tokenizer", str(docs_index / "index"), *hybrid]
+    assert main(["search", "--engine", "es", *flags, "--json", "-k", "10", "--no-collapse", question]) == 0
+    scores = [h["score"] for h in json.loads(capsys.readouterr().out)]
+    kept = next(i for i in range(2, len(scores)) if scores[i - 1] > scores[i])  # not inside a tie
+    cut = (scores[kept - 1] + scores[kept]) / 2
+    assert main(["query-dsl", *flags, "--min-score", f"{cut}", question]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("#")]
+    request = urllib.request.Request(f"{es_url}/{docs_es}/_search", data="\n".join(lines[1:]).encode(),
+                                     method="POST", headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request) as response:
+        pasted = json.load(response)["hits"]["hits"]
+    assert main(["search", "--engine", "es", *flags, "--json", "--no-collapse", "--min-score", f"{cut}",
+                 question]) == 0
+    searched = json.loads(capsys.readouterr().out)
+    assert [h["_id"] for h in pasted] == [h["id"] for h in searched] and len(pasted) == kept, (pasted, searched)
+
+
+def test_min_score_below_zero_and_query_dsl_min_score_of_a_client_side_fusion_are_refused(capsys):
+    with pytest.raises(SystemExit):
+        main(["search", "--index", "x", "--min-score", "-1", "q"])
+    assert "--min-score: must be 0 or more" in capsys.readouterr().err
+    assert main(["query-dsl", "--es-index", "x", "--hybrid", "rrf", "--min-score", "0.3", "Which port?"]) == 1
+    assert "--hybrid rrf is fused here, from two lists, so no request can drop by it" in capsys.readouterr().err

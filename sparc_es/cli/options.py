@@ -47,6 +47,18 @@ def _finite(value: str) -> float:
     return number
 
 
+def score(value: str) -> float:
+    # argparse names this function in its error for a value that is not a number: keep its name
+    number = _finite(value)
+    if number < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more (no score is below 0: a sum of positive weights)")
+    return number
+
+
+MIN_SCORE_HELP = ("drop hits scoring under S (the SPARC engines); the default's scores are fractions of the "
+                  "question's attainable score, 0 to 1, comparable across questions (e.g. 0.3)")
+
+
 # --- argument groups -----------------------------------------------------------------------
 
 
@@ -127,9 +139,7 @@ def engine_args(p: argparse.ArgumentParser, kinds: list[str], query: bool = True
     es_query_args(g)
     hybrid_args(p, "hybrid with BM25 (sum: the BM25 terms every sentence stores, one request; minmax and rrf: the "
                    "BM25 index beside the impact index, or a match query on an Elasticsearch index's text)")
-    p.add_argument("--min-score", type=_finite, metavar="S",
-                   help="drop hits scoring under S (the SPARC engines); the default's scores are fractions of the "
-                        "question's attainable score, 0 to 1, comparable across questions (e.g. 0.3)")
+    p.add_argument("--min-score", type=score, metavar="S", help=MIN_SCORE_HELP)
 
 
 ES_TIMEOUT, ES_RETRIES = 60.0, 3

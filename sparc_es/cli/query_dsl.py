@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from sparc_es.cli.options import (
+    MIN_SCORE_HELP,
     connection,
     es_connection_args,
     es_index,
@@ -16,6 +17,7 @@ from sparc_es.cli.options import (
     hit_count,
     hybrid_args,
     no_bm25_weight,
+    score,
 )
 from sparc_es.cli.output import warn
 from sparc_es.errors import SparcError
@@ -39,6 +41,8 @@ def add_parser(sub) -> None:
     es_query_args(p, index=False)
     es_connection_args(p, "Elasticsearch (to read the index's mapping: maxima, factor, query mode)")
     hybrid_args(p, "hybrid with BM25 (as search --engine es)")
+    p.add_argument("--min-score", type=score, metavar="S", help=MIN_SCORE_HELP + "; written as the request's "
+                   "min_score (in _score's units: S times the quantisation factor for --hybrid none)")
 
 
 def command(args: argparse.Namespace) -> int:
@@ -58,13 +62,22 @@ def command(args: argparse.Namespace) -> int:
         method, weight, bag, mode, factor = _from_folder(args)
     if not bag:
         raise SparcError("no token of the question is in the index: there is nothing to ask")
+    if args.min_score is not None and method not in ("sum", "none"):
+        raise SparcError(f"--min-score applies to a score the engine computes (the default, --hybrid sum or none); "
+                         f"--hybrid {method} is fused here, from two lists, so no request can drop by it")
+    if args.min_score is not None and method == "sum" and args.min_score > 1:
+        raise SparcError(f"--min-score {args.min_score:g} drops every hit: the default's scores are fractions of the "
+                         "question's attainable score, 0 to 1")
     if method in ("sum", "none"):
         comment = (f"one request: _score = {1 - weight:g} x SPARC + {weight:g} x BM25, each over the most this "
                    "question can score there (a fraction of its attainable score, 0 to 1); any licence"
                    if method == "sum" else _impact_comment(factor, "the score sparc-es search shows"))
         print(f"# {comment}")
+        body = query_body(bag, size=args.k, mode=mode)
+        if args.min_score is not None:  # _score is the shown score, times the factor for SPARC alone
+            body["min_score"] = args.min_score if method == "sum" else args.min_score * factor[0]
         print(f"GET /{name}/_search")
-        print(json.dumps(query_body(bag, size=args.k, mode=mode), indent=2, ensure_ascii=False))
+        print(json.dumps(body, indent=2, ensure_ascii=False))
         return 0
     depth = max(args.k, DEPTH)
     sparc, bm25 = query_body(bag, size=depth, mode=mode), bm25_body(args.question, depth)

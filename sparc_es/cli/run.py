@@ -18,7 +18,8 @@ def add_parser(sub) -> None:
     p = sub.add_parser("run", help="batch search: topics TSV in, TREC run file out",
                        description="Anserini-style batch run: one 'qid<TAB>question' per line in, a TREC "
                        "run file (qid Q0 docid rank score tag) out, for trec_eval.")
-    p.add_argument("--index", metavar="DIR", help="Lucene index folder")
+    p.add_argument("--index", metavar="DIR", help="Lucene index folder (with --engine es, the index or encoded folder "
+                   "whose tokenizer and sentence store serve the questions and hits, as --tokenizer)")
     engine_args(p, ["lucene", "es", "bm25"])
     p.add_argument("--topics", required=True, metavar="TSV")
     p.add_argument("--output", required=True, metavar="RUN")

@@ -20,7 +20,8 @@ def add_parser(sub) -> None:
                        "otherwise) and the rest of its paragraph, and how many of the question's tokens it stores. "
                        "A line first says how many question tokens the index has, and when no word of the "
                        "question is in the index at all. The question is a bag of WordPiece tokens: no model runs.")
-    p.add_argument("--index", metavar="DIR", help="Lucene index folder")
+    p.add_argument("--index", metavar="DIR", help="Lucene index folder (with --engine es, the index or encoded folder "
+                   "whose tokenizer and sentence store serve the questions and hits, as --tokenizer)")
     p.add_argument("question", nargs="+", help="one or more questions; '-' alone reads one question per line "
                    "from standard input (one engine start for all)")
     p.add_argument("-k", type=hit_count, default=10, help="hits per question (default: %(default)s)")

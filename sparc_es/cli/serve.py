@@ -23,7 +23,8 @@ def add_parser(sub) -> None:
                        "serve it over HTTP until interrupted: GET /health, GET|POST /search, POST /batch, "
                        "GET /sentences/{id}, GET /explain, GET /documents/{doc} (a hit's document, its line "
                        "marked) and a search page at /. Needs the serve extra (pip install 'sparc-es[serve]').")
-    p.add_argument("--index", metavar="DIR", help="Lucene index folder")
+    p.add_argument("--index", metavar="DIR", help="Lucene index folder (with --engine es, the index or encoded folder "
+                   "whose tokenizer and sentence store serve the questions and hits, as --tokenizer)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on; the default is this machine only, "
                    "0.0.0.0 every interface (the API has no authentication) (default: %(default)s)")
     p.add_argument("--port", type=_port, default=8000, help="0 takes a free one (default: %(default)s)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -684,6 +685,22 @@ def test_only_a_timeout_suggests_raising_the_timeout():
             with _cluster_errors("searching 'x'", slow="; raise --es-timeout if the cluster is slow"):
                 raise error
         assert ("raise --es-timeout" in str(raised.value)) is hinted, raised.value
+
+
+def test_a_cluster_gone_while_searching_is_said_with_the_systems_reason_and_where():
+    """serve said "(ConnectionError: Connection error)" while the cluster was down."""
+    from sparc_es.engines.elastic import Connection
+    from sparc_es.engines.elastic.connection import _cluster_errors
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    client = Connection(f"http://127.0.0.1:{port}", retries=0).client()
+    with pytest.raises(EngineError) as raised:
+        with _cluster_errors("searching 'x'"):
+            client.search(index="x")
+    assert str(raised.value) == f"Elasticsearch did not answer while searching 'x' (connection refused at " \
+                                f"127.0.0.1:{port})"
 
 
 # --- a new user's walkthrough of the Elasticsearch path ------------------------------------------

@@ -250,8 +250,11 @@ def _cluster_errors(doing: str, then: str = "", slow: str = ""):
         yield
     except TransportError as e:  # connection refused or lost, timeouts (after the client's retries)
         hint = slow if isinstance(e, ConnectionTimeout) else ""
-        raise EngineError(f"Elasticsearch did not answer while {doing} ({type(e).__name__}: {_redacted(str(e))})"
-                          f"{hint}{then}") from None
+        errno = re.findall(r"\[Errno -?\d+\] ([^()\]]+)", str(e.message))  # the system's reason, and where
+        node = re.search(r"host='([^']+)', port=(\d+)", str(e.message))
+        why = (errno[-1].strip().lower() + (f" at {node[1]}:{node[2]}" if node else "") if errno
+               else f"{type(e).__name__}: {_redacted(str(e))}")
+        raise EngineError(f"Elasticsearch did not answer while {doing} ({why}){hint}{then}") from None
     except ApiError as e:
         status = getattr(e.meta, "status", None)
         missing = _missing_index(e)

@@ -50,7 +50,8 @@ def command(args: argparse.Namespace) -> int:
                                      recreate=args.recreate, field_type=args.field_type,
                                      progress=not args.quiet, report=args.report, notice=warn)
         print(f"loaded {counted(result['loaded'], 'sentence')} into Elasticsearch index {result['index']!r} "
-              f"({result['already_there']} unchanged, {result['moved']} moved in their file (offsets updated), "
+              f"({result['already_there']} unchanged, {result['moved']} moved (their offsets or order updated: "
+              "text and weights as they were), "
               f"{result['deleted']} deleted; {result['count']} documents, "
               "their ids checked against the encoded folder's)")
         return 0

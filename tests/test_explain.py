@@ -265,6 +265,35 @@ def test_explain_parts_sum_to_the_stored_impacts_and_to_the_engines_score(index,
 
 
 @pytest.mark.jvm
+def test_explain_of_the_default_gives_the_sums_parts_which_make_searchs_score(index, cli):
+    """The default's score is the one-request sum: explain showed only the SPARC side (its impact
+    sum, 283 or 56.60) where search showed 0.66; now each hit's two sides, each over the most the
+    question can score there, times the question's coverage, which make search's score."""
+    from sparc_es.engines import open_engine
+    from sparc_es.engines.blend import BM25_SHARE
+
+    engine = open_engine("lucene", index)  # the default: the sum
+    try:
+        hits = engine.search(JAVA, 3)
+    finally:
+        engine.close()
+    rc, out, err = cli("explain", "--index", index, "--no-collapse", "--json", JAVA, 1, 2, 3)
+    assert rc == 0, err
+    result = json.loads(out)
+    assert result["hybrid"] == "sum"
+    for explained, hit in zip(result["hits"], hits):
+        parts = explained["sum_parts"]
+        assert explained["id"] == hit.id and parts["score"] == pytest.approx(hit.score, rel=1e-5), (parts, hit)
+        made = parts["coverage"] * ((1 - BM25_SHARE) * parts["sparc"] / parts["sparc_reach"]
+                                    + BM25_SHARE * parts["bm25"] / parts["bm25_reach"])
+        assert made == pytest.approx(hit.score, rel=1e-4) and parts["sparc"] == explained["sum"], (parts, hit)
+        assert parts["bm25"] == pytest.approx(sum(parts["bm25_terms"].values()))
+    assert "java" in result["hits"][0]["sum_parts"]["bm25_terms"]  # a word of the question it holds
+    rc, out, _ = cli("explain", "--index", index, JAVA, 1)
+    assert rc == 0 and f"search's score {hits[0].score:.3f} = " in out and "0.65 x SPARC" in out, out
+
+
+@pytest.mark.jvm
 def test_explain_ranks_are_searchs_and_its_errors_are_one_line(index, tiny_model_dir, cli):
     rc, out, _ = cli("search", "--index", index, "--json", "-k", 2, JAVA)
     searched = json.loads(out)

@@ -16,12 +16,14 @@ rounding at the quantisation boundary (a batch of other sentences, another devic
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
 from sparc_es.answers.show import Places, paragraph
 from sparc_es.engines.base import MAX_HITS, Impacts, sparc_side
+from sparc_es.engines.blend import PREFIX, SCALE
 from sparc_es.errors import SparcError
 from sparc_es.layout.manifest import Manifest
 from sparc_es.layout.names import LUCENE
@@ -146,6 +148,9 @@ class Explainer:
         corpus, idf = self.inputs()
         pipeline = self.model().pipeline
         places = Places(self.manifest.corpus_roots(self.index))
+        blend = getattr(self.sparc, "blend", None)  # the one-request sum: its clause weights say each side's part
+        clauses = self.sparc.weights(question) if blend is not None else {}
+        terms = [f for f in clauses if f.startswith(PREFIX)]
         hits = []
         for sid, rank, search_score, collapsed_into in chosen:
             s = sentences[sid]
@@ -170,13 +175,35 @@ class Explainer:
                 "impact": engine_scores.get(sid, 0), "score": engine_scores.get(sid, 0) / factor,
                 "sum": total, "recomputed_sum": sum(c["count"] * c["recomputed"] for c in tokens),
                 "checked": len(made.keys() | bag.keys()), "mismatched": mismatched,
-                "matches_index": not mismatched, "tokens": tokens})
+                "matches_index": not mismatched, "tokens": tokens,
+                "sum_parts": _sum_parts(blend, self.sparc.bm25_weight, clauses, held,
+                                        self.sparc.stored([sid], terms)[sid] if terms else {},
+                                        question, bag) if blend is not None else None})
         m = self.manifest
         return {"question": question, "index": str(self.index), "model": m.model.fingerprint, "factor": factor,
                 "top_k": m.top_k, "idf": m.idf, "hybrid": _hybrid_name(self.engine), "tokens": bag, "hits": hits}
 
     def close(self) -> None:
         self.engine.close()
+
+
+def _sum_parts(blend, share: float, clauses: dict[str, float], impacts: dict[str, int], terms: dict[str, int],
+               question: str, bag: dict[str, int]) -> dict:
+    """How the one-request sum makes a hit's score (:mod:`~sparc_es.engines.blend`): C(q) x ((1 - a)
+    x SPARC / S(q) + a x BM25 / B(q)), each side's sum of count x stored value and the most the
+    question can score there, and the BM25 terms the sentence stores."""
+    asked = Counter(PREFIX + t for t in blend.analyzer.terms(question))
+    stored = {f: c for f, c in asked.items() if f in blend.maxima}
+    sparc_bag = {t: c for t, c in bag.items() if t in blend.maxima}
+    bm25 = {f[len(PREFIX):]: terms.get(f, 0) * c for f, c in stored.items()}
+    return {"coverage": blend.coverage(asked, stored), "bm25_share": share,
+            "sparc": sum(c * impacts.get(t, 0) for t, c in sparc_bag.items()),
+            "sparc_reach": sum(c * blend.maxima[t] for t, c in sparc_bag.items()),
+            "bm25": sum(bm25.values()) / SCALE,
+            "bm25_reach": sum(c * blend.maxima[f] for f, c in stored.items()) / SCALE,
+            "bm25_terms": {t: v / SCALE for t, v in bm25.items() if v},
+            "score": sum(w * (terms.get(f, 0) if f.startswith(PREFIX) else impacts.get(f, 0))
+                         for f, w in clauses.items())}
 
 
 def _rank(word: str) -> bool:
@@ -203,7 +230,10 @@ def table(result: dict) -> str:
              f"index {result['index']}: model {result['model']}, K {result['top_k']}, "
              f"{'IDF-weighted, ' if result['idf'] else ''}factor {factor:g} (impact = round(weight x {factor:g}); "
              f"score = sum of count x impact / {factor:g})"]
-    if result["hybrid"]:
+    if result["hybrid"] == "sum":
+        lines.append("ranks and scores are search's: the one-request sum of SPARC and BM25 (its parts under each "
+                     "hit); the impacts below are the SPARC side's")
+    elif result["hybrid"]:
         lines.append(f"ranks are search's (SPARC fused with BM25, {result['hybrid']}); the scores below are SPARC's, "
                      "the sums the hybrid fuses")
     # side by side: which token each hit's score comes from
@@ -251,6 +281,15 @@ def table(result: dict) -> str:
         agree = "=" if h["sum"] == h["impact"] else "!="
         lines.append(f"  sum of count x impact {h['sum']} {agree} Lucene's score {h['impact']} "
                      f"({h['score']:.2f} = {h['impact']} / {factor:g})")
+        parts = h.get("sum_parts")
+        if parts:
+            a = parts["bm25_share"]
+            sides = (f"{1 - a:g} x SPARC {parts['sparc']} / {parts['sparc_reach']} + "
+                     f"{a:g} x BM25 {parts['bm25']:.2f} / {parts['bm25_reach']:.2f}")
+            held = ", ".join(f"{t} {v:.2f}" for t, v in parts["bm25_terms"].items()) or "none of the question's"
+            lines.append(f"  search's score {parts['score']:.3f} = {parts['coverage']:.2f} (the share of the "
+                         f"question's words the corpus holds) x ({sides}), each side over the most this question "
+                         f"can score there; its BM25 terms: {held}")
         if h["matches_index"]:
             lines.append(f"  made again from its text and context: all {h['checked']} impacts checked match the index")
         else:

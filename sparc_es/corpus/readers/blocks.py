@@ -152,6 +152,11 @@ def locate(source: str, text: str, start: int, end: int, max_gap: int = 2000) ->
             i = _find(source, token, pos, min(end, pos + max_gap + len(token))) if token else -1
             if i >= 0 and (best is None or i < best[0]):
                 best = (i, token)
+        if best is not None:  # unless markup splits it where it comes first: `search`'s, then a later `search's`
+            run = _WORD.search(word)
+            j = _find(source, run.group(), pos, best[0]) if run is not None and run.group() != best[1] else -1
+            if j >= 0 and (j == 0 or not source[j - 1].isalnum()):
+                best = None
         if best is not None:
             i, token = best
             found = [(i, i + len(token))]

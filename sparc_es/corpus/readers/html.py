@@ -17,6 +17,7 @@ from sparc_es.corpus.readers.blocks import (
     CODE,
     HEADING,
     ITEM,
+    LEAD_CHARS,
     PARAGRAPH,
     QUOTE,
     Block,
@@ -302,7 +303,12 @@ class _Html(HTMLParser):
             self.prev = None
             return
         kind = {"li": ITEM, "dd": ITEM, "pre": CODE, "blockquote": QUOTE}.get(where, PARAGRAPH)
-        lead = next((el.lead for el in reversed(self.stack) if el.lead), "")
+        carriers = [el for el in self.stack if el.lead]
+        lead = carriers[-1].lead if carriers else ""
+        for el in reversed(carriers[:-1]):  # a definition inside a definition (Sphinx's "Returns:" of a
+            # method): the outer term too (its signature), where it fits
+            if el.tag == "dd" and el.lead not in lead and len(el.lead) + len(lead) < LEAD_CHARS:
+                lead = chain(el.lead, lead)
         block = Block(text, self._headings(), lead, kind, start, end, code=raw.strip("\n") if kind == CODE else "")
         self.out.append(block)
         self.prev = block if kind in (PARAGRAPH, ITEM) else None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -321,3 +322,50 @@ def test_the_same_document_path_in_two_folders_is_refused_naming_both(tmp_path):
     assert len(list(read_corpus([tmp_path / "dup"]))) == 2
     with pytest.raises(InputError, match=r"a/setup.md: is read twice \(also as .*a/setup.md, from .*dup\)"):
         list(read_corpus([tmp_path / "dup", a]))
+
+
+class _Records:
+    """An application's own corpus source, as a developer writes one."""
+
+    def __init__(self, sentences, once: bool = False):
+        self.sentences, self.generator = sentences, (iter(sentences) if once else None)
+
+    def read(self, stats=None):
+        return self.generator if self.generator is not None else iter(self.sentences)
+
+    def describe(self):
+        return ["my-app"]
+
+
+@pytest.mark.parametrize("source, message", [
+    (_Records([], once=False), "empty corpus: read() gave no sentences"),
+    (_Records(["not a sentence"]), "read() gave a str, not a sparc_es.corpus.sources.Sentence"),
+    (_Records([("s", "x")]), "read() gave a tuple"),
+    ("EMPTY_TEXT", "empty sentence: the text of id 'x' has no characters to encode"),
+    ("BAD_ID", "sentence id 'a b' contains whitespace"),
+    ("TWICE", "duplicate sentence id 'a'"),
+    ("ONCE", "read() gave 2 sentences, then 0: each call must give every sentence again"),
+])
+def test_an_applications_own_source_gets_the_checks_files_get(tmp_path, tiny_model, source, message):
+    """A Source whose read() hands out one generator gave a finished encode of 0 sentences; an empty
+    source, an empty text, an id with a space and a duplicate id were encoded (or failed after
+    encoding, leaving no manifest)."""
+    from sparc_es.corpus.sources import Sentence
+    from sparc_es.encode.run import encode_corpus
+
+    made = {"EMPTY_TEXT": _Records([Sentence("x", " ")]), "BAD_ID": _Records([Sentence("a b", "Text.")]),
+            "TWICE": _Records([Sentence("a", "One."), Sentence("a", "Two.")]),
+            "ONCE": _Records([Sentence("a", "One."), Sentence("b", "Two.")], once=True)}
+    with pytest.raises(InputError, match=re.escape(message)):
+        encode_corpus(made.get(source, source), tmp_path / "enc", tiny_model, progress=False)
+
+
+def test_records_given_as_a_corpus_are_refused_naming_a_source(tmp_path, tiny_model):
+    from sparc_es.corpus.sources import Sentence
+    from sparc_es.encode.run import encode_corpus
+
+    with pytest.raises(TypeError, match="give records through a Source"):
+        encode_corpus([Sentence("a", "One.")], tmp_path / "enc", tiny_model, progress=False)
+    manifest = encode_corpus(_Records([Sentence("a", "One."), Sentence("b", "Two.")]), tmp_path / "enc",
+                             tiny_model, progress=False)
+    assert manifest.sentences == 2 and list(manifest.corpus) == ["my-app"]

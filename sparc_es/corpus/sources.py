@@ -846,10 +846,59 @@ class Files:
         return [os.path.abspath(p) for p in self.paths]
 
 
+@dataclass
+class Checked:
+    """Another :class:`Source` (an application's own, an Elasticsearch index's) read with the checks
+    files get: every record a :class:`Sentence` with a valid id and some text, no id twice, not
+    empty, and the same number of sentences at every reading (a source whose ``read`` hands out one
+    generator gives nothing the second time: an encode of no sentences, had it not been refused)."""
+
+    source: Source
+    counts: list[int] = field(default_factory=list)  # the sentences of each full reading
+
+    def read(self, stats: ReadStats | None = None) -> Iterator[Sentence]:
+        where = f"corpus source {type(self.source).__name__}"
+        seen: set[str] = set()
+        for s in self.source.read(stats):
+            if not isinstance(s, Sentence):
+                raise InputError(where, f"read() gave a {type(s).__name__}, not a sparc_es.corpus.sources.Sentence")
+            problem = sentence_id_problem(s.id) if isinstance(s.id, str) else "is not a string"
+            if problem is not None:
+                raise InputError(where, f"sentence id {shown(str(s.id))} {problem}")
+            if not isinstance(s.text, str) or not s.text.strip():
+                raise InputError(where, f"empty sentence: the text of id {s.id!r} has no characters to encode")
+            if s.id in seen:
+                raise InputError(where, f"duplicate sentence id {s.id!r}")
+            seen.add(s.id)
+            yield s
+        if self.counts and self.counts[0] != len(seen):
+            raise InputError(where, f"read() gave {self.counts[0]} sentences, then {len(seen)}: each call must give "
+                                    "every sentence again (a new iterator each time, not one generator)")
+        if not seen:
+            raise InputError(where, "empty corpus: read() gave no sentences")
+        self.counts.append(len(seen))
+
+    def describe(self) -> list[str]:
+        return self.source.describe()
+
+
 def as_source(corpus: Source | str | Path | Iterable[str | Path]) -> Source:
-    """A :class:`Source` as it is; file and folder paths (one, or several) as :class:`Files`."""
+    """File and folder paths (one, or several) as :class:`Files`; a :class:`Source` of another kind
+    :class:`Checked`. Records themselves are not a corpus: wrap them in a Source."""
+    if isinstance(corpus, (Files, Checked)):
+        return corpus
     if hasattr(corpus, "read") and hasattr(corpus, "describe"):
-        return corpus  # type: ignore[return-value]
+        return Checked(corpus)  # type: ignore[arg-type]
+    if not isinstance(corpus, (str, Path)) and not isinstance(corpus, Iterable):
+        raise TypeError(f"a corpus is file or folder paths or a Source (read() and describe()), not "
+                        f"{type(corpus).__name__}")
     if isinstance(corpus, (str, Path)):  # one path, not the characters of one
         corpus = [corpus]
-    return Files(tuple(str(p) for p in corpus))  # type: ignore[union-attr]
+    corpus = list(corpus)
+    odd = next((c for c in corpus if not isinstance(c, (str, Path))), None)
+    if odd is not None:
+        raise TypeError(f"a corpus is file or folder paths or a Source (read() and describe()), not an iterable "
+                        f"holding a {type(odd).__name__}: give records through a Source (sparc_es.corpus.Source)")
+    if isinstance(corpus, (str, Path)):  # one path, not the characters of one
+        corpus = [corpus]
+    return Files(tuple(str(p) for p in corpus))

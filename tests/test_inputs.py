@@ -583,3 +583,21 @@ def test_encode_skips_json_files_and_earlier_outputs_inside_the_corpus(tmp_path,
     assert err == ("sparc-es: warning: skipped 1 file: 1 .json (only .jsonl, .txt, .md, .rst or .html files are "
                    "read); skipped 1 folder sparc-es wrote (an earlier encode or index is not corpus): work/encoded\n")
     assert out.startswith("encoded 1 sentence into")
+
+
+def test_library_errors_name_keywords_and_the_cli_names_flags(monkeypatch):
+    """Python callers were told to "pass --es-url", use "--device", "--keep-floats"...: the README
+    promises errors in the caller's terms (overwrite=True from Python, --overwrite from the CLI)."""
+    from sparc_es.engines.elastic import Connection
+    from sparc_es.errors import SparcError, command_line
+    from sparc_es.model.neural import resolve_device
+
+    monkeypatch.delenv("SPARC_ES_URL", raising=False)
+    for call, python, cli in ((lambda: Connection.from_env(), "pass url=...", "pass --es-url"),
+                              (lambda: resolve_device("tpu"), "device 'tpu'", "--device 'tpu'")):
+        with pytest.raises(SparcError) as raised:
+            call()
+        assert python in str(raised.value) and "--" not in str(raised.value), raised.value
+        with command_line(), pytest.raises(SparcError) as raised:
+            call()
+        assert cli in str(raised.value), raised.value

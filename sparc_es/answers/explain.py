@@ -24,7 +24,7 @@ import numpy as np
 from sparc_es.answers.show import Places, paragraph
 from sparc_es.engines.base import MAX_HITS, Impacts, sparc_side
 from sparc_es.engines.blend import PREFIX, SCALE
-from sparc_es.errors import SparcError
+from sparc_es.errors import SparcError, option
 from sparc_es.layout.manifest import Manifest
 from sparc_es.layout.names import LUCENE
 from sparc_es.layout.records import quantize
@@ -46,11 +46,13 @@ class Explainer:
         self.collapse = collapse
         self.manifest = Manifest.read(self.index)
         if self.manifest.index is None or self.manifest.index.engine != LUCENE:
-            raise SparcError(f"{self.index}: explain needs a sparc-es Lucene index (sparc-es index --index DIR)")
+            raise SparcError(f"{self.index}: explain needs a sparc-es Lucene index "
+                             f"({option('sparc-es index --index DIR', 'sparc_es.engines.lucene.build_index')})")
         self.engine = engine
         self.sparc = sparc_side(engine)
         if not isinstance(self.sparc, Impacts):
-            raise SparcError("explain reads the impacts of the Lucene impact index: search it with --engine lucene")
+            raise SparcError("explain reads the impacts of the Lucene impact index: search it with "
+                             + option("--engine lucene", "open_engine('lucene', ...)"))
         self._model, self._device = model, device
         self._inputs = None
 
@@ -67,8 +69,8 @@ class Explainer:
             if model.fingerprint != m.model.fingerprint:
                 base = m.model.base_model.get("name", "?")
                 raise SparcError(f"{self.index} was encoded with model {m.model.fingerprint} (base {base}), "
-                                 f"--model {name} is {model.fingerprint}: explain re-encodes hits with the index's "
-                                 "own model; pass its folder with --model")
+                                 f"{option('--model', 'model')} {name} is {model.fingerprint}: explain re-encodes "
+                                 f"hits with the index's own model; pass its folder as {option('--model', 'model')}")
             self._model = model if self._device == "cpu" else model.to(self._device)
         return self._model
 

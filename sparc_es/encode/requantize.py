@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sparc_es.errors import SparcError, StoreError
+from sparc_es.errors import SparcError, StoreError, option
 from sparc_es.layout import ownership as folders
 from sparc_es.layout.locks import exclusive
 from sparc_es.layout.manifest import Manifest, copy_into, new_generation, reading
@@ -80,7 +80,8 @@ def _check(encoded: Path, manifest: Manifest, factor: float | None, idf: bool,
     factor = check_factor(manifest.factor if factor is None else factor)
     min_impact = check_min_impact(manifest.min_impact if min_impact is None else min_impact)
     if not manifest.floats:
-        raise StoreError(f"{encoded}: has no float weights to re-quantise; encode with --keep-floats")
+        raise StoreError(f"{encoded}: has no float weights to re-quantise; encode with "
+                         f"{option('--keep-floats', 'keep_floats=True')}")
     if idf and manifest.idf:
         raise StoreError(f"{encoded}: its weights are IDF-weighted already")
     return factor, min_impact

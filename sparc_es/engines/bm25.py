@@ -23,7 +23,7 @@ from sparc_es.corpus.sources import Sentence
 from sparc_es.engines._java import TopK, folder_size, index_collection, parts, start_jvm
 from sparc_es.engines.base import Description, EngineKind, Hit
 from sparc_es.engines.exact import ranked_batches
-from sparc_es.errors import StoreError
+from sparc_es.errors import StoreError, option
 from sparc_es.layout.names import BM25, LUCENE, SENTENCES
 from sparc_es.layout.store import SentenceStore
 from sparc_es.model.query import check_question
@@ -77,7 +77,7 @@ class LuceneBM25:
         """The BM25 index that ``sparc-es index`` built inside the sparc-es index ``index``."""
         if not cls.exists_beside(index):
             raise StoreError(f"{index}: has no BM25 index beside the impact index; rebuild it with "
-                             "sparc-es index (without --no-bm25)")
+                             f"{option('sparc-es index (without --no-bm25)', 'build_index(..., bm25=True)')}")
         engine = cls(Path(index) / BM25)
         if engine.store_path.is_file():
             engine.store = SentenceStore(engine.store_path)

@@ -29,7 +29,7 @@ import os
 import re
 from pathlib import Path
 
-from sparc_es.errors import ModelError
+from sparc_es.errors import ModelError, option
 from sparc_es.model.checkpoint import (
     DEFAULT_MODEL,
     SPARC_CONFIG,
@@ -412,10 +412,11 @@ def resolve_device(name: str = "auto") -> str:
         index = int(name[5:]) if ":" in name else 0
         count = torch.cuda.device_count() if available else 0
         if index >= count:
-            raise ModelError(f"--device {name}: torch sees {count} CUDA device{'s' if count != 1 else ''} here "
+            devices = f"{count} CUDA device{'s' if count != 1 else ''}"
+            raise ModelError(f"{option('--device', 'device')} {name}: torch sees {devices} here "
                              f"(torch {torch.__version__}{', a CPU-only build' if torch.version.cuda is None else ''})")
         return f"cuda:{index}"
-    raise ModelError(f"--device {name!r}: choose auto, cpu, cuda or cuda:N")
+    raise ModelError(f"{option('--device', 'device')} {name!r}: choose auto, cpu, cuda or cuda:N")
 
 
 def weights_fingerprint(encoder, config: SparcConfig, head=None) -> str:

@@ -172,7 +172,7 @@ class Connection:
             # said here: whether the client refuses it depends on its urllib3 (one version took it)
             return "its host has a space or a control character"
         if self.ca_certs and parts.scheme != "https":
-            return "a CA bundle (--es-ca-certs) is for https:// URLs"
+            return f"a CA bundle ({option('--es-ca-certs', 'ca_certs')}) is for https:// URLs"
         return None
 
     def _scrub(self, text: str) -> str:
@@ -191,7 +191,7 @@ class Connection:
         env = os.environ
         url = url or env.get("SPARC_ES_URL")
         if not url:
-            raise SparcError("no Elasticsearch URL: pass --es-url or set SPARC_ES_URL")
+            raise SparcError(f"no Elasticsearch URL: pass {option('--es-url', 'url=...')} or set SPARC_ES_URL")
         api_key, username, password = credentials(given.get("api_key"), given.get("username"),
                                                   given.get("password"), env)
         return cls(url=url, api_key=api_key, username=username, password=password,

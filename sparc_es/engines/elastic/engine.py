@@ -37,7 +37,7 @@ from sparc_es.engines.elastic.documents import (
     text_searchable,
     weights_mode,
 )
-from sparc_es.errors import EngineError, choice
+from sparc_es.errors import EngineError, choice, option
 from sparc_es.model.query import QueryEncoder
 
 # said after a search that timed out (only then: a rejected query is not slow)
@@ -93,8 +93,9 @@ class ElasticEngine:
         if fits is None:
             raise EngineError(f"index {index!r} has no {FIELD!r} field of type rank_features or sparse_vector")
         if self.asked_mode is not None and self.asked_mode is not fits:
-            raise EngineError(f"--query-mode {self.asked_mode.value} does not fit index {index!r}: its weights are "
-                              f"mapped for {fits.value} queries; leave --query-mode out (it follows the mapping)")
+            flag = option("--query-mode", "query_mode")
+            raise EngineError(f"{flag} {self.asked_mode.value} does not fit index {index!r}: its weights are "
+                              f"mapped for {fits.value} queries; leave {flag} out (it follows the mapping)")
         self.mode = fits
         self.text_searchable = text_searchable(mappings)  # whether BM25 (a hybrid) can search its text
         self.same_bm25 = same_bm25(mappings)  # whether that BM25 is the Lucene BM25 index's

@@ -540,3 +540,12 @@ def test_evalset_refuses_an_existing_folder_and_replaces_only_its_own(tmp_path, 
     assert cli("evalset", "--mrqa", tmp_path / "qa.jsonl", "--output", tmp_path / "empty")[0] == 0
     (out / ".sparc-es").unlink()
     assert cli(*argv, "--overwrite")[0] == 0 and (out / ".sparc-es").is_file()
+
+
+def test_run_tag_takes_describes_enums():
+    """run_tag(..., engine.describe().hybrid) gave "sparc-es-lucene-HybridMethod.SUM0.35"."""
+    from sparc_es.engines.base import EngineKind, HybridMethod
+    from sparc_es.evaluation.trec import run_tag
+
+    assert run_tag(EngineKind.LUCENE, HybridMethod.SUM, 0.35) == run_tag("lucene", "sum", 0.35) == \
+        "sparc-es-lucene-sum0.35"

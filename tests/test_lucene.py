@@ -364,3 +364,34 @@ def test_ctrl_c_while_lucene_indexes_reaches_python_at_once(tmp_path):
     late = run(whole * 0.8)
     print(f"late: {late}")
     assert late.get("finished") or (not late["written_after"] and late["java_threads"] == []), late
+
+
+@pytest.mark.jvm
+def test_a_library_caller_gets_one_line_for_topics_and_options_of_the_wrong_shape(tmp_path, tiny_model):
+    """batch_search({"q1": "java"}) unpacked the key "q1" into qid "q" and question "1"; a bare list
+    of questions was a bare ValueError; a qid given twice kept the last question's hits;
+    open_engine("lucene", ..., es_index="x") ignored Elasticsearch's options."""
+    import numpy as np
+
+    from sparc_es.encode.run import encode_corpus
+    from sparc_es.engines import open_engine
+    from sparc_es.engines.lucene import build_index
+    from sparc_es.errors import SparcError
+
+    (tmp_path / "a.md").write_text("Pyserini needs Java 21 to run Lucene.\n\nThe keeper lights the lamp.\n")
+    encode_corpus([tmp_path / "a.md"], tmp_path / "enc", tiny_model, progress=False)
+    build_index(tmp_path / "enc", tmp_path / "index")
+    for kind in ("lucene", "bm25"):
+        with pytest.raises(SparcError, match="applies to the Elasticsearch engine"):
+            open_engine(kind, tmp_path / "index", es_index="x")
+        engine = open_engine(kind, tmp_path / "index")
+        try:
+            for topics, message in (({"q1": "java"}, "pass dict.items"), (["java", "lamp"], "with a string qid"),
+                                    ([("q1", "java"), ("q1", "lamp")], "qid 'q1' is given twice")):
+                with pytest.raises(SparcError, match=message):
+                    engine.batch_search(topics, k=2)
+            with pytest.raises(SparcError, match="threads is 1 or more"):
+                engine.batch_search([("q1", "java")], k=2, threads=0)
+            assert engine.batch_search({"q1": "java"}.items(), k=np.int64(1)).keys() == {"q1"}
+        finally:
+            engine.close()

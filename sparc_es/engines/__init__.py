@@ -45,6 +45,12 @@ def open_engine(kind: EngineKind | str = EngineKind.LUCENE, index: str | Path | 
     from sparc_es.engines.hybrid import DEFAULT_METHOD, HybridChoice, HybridEngine, HybridMethod
 
     kind = choice(EngineKind, kind, "engine")
+    if kind is not EngineKind.ES:  # Elasticsearch's options, never ignored on another engine
+        given = [name for name, value in (("connection", connection), ("es_index", es_index),
+                                          ("tokenizer", tokenizer), ("query_mode", query_mode)) if value is not None]
+        if given:
+            raise SparcError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to the Elasticsearch "
+                             f"engine ('es'), not to {kind.value!r}")
     asked = HybridChoice.of(kind, hybrid, hybrid_weight)
     method, weight, default = asked.method, asked.weight, asked.default
 

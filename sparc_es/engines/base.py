@@ -10,6 +10,7 @@ document stores (a sort after ``_score``), the client-side fusions by :func:`bes
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, fields, replace
@@ -29,9 +30,31 @@ def check_k(k: int) -> int:
     ask this first, so a library caller gets the CLI's message, not the engine's own failure."""
     from sparc_es.errors import SparcError
 
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_HITS:
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 1 <= k <= MAX_HITS:
         raise SparcError(f"k is the number of hits a question gets: 1 to {MAX_HITS:,}, not {k!r}")
-    return k
+    return int(k)
+
+
+def check_topics(topics: Iterable[tuple[str, str]], threads: int = 1) -> list[tuple[str, str]]:
+    """``batch_search``'s topics as a list of (qid, question) pairs, or a one-line error: a mapping
+    (its keys would be unpacked as pairs of characters), a bare question, a qid given twice (its
+    hits would replace the first's), ``threads`` under 1."""
+    from sparc_es.errors import SparcError
+
+    if isinstance(topics, (str, Mapping)):
+        raise SparcError("topics are (qid, question) pairs: pass dict.items(), not the dict, or [(qid, question)] "
+                         "for one question")
+    if isinstance(threads, bool) or not isinstance(threads, numbers.Integral) or threads < 1:
+        raise SparcError(f"threads is 1 or more, not {threads!r}")
+    out, seen = [], set()
+    for topic in topics:
+        if not (isinstance(topic, tuple | list) and len(topic) == 2 and isinstance(topic[0], str)):
+            raise SparcError(f"topics are (qid, question) pairs with a string qid, not {topic!r}"[:200])
+        if topic[0] in seen:
+            raise SparcError(f"qid {topic[0]!r} is given twice: each question's hits are keyed by its qid")
+        seen.add(topic[0])
+        out.append((topic[0], topic[1]))
+    return out
 
 
 @dataclass(frozen=True, slots=True)  # slots: a run of 10k queries x 1,000 hits is 10M of these

@@ -21,7 +21,7 @@ import numpy as np
 
 from sparc_es.corpus.sources import Sentence
 from sparc_es.engines._java import TopK, folder_size, index_collection, parts, start_jvm
-from sparc_es.engines.base import Description, EngineKind, Hit
+from sparc_es.engines.base import Description, EngineKind, Hit, check_topics
 from sparc_es.engines.exact import ranked_batches
 from sparc_es.errors import StoreError, option
 from sparc_es.layout.names import BM25, LUCENE, SENTENCES
@@ -89,7 +89,7 @@ class LuceneBM25:
         return [h.located(found.get(h.id)) for h in hits]
 
     def batch_search(self, topics: Iterable[tuple[str, str]], k: int = 1000, threads: int = 1) -> dict[str, list[Hit]]:
-        topics = list(topics)
+        topics = check_topics(topics, threads)
         out: dict[str, list[Hit]] = {}
         for part in parts(topics):
             queries = [self._generator.buildQuery(LUCENE_FIELD, self._analyzer, check_question(q)) for _, q in part]
@@ -147,7 +147,7 @@ class PaperBM25:
 
     def batch_search(self, topics: Iterable[tuple[str, str]], k: int = 1000, threads: int = 1) -> dict[str, list[Hit]]:
         return {qid: [Hit(id=self.ids[j], score=s, order=j) for j, s in ranked]
-                for qid, ranked in ranked_batches(list(topics), self.scores, k)}
+                for qid, ranked in ranked_batches(check_topics(topics, threads), self.scores, k)}
 
     def describe(self) -> Description:
         return Description("paper-bm25")

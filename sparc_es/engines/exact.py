@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sparc_es.engines.base import Description, Hit, check_k
+from sparc_es.engines.base import Description, Hit, check_k, check_topics
 from sparc_es.errors import StoreError
 from sparc_es.layout.manifest import Manifest
 from sparc_es.layout.records import iter_vectors, quantize
@@ -93,6 +93,7 @@ class ExactEngine:
     def batch_search(self, topics: Iterable[tuple[str, str]], k: int = 1000, threads: int = 1) -> dict[str, list[Hit]]:
         """Score every sentence for every question, a chunk of questions at a time (bounded memory)."""
         check_k(k)
+        topics = check_topics(topics, threads)
         return {qid: [Hit(id=self.ids[j], score=s, impact=None if self.floats else int(round(s * self.factor)),
                           order=j) for j, s in ranked]
                 for qid, ranked in ranked_batches(list(topics), self.scores, k)}

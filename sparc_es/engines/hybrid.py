@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from sparc_es.engines.base import Description, EngineKind, Hit, HybridMethod, best_first
+from sparc_es.engines.base import Description, EngineKind, Hit, HybridMethod, best_first, check_topics
 from sparc_es.engines.blend import BM25_SHARE
 from sparc_es.errors import SparcError, choice, option
 
@@ -152,7 +152,7 @@ class HybridEngine:
         return [replace(given[i], score=s, impact=None) for i, s in ranked]
 
     def batch_search(self, topics: Iterable[tuple[str, str]], k: int = 1000, threads: int = 1) -> dict[str, list[Hit]]:
-        topics = list(topics)
+        topics = check_topics(topics, threads)
         depth = max(k, self.depth)
         sparc = self.sparc.batch_search(topics, k=depth, threads=threads)
         bm25 = self.bm25.batch_search(topics, k=depth, threads=threads)

@@ -29,7 +29,7 @@ import orjson
 from sparc_es.engines import blend
 from sparc_es.engines._impacts import write_impact_index
 from sparc_es.engines._java import TopK, folder_size, index_documents, parts, start_jvm
-from sparc_es.engines.base import Description, EngineKind, Hit, HybridMethod
+from sparc_es.engines.base import Description, EngineKind, Hit, HybridMethod, check_topics
 from sparc_es.errors import EngineError, StoreError, count_mismatch, option
 from sparc_es.layout import ownership as folders
 from sparc_es.layout.locks import exclusive
@@ -203,7 +203,7 @@ class LuceneEngine:
 
     def batch_search(self, topics: Iterable[tuple[str, str]], k: int = 1000, threads: int = 1) -> dict[str, list[Hit]]:
         """Search many (qid, question) pairs; results keyed by qid."""
-        topics = list(topics)
+        topics = check_topics(topics, threads)
         out: dict[str, list[Hit]] = {}
         for part in parts(topics):
             results = self.searcher.weighted_batch([self.weights(q) for _, q in part], k, threads)

@@ -20,7 +20,7 @@ import json
 import time
 from collections.abc import Callable, Iterable
 
-from sparc_es.engines.base import Description, EngineKind, Hit, HybridMethod, check_k
+from sparc_es.engines.base import Description, EngineKind, Hit, HybridMethod, check_k, check_topics
 from sparc_es.engines.blend import BM25_SHARE, Blend
 from sparc_es.engines.elastic.connection import _cluster_errors, check_server
 from sparc_es.engines.elastic.documents import (
@@ -208,7 +208,7 @@ class ElasticEngine:
         timeout bounds one question, never a batch of them (``threads`` is not used: the cluster
         searches in parallel)."""
         return {qid: self._ask(question, k, f"searching {self.index!r} for question {qid}")
-                for qid, question in topics}
+                for qid, question in check_topics(topics, threads)}
 
     def _hits(self, response) -> list[Hit]:
         hits = []

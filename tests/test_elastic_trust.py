@@ -624,3 +624,20 @@ def test_an_index_name_in_the_url_is_said_to_belong_in_es_index(es_url, capsys, 
     err = capsys.readouterr().err
     assert f"/{name} is not the root of an Elasticsearch cluster (it answers without the cluster's version): give " \
            "the cluster's URL without an index name in its path, and the index with --es-index" in err, err
+
+
+@pytest.mark.es
+def test_a_closed_elasticsearch_engine_says_it_is_closed_not_that_the_cluster_is_gone(encoded, es_url):
+    from sparc_es.engines import open_engine
+
+    name = f"closed-{os.getpid()}"
+    client = Connection(es_url).client()
+    load_es(encoded, client, name, progress=False, recreate=True)
+    try:
+        engine = open_engine("es", connection=Connection(es_url), es_index=name, tokenizer=encoded)
+        assert engine.search("port 8007", 1)
+        engine.close()
+        with pytest.raises(EngineError, match="this engine is closed"):
+            engine.search("port 8007", 1)
+    finally:
+        client.indices.delete(index=name, ignore_unavailable=True)

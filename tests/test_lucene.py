@@ -395,3 +395,11 @@ def test_a_library_caller_gets_one_line_for_topics_and_options_of_the_wrong_shap
             assert engine.batch_search({"q1": "java"}.items(), k=np.int64(1)).keys() == {"q1"}
         finally:
             engine.close()
+    from sparc_es.errors import EngineError
+
+    engine = open_engine("lucene", tmp_path / "index")
+    engine.close()
+    for call in (lambda: engine.search("java"), lambda: engine.postings(["java"]),
+                 lambda: engine.stored(["a.md#x"], ["java"])):  # these were a raw Java AlreadyClosedException
+        with pytest.raises(EngineError, match="this engine is closed"):
+            call()

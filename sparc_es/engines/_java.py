@@ -224,9 +224,10 @@ class TopK:
         self._ready(k)
         return [self._unpack(h) for h in self._search.batch(self.searcher, queries, k, "id", max(1, threads))]
 
-    def _ready(self, k: int) -> None:
-        """A search's preconditions, said in one line rather than by a Java exception."""
-        check_k(k)
+    def _ready(self, k: int | None = None) -> None:
+        """A search's (or a read's) preconditions, said in one line rather than by a Java exception."""
+        if k is not None:
+            check_k(k)
         if self.closed:
             raise EngineError("this engine is closed: open the index again to search it")
 
@@ -238,6 +239,7 @@ class TopK:
 
     def doc_freqs(self, terms: list[str], field: str = "contents") -> dict[str, int]:
         """How many documents hold each of ``terms`` in ``field`` (Lucene's document frequency)."""
+        self._ready()
         from jnius import autoclass
 
         term = autoclass("org.apache.lucene.index.Term")
@@ -246,6 +248,7 @@ class TopK:
     def docids(self, values: list[str], field: str = "id") -> dict[str, int]:
         """The docid of the document whose ``field`` (an indexed string, as ``id`` is) is each of
         ``values``; values no document has are left out."""
+        self._ready()
         from jnius import autoclass
 
         term = autoclass("org.apache.lucene.index.Term")
@@ -265,6 +268,7 @@ class TopK:
     def freqs(self, terms: list[str], docids: list[int], field: str = "contents") -> dict[int, dict[str, int]]:
         """Each of ``docids``' frequency of each of ``terms`` in ``field``: in an impact index, the
         integer impact it stores for that term (terms it does not hold are left out)."""
+        self._ready()
         from jnius import autoclass
 
         term = autoclass("org.apache.lucene.index.Term")
@@ -292,6 +296,7 @@ class TopK:
     def score(self, bag: dict[str, float], docid: int) -> float:
         """The score Lucene gives document ``docid`` for the bag :meth:`weighted` searches with (its
         ``explain``: the same query, similarity and float sum); 0 when it does not match."""
+        self._ready()
         query = self._search.weighted("contents", list(bag), [float(w) for w in bag.values()], 0, len(bag))
         return float(self.searcher.explain(query, docid).getValue().floatValue())
 

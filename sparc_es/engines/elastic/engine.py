@@ -190,6 +190,8 @@ class ElasticEngine:
         """One question's hits, the mapping read again first when the index was rebuilt; a sum that
         scores above 1 (maxima older than the documents) is asked again after a check."""
         check_k(k)
+        if self.closed:
+            raise EngineError("this engine is closed: open it again to search the index")
         for attempt in (0, 1):
             self._current(force=attempt == 1)
             self._ready()
@@ -237,7 +239,10 @@ class ElasticEngine:
     def describe(self) -> Description:
         return Description(EngineKind.ES.value, self.method, self.bm25_weight)
 
+    closed = False
+
     def close(self) -> None:
+        self.closed = True
         self.client.close()
 
 

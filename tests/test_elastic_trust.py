@@ -641,3 +641,21 @@ def test_a_closed_elasticsearch_engine_says_it_is_closed_not_that_the_cluster_is
             engine.search("port 8007", 1)
     finally:
         client.indices.delete(index=name, ignore_unavailable=True)
+
+
+@pytest.mark.es
+def test_build_index_takes_a_connection_and_open_engine_says_what_it_takes(encoded, es_url):
+    """elastic.build_index took a client and open_engine a Connection; swapped, one said "cannot
+    reach Elasticsearch ... 'Connection' object has no attribute 'info'", the other an AttributeError."""
+    from elasticsearch import Elasticsearch
+
+    from sparc_es.engines import open_engine
+
+    name = f"either-{os.getpid()}"
+    try:
+        assert load_es(encoded, Connection(es_url), name, progress=False, recreate=True)["count"] == 40
+        with pytest.raises(SparcError, match="connection is a sparc_es.engines.elastic.Connection .* not "
+                                             "Elasticsearch"):
+            open_engine("es", connection=Elasticsearch(es_url), es_index=name, tokenizer=encoded)
+    finally:
+        Elasticsearch(es_url).indices.delete(index=name, ignore_unavailable=True)

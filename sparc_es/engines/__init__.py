@@ -70,11 +70,14 @@ def open_engine(kind: EngineKind | str = EngineKind.LUCENE, index: str | Path | 
         return None
 
     if kind is EngineKind.ES:
-        from sparc_es.engines.elastic import ElasticEngine
+        from sparc_es.engines.elastic import Connection, ElasticEngine
         from sparc_es.model.query import QueryEncoder
 
         if connection is None or not es_index:
             raise SparcError("the Elasticsearch engine needs a connection and an index name")
+        if not isinstance(connection, Connection):  # an Elasticsearch client, say, as elastic.build_index takes
+            raise SparcError(f"connection is a sparc_es.engines.elastic.Connection (Connection(url), or "
+                             f"Connection.from_env()), not {type(connection).__name__}")
         queries = QueryEncoder.load(tokenizer or index or "default")
         sparc = ElasticEngine(connection.client(), es_index, queries, mode=query_mode)
         try:

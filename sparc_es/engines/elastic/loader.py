@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from sparc_es.engines import blend
-from sparc_es.engines.elastic.connection import _cluster_errors, check_index_name, check_server, scan
+from sparc_es.engines.elastic.connection import Connection, _cluster_errors, check_index_name, check_server, scan
 from sparc_es.engines.elastic.documents import (
     BASE_MAPPING,
     BLEND_META,
@@ -88,6 +88,7 @@ def build_index(encoded: str | Path, client, index_name: str, chunk_size: int = 
                 notice: Callable[[str], None] | None = None) -> dict:
     """Stream an encoded folder into the index ``index_name`` (created with the SPARC mapping if
     missing; deleted first with ``recreate``): the Elasticsearch counterpart of ``lucene.build_index``.
+    ``client``: an ``Elasticsearch`` client, or a :class:`Connection` (as ``open_engine`` takes).
 
     Loading into an index that already holds weights of the same model, K and factor updates it:
     documents already there with the same content are skipped (which also resumes an interrupted
@@ -105,6 +106,8 @@ def build_index(encoded: str | Path, client, index_name: str, chunk_size: int = 
     touched.
     """
     index = check_index_name(index_name)
+    if isinstance(client, Connection):  # what open_engine takes: either will do
+        client = client.client()
     encoded, manifest = _check_folder(encoded)
     report = Path(report) if report else Path(es_failures(index))
     _check_writable(report)

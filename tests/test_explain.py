@@ -463,3 +463,16 @@ def test_a_paragraph_written_twice_in_one_document_is_two_hits_not_one():
     assert [(s.hit.id, s.rank, [o.hit.id for o in s.others]) for s in out] == [
         ("api.html#a", 1, ["api.html#b"]), ("api.html#a-2", 2, ["api.html#b-2"]), ("other.html#c", 3, [])]
     assert [s.hit.id for s in collapse(hits, 1)] == ["api.html#a"]
+
+
+@pytest.mark.jvm
+def test_a_word_only_a_section_title_holds_is_in_the_index(docs_index, cli):
+    """"retrospective", a word of a heading alone, was said to be in no sentence ("no word of the
+    question is in the index") above hits scoring 1.00 from that section: the BM25 side reads the
+    titles, so the index holds it."""
+    index = docs_index({"retro.md": "# Retrospective, sprint 14\n\nWe shipped the login page on time.\n\n"
+                                    "# Kitchen\n\nThe coffee filters are in the left cupboard.\n"})
+    rc, out, _ = cli("search", "--index", index, "-k", 1, "retrospective", "zzzzqqq xyzzy")
+    retro, nonsense = out.split("Q: ")[1:]
+    assert rc == 0 and "no word of the question" not in retro and "retro.md:3" in retro, retro
+    assert "no word of the question is in the index" in nonsense

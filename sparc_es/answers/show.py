@@ -40,6 +40,7 @@ from sparc_es.corpus.readers import format_of, read_blocks
 from sparc_es.corpus.readers.blocks import HEADING
 from sparc_es.corpus.sources import CONTROL, Sentence, context_of, split_document
 from sparc_es.engines.base import Hit, Impacts, Recorded, Tokenized, sparc_side
+from sparc_es.engines.blend import PREFIX as BM25_PREFIX
 from sparc_es.layout.names import ES_SOURCE
 
 # Words too common to mark or to count as the question's meaning: the search page's list
@@ -291,10 +292,12 @@ class QuestionMatch:
                 "nothing_meaningful": self.nothing_meaningful, "best_below_min_score": self.best_below}
 
 
-def match_question(question: str, queries, statistics=None, postings=None) -> QuestionMatch:
+def match_question(question: str, queries, statistics=None, postings=None, titles=None) -> QuestionMatch:
     """How ``question`` meets an index. ``queries``: the index's :class:`~sparc_es.model.query.QueryEncoder`;
     ``statistics``: its :class:`~sparc_es.model.lexical.CorpusStatistics` (``lexical.json``) or None;
-    ``postings``: a function token list -> document frequencies (the impact index's), or None."""
+    ``postings``: a function token list -> document frequencies (the impact index's), or None;
+    ``titles``: the index's :class:`~sparc_es.engines.blend.Blend` or None: a word only the BM25
+    terms hold (a section title's, which sentences' texts lack) is in the index too."""
     bag = queries.bag(question)
     df = postings(list(bag)) if postings is not None and bag else ({} if postings is not None else None)
     words = question_words(question)
@@ -313,6 +316,9 @@ def match_question(question: str, queries, statistics=None, postings=None) -> Qu
         else:
             found = None
             break
+        if not here and titles is not None:
+            terms = titles.analyzer.terms(w)
+            here = bool(terms) and all(BM25_PREFIX + t in titles.maxima for t in terms)
         if here:
             found.append(w)
     return QuestionMatch(tokens=dict(bag), postings=df, words=words, found=found)
@@ -446,7 +452,8 @@ class Presenter:
 
     def question(self, question: str) -> QuestionMatch:
         postings = self.sparc.postings if isinstance(self.sparc, Impacts) else None
-        return match_question(question, self.queries, self.statistics, postings)
+        return match_question(question, self.queries, self.statistics, postings,
+                              getattr(self.sparc, "stored_blend", None))
 
     def hits(self, question: str, hits: list[Hit], match: QuestionMatch | None = None) -> list[Shown]:
         marker = Marker(question)

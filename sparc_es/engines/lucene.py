@@ -157,10 +157,11 @@ class LuceneEngine:
     def __init__(self, folder: str | Path, bm25_share: float | None = None) -> None:
         self.path = Path(folder)
         self.manifest = lucene_manifest(self.path)
-        self._stored_blend = blend.Blend.read(self.path)  # None: built before sentences stored BM25 terms
+        # the BM25 terms' maxima its sentences store, searched or not (None: built before they did)
+        self.stored_blend = blend.Blend.read(self.path)
         self.blend = None
         if bm25_share is not None:
-            self.blend = self._stored_blend
+            self.blend = self.stored_blend
             if self.blend is None:
                 raise StoreError(f"{self.path}: built before sentences stored their BM25 terms; rebuild it with "
                                  f"{option('sparc-es index --overwrite', 'build_index(..., overwrite=True)')} for "
@@ -180,13 +181,13 @@ class LuceneEngine:
         """This engine with BM25's share ``bm25_share`` in the sum (None: SPARC alone) for the
         searches inside the ``with``: one request's option, on an engine used by one thread at a time
         (the server's worker)."""
-        if bm25_share is not None and self._stored_blend is None:
+        if bm25_share is not None and self.stored_blend is None:
             raise StoreError(f"{self.path}: built before sentences stored their BM25 terms: no sum with BM25")
         saved = self.blend, self.method, self.bm25_weight
         if bm25_share is None:
             self.blend, self.method, self.bm25_weight = None, None, None
         else:
-            self.blend, self.method, self.bm25_weight = self._stored_blend, HybridMethod.SUM, bm25_share
+            self.blend, self.method, self.bm25_weight = self.stored_blend, HybridMethod.SUM, bm25_share
         try:
             yield self
         finally:

@@ -106,6 +106,7 @@ class ElasticEngine:
         except (TypeError, ValueError):
             raise EngineError(f"index {index!r} has an unreadable _meta.{BLEND_META}: load it again with sparc-es "
                               "index --engine es --recreate") from None
+        self.stored_blend = self.blend  # as the Lucene engine names what the index stores, searched or not
         self.loading = not blended and TERMS_META in meta  # created by a load that has not finished
         self.build = build_id(meta)
         self.identity = identity

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import sys
 
 import pytest
 
@@ -209,6 +211,19 @@ def test_demo_answers_with_the_default_model(tmp_path, cli):
     assert "Pyserini needs Java 21" in answers["Q: Which Java version does Pyserini need?"][0]
     # The current default ranks the section heading "Encoding sentences" first here, the answer second.
     assert "resumes where it stopped" in " ".join(answers["Q: What happens when the encoding is interrupted?"])
+    # the encoding's time beside its rate (it gave the indexing's); the hint as this process was started
+    assert re.search(r"encoded 43 sentences of demo/ in [\d.]+ s \([\d.]+ sentences/s\), indexed them in", out), out
+    assert f"try  {sys.executable} -m sparc_es search --index" in out or "try  sparc-es search --index" in out, out
+
+
+def test_the_commands_suggested_are_those_the_user_typed(monkeypatch):
+    """The demo said "try  sparc-es search": not on PATH for a README reader, who runs .venv/bin/sparc-es."""
+    from sparc_es.cli.output import invoked_as
+
+    for argv0, expected in ((".venv/bin/sparc-es", ".venv/bin/sparc-es"), ("sparc-es", "sparc-es"),
+                            ("/x/sparc_es/__main__.py", f"{sys.executable} -m sparc_es")):
+        monkeypatch.setattr(sys, "argv", [argv0])
+        assert invoked_as() == expected
 
 
 @pytest.mark.parametrize("flag, value, expected", [
@@ -315,10 +330,11 @@ def test_an_update_says_how_many_sentences_it_removed(tmp_path, tiny_model_dir, 
     rc, out, err = cli("encode", "--corpus", write(rows), *args, "--update")
     assert rc == 0, err
     # the sentence under a new id is kept, not encoded again, and not counted as unchanged (its old id is removed)
-    assert "encoded 5 sentences" in out and "2 unchanged kept, 1 kept under a new id, 2 encoded, 3 removed" in out, out
+    assert "2 encoded, 2 unchanged kept, 1 kept under a new id, 3 removed; 5 sentences in all" in out, out
+    assert "an index built from" in out and "still holds its old sentences" in out
     assert json.loads((tmp_path / "enc" / "meta.json").read_text())["removed"] == 3
     rc, out, _ = cli("encode", "--corpus", write(rows), *args, "--update")
-    assert rc == 0 and "5 unchanged kept, 0 encoded, 0 removed" in out, out
+    assert rc == 0 and "0 encoded, 5 unchanged kept, 0 removed" in out and "still holds" not in out, out
 
 
 def test_an_update_of_a_sentence_repeated_word_for_word_keeps_each_copy_under_its_own_id(tmp_path, tiny_model_dir,
@@ -335,7 +351,7 @@ def test_an_update_of_a_sentence_repeated_word_for_word_keeps_each_copy_under_it
     assert len(ids) == 3 and ids[2] == ids[0] + "-2"
     for _ in range(2):
         rc, out, err = cli(*args, "--update")
-        assert rc == 0 and "3 unchanged kept, 0 encoded, 0 removed" in out and "new id" not in out, out + err
+        assert rc == 0 and "0 encoded, 3 unchanged kept, 0 removed" in out and "new id" not in out, out + err
     assert [json.loads(line)["id"] for line in open(tmp_path / "enc" / "vectors" / "vectors.jsonl")] == ids
 
 

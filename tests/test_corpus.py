@@ -64,8 +64,8 @@ def test_empty_corpus(tmp_path):
         list(read_corpus([f]))
     (tmp_path / "pdfs").mkdir()
     write(tmp_path / "pdfs" / "x.pdf", "")
-    with pytest.raises(InputError, match=r"pdfs: no .jsonl, .txt, .md, .rst or .html files in this folder "
-                                         r"\(skipped 1 file: 1 .pdf\)"):
+    with pytest.raises(InputError, match=r"pdfs: no .jsonl, .txt, .md/.markdown, .rst/.rest or .html/.htm files in "
+                                         r"this folder \(skipped 1 file: 1 .pdf\)"):
         list(read_corpus([tmp_path / "pdfs"]))
 
 
@@ -236,7 +236,7 @@ def test_a_site_built_inside_a_docs_project_is_left_out_and_read_when_given(tmp_
     stats = ReadStats()
     assert [(s.doc, s.text) for s in read_corpus([docs], stats)] == [("index.rst", "One page of the docs.")]
     assert stats.skipped_notice() == (
-        "skipped 1 file: 1 .py (only .jsonl, .txt, .md, .rst or .html files are read); "
+        "skipped 1 file: 1 .py (only .jsonl, .txt, .md/.markdown, .rst/.rest or .html/.htm files are read); "
         "left out what is no page of the docs: _templates/ (Sphinx's page templates), requirements.txt (pip's "
         "requirements for building the docs), _build/html/ (a Sphinx site built from the sources read beside it); "
         "a built site given as --corpus on its own is read as HTML")
@@ -285,7 +285,7 @@ def test_hidden_files_and_folders_are_counted_in_the_skip_line(tmp_path):
     write(docs / "x.png", "")
     (docs / ".dot.md").unlink()
     assert list(read_corpus([docs], stats)) and stats.skipped_notice() == (
-        "skipped 1 file: 1 .png (only .jsonl, .txt, .md, .rst or .html files are read); "
+        "skipped 1 file: 1 .png (only .jsonl, .txt, .md/.markdown, .rst/.rest or .html/.htm files are read); "
         "left out 1 hidden file or folder (names that start with '.')")
 
 

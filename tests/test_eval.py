@@ -549,3 +549,14 @@ def test_run_tag_takes_describes_enums():
 
     assert run_tag(EngineKind.LUCENE, HybridMethod.SUM, 0.35) == run_tag("lucene", "sum", 0.35) == \
         "sparc-es-lucene-sum0.35"
+
+
+def test_a_topics_files_header_line_is_not_a_question(tmp_path):
+    """A 'qid<TAB>question' first line became query "qid" in the run, its top hit scoring 1.000."""
+    from sparc_es.evaluation.trec import read_topics
+
+    path = tmp_path / "t.tsv"
+    path.write_text("qid\tquestion\nq1\tWhich Java?\nq2\tWhere is the lamp?\n")
+    assert list(read_topics(path)) == [("q1", "Which Java?"), ("q2", "Where is the lamp?")]
+    path.write_text("q1\tWhich Java?\nqid\tquestion\n")  # past the first line, a query like any other
+    assert list(read_topics(path)) == [("q1", "Which Java?"), ("qid", "question")]

@@ -580,8 +580,9 @@ def test_encode_skips_json_files_and_earlier_outputs_inside_the_corpus(tmp_path,
     (tmp_path / "first").rename(proj / "work" / "encoded")
     rc, out, err = cli("encode", "--corpus", proj, "--output", tmp_path / "enc", *model)
     assert rc == 0, err
-    assert err == ("sparc-es: warning: skipped 1 file: 1 .json (only .jsonl, .txt, .md, .rst or .html files are "
-                   "read); skipped 1 folder sparc-es wrote (an earlier encode or index is not corpus): work/encoded\n")
+    assert err == ("sparc-es: warning: skipped 1 file: 1 .json (only .jsonl, .txt, .md/.markdown, .rst/.rest or "
+                   ".html/.htm files are read); skipped 1 folder sparc-es wrote (an earlier encode or index is not "
+                   "corpus): work/encoded\n")
     assert out.startswith("encoded 1 sentence into")
 
 

@@ -487,7 +487,7 @@ def test_folder_files_are_read_or_counted(tmp_path):
     assert stats.skipped_files == {".png": 3, ".py": 2, "(no suffix)": 1, ".yml": 1}
     assert stats.hidden_files == 2  # .git (not descended into) and .DS_Store
     assert stats.skipped_notice() == ("skipped 7 files: 3 .png, 2 .py, 1 (no suffix), 1 .yml "
-                                      "(only .jsonl, .txt, .md, .rst or .html files are read); "
+                                      "(only .jsonl, .txt, .md/.markdown, .rst/.rest or .html/.htm files are read); "
                                       "left out 2 hidden files and folders (names that start with '.')")
     got = {s.text: s.context for s in read_corpus([docs], stats)}
     assert got == {"Call run.": "API. Call run.", "Read me first.": "Guide. Read me first.",
@@ -507,7 +507,7 @@ def test_encode_prints_the_skipped_files_notice(tmp_path, monkeypatch, capsys):
     assert cli.main(["encode", "--corpus", str(docs), "--output", str(tmp_path / "out")]) == 1
     err = capsys.readouterr().err.splitlines()
     assert err == ["sparc-es: warning: skipped 7 files: 3 .png, 2 .py, 1 (no suffix), 1 .yml "
-                   "(only .jsonl, .txt, .md, .rst or .html files are read); "
+                   "(only .jsonl, .txt, .md/.markdown, .rst/.rest or .html/.htm files are read); "
                    "left out 2 hidden files and folders (names that start with '.')",
                    "sparc-es: error: model not loaded in this test"]
 

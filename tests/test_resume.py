@@ -307,7 +307,7 @@ def test_an_update_from_other_corpus_folders_is_refused_naming_both(tmp_path, ti
     assert rc == 0 and "encoded 1 sentence into" in out_text, err
     (corpus / "pip" / "more.md").write_text("A new page.\n")  # the same folder, written another way
     rc, out_text, err = cli("encode", "--corpus", f"{corpus}/./pip/", "--output", out, *model, "--update")
-    assert rc == 0 and "1 unchanged kept, 1 encoded, 0 removed" in out_text, err
+    assert rc == 0 and "1 encoded, 1 unchanged kept, 0 removed" in out_text, err
 
 
 def test_an_update_into_no_folder_encodes_the_whole_corpus_and_says_so(tmp_path, tiny_model_dir, cli):

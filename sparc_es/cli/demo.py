@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from sparc_es.cli.options import hit_count, load_model, model_args
-from sparc_es.cli.output import print_hits, report_encode
+from sparc_es.cli.output import invoked_as, print_hits, report_encode
 from sparc_es.layout import ownership as folders
 
 
@@ -45,8 +45,8 @@ def command(args: argparse.Namespace) -> int:
         manifest = encode_corpus([demo_dir], work / "encoded", model, progress=not args.quiet, idf=IDF_DEFAULT)
         report_encode(manifest)
         index = build_index(work / "encoded", work / "index").index
-        print(f"indexed {manifest.sentences} sentences of {demo_dir.name}/ in {index.build_seconds:.1f} s "
-              f"({manifest.sentences_per_second} sentences/s encoded)\n")
+        print(f"encoded {manifest.sentences} sentences of {demo_dir.name}/ in {manifest.seconds:.1f} s "
+              f"({manifest.sentences_per_second} sentences/s), indexed them in {index.build_seconds:.1f} s\n")
         engine = open_engine("lucene", work / "index", hybrid=DEFAULT_METHOD)  # what search does
         presenter = Presenter(engine, work / "index")
         for _, question in read_topics(demo_dir / "questions.tsv"):
@@ -54,5 +54,5 @@ def command(args: argparse.Namespace) -> int:
             print()
         presenter.close()
         engine.close()
-    print(f"index kept in {work / 'index'}: try  sparc-es search --index {work / 'index'} \"your question\"")
+    print(f"index kept in {work / 'index'}: try  {invoked_as()} search --index {work / 'index'} \"your question\"")
     return 0

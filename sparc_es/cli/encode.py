@@ -97,14 +97,21 @@ def command(args: argparse.Namespace) -> int:
         if backend is not None:
             backend.close()
     report_encode(manifest)
+    settings = (f"K={manifest.top_k}, at most {manifest.max_postings} tokens stored per sentence, "
+                f"factor={manifest.factor:g}{', IDF-weighted' if manifest.idf else ''}"
+                f"{f', impacts of at least {manifest.min_impact}' if manifest.min_impact > 1 else ''}")
+    if not args.update or not (manifest.reused or manifest.removed):  # an update into no folder encodes it all
+        print(f"encoded {counted(manifest.sentences, 'sentence')} into {args.output} ({settings}, "
+              f"{manifest.sentences_per_second} sentences/s)")
+        return 0
+    encoded = manifest.sentences - manifest.reused
     renamed = f", {manifest.renamed} kept under a new id" if manifest.renamed else ""  # a file renamed or moved
-    reused = f", {manifest.reused - manifest.renamed} unchanged kept{renamed}, " \
-        f"{manifest.sentences - manifest.reused} encoded, {manifest.removed} removed" if args.update else ""
-    print(f"encoded {counted(manifest.sentences, 'sentence')} into {args.output} "
-          f"(K={manifest.top_k}, at most {manifest.max_postings} tokens stored per sentence, "
-          f"factor={manifest.factor:g}{', IDF-weighted' if manifest.idf else ''}"
-          f"{f', impacts of at least {manifest.min_impact}' if manifest.min_impact > 1 else ''}, "
-          f"{manifest.sentences_per_second} sentences/s{reused})")
+    print(f"updated {args.output}: {encoded} encoded, {manifest.reused - manifest.renamed} unchanged kept{renamed}, "
+          f"{manifest.removed} removed; {counted(manifest.sentences, 'sentence')} in all ({settings})")
+    if encoded or manifest.removed:  # what searches still answer from
+        print(f"an index built from {args.output} before this update still holds its old sentences: build it again "
+              f"(sparc-es index --input {args.output} --index DIR --overwrite; on Elasticsearch, sparc-es index "
+              "--engine es updates the index in place)")
     return 0
 
 

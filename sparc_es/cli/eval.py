@@ -13,11 +13,13 @@ def add_parser(sub) -> None:
                        description="MRR@1000, R@1 (first hit relevant), nDCG@10 and R@100 through trec_eval's "
                        "own code (ir_measures, pytrec_eval), averaged over every judged query: a query the "
                        "run leaves out counts as 0.")
-    p.add_argument("--run", required=True, metavar="RUN")
-    p.add_argument("--qrels", required=True, metavar="QRELS")
+    p.add_argument("--run", required=True, metavar="RUN", help="a TREC run file ('qid Q0 docid rank score tag' "
+                   "per line), as sparc-es run writes")
+    p.add_argument("--qrels", required=True, metavar="QRELS", help="TREC relevance judgements, 'qid 0 docid "
+                   "relevance' per line (relevance above 0: an answer), as sparc-es evalset writes")
     p.add_argument("--baseline", metavar="RUN", help="also compare with this run of the same queries: each measure's "
                    "difference with a paired bootstrap 95%% interval and how many queries changed")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the figures as JSON, not a table")
 
 
 def command(args: argparse.Namespace) -> int:

@@ -87,3 +87,17 @@ def report_empty(manifest) -> None:
         warn(f"{has} no impact of at least {manifest.min_impact} and {cannot} by SPARC; lower --min-impact")
     elif n:
         warn(f"{has} no token weight above 0.5/factor and {cannot}; raise --factor")
+
+
+def invoked_as() -> str:
+    """How the user started sparc-es, for a command line to suggest: ``.venv/bin/sparc-es`` when
+    run by that path (the README never activates the environment), ``python -m sparc_es``, else
+    ``sparc-es``."""
+    import shlex
+
+    program = sys.argv[0] if sys.argv else ""
+    if program.endswith("__main__.py"):
+        return f"{shlex.quote(sys.executable)} -m sparc_es"
+    if "/" in program and program.rpartition("/")[2] == "sparc-es":
+        return shlex.quote(program)  # as the user typed it
+    return "sparc-es"

@@ -21,8 +21,10 @@ def add_parser(sub) -> None:
     p.add_argument("--index", metavar="DIR", help="Lucene index folder (with --engine es, the index or encoded folder "
                    "whose tokenizer and sentence store serve the questions and hits, as --tokenizer)")
     engine_args(p, ["lucene", "es", "bm25"])
-    p.add_argument("--topics", required=True, metavar="TSV")
-    p.add_argument("--output", required=True, metavar="RUN")
+    p.add_argument("--topics", required=True, metavar="TSV",
+                   help="the questions, one 'qid<TAB>question' per line (a first line 'qid<TAB>question' is a header)")
+    p.add_argument("--output", required=True, metavar="RUN",
+                   help="the TREC run file to write: 'qid Q0 sentence-id rank score tag' per line")
     p.add_argument("-k", type=hit_count, default=1000, help="hits per query (default: %(default)s)")
     p.add_argument("--threads", type=positive, help="search threads of the Lucene engines (default: 1; "
                    "Elasticsearch searches on the cluster)")

@@ -52,7 +52,7 @@ FOLDER_SUFFIXES = (".jsonl",) + TEXT_SUFFIXES  # what is read in a folder
 # The file every folder sparc-es writes holds (sparc_es.layout.ownership.MARKER, the same name): a
 # folder inside a corpus folder that holds it (an earlier encode, an index) is not corpus.
 OWN_MARKER = ".sparc-es"
-_READABLE = ".jsonl, .txt, .md, .rst or .html"
+_READABLE = ".jsonl, .txt, .md/.markdown, .rst/.rest or .html/.htm"
 # A site generator's output: Sphinx's HTML builders write .buildinfo, MkDocs writes sitemap.xml.gz
 # with every build. Inside a docs project (a folder holding the generator's configuration, on the way
 # down from the folder given) a built site is its sources again, read beside it, so it is left out;

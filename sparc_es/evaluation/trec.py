@@ -7,6 +7,7 @@ Readers stream, check every line and name the file and line of the first bad one
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
@@ -14,10 +15,14 @@ from sparc_es.corpus.ids import id_problem, shown
 from sparc_es.engines.base import Hit
 from sparc_es.errors import InputError
 
+_HEADER = re.compile(r"q(uery)?[ _-]?id|id")
+_HEADER_TEXT = re.compile(r"question|query|text|topic")
+
 
 def read_topics(path: str | Path) -> Iterator[tuple[str, str]]:
     """Yield (qid, question) from a ``qid<TAB>question`` file; blank lines are skipped, the whitespace
-    around a qid is not part of it."""
+    around a qid is not part of it, and a first line that is a header (``qid<TAB>question``,
+    ``query_id<TAB>text``, ...) is not a question."""
     path = Path(path)
     if not path.is_file():
         raise InputError(path, "not a regular file" if path.exists() else "topics file not found")
@@ -31,6 +36,8 @@ def read_topics(path: str | Path) -> Iterator[tuple[str, str]]:
             qid = qid.strip()
             if not tab or not question.strip():
                 raise InputError(path, "expected 'qid<TAB>question'", lineno)
+            if not seen and _HEADER.fullmatch(qid.lower()) and _HEADER_TEXT.fullmatch(question.strip().lower()):
+                continue  # a header line, as pandas and spreadsheets write one
             problem = id_problem(qid)
             if problem:
                 raise InputError(path, f"query id {shown(qid)} {problem}", lineno)

@@ -59,8 +59,10 @@ def command(args: argparse.Namespace) -> int:
     try:
         presenter = _presenter(args, engine)
         try:
-            for question in args.question:
+            for number, question in enumerate(args.question):
                 match, shown = _answer(args, engine, presenter, question)
+                if number and not args.json:
+                    print()  # a blank line between questions, as the demo shows them
                 if args.json:
                     answers.append({"question": question, "hits": [s.to_json() for s in shown],
                                     "match": match.to_json()})
@@ -87,6 +89,7 @@ def _search_stdin(args: argparse.Namespace) -> int:
     try:
         presenter = _presenter(args, engine)
         try:
+            answered = False
             for number, line in enumerate(sys.stdin, start=1):
                 question = line.strip()
                 if not question:
@@ -101,7 +104,10 @@ def _search_stdin(args: argparse.Namespace) -> int:
                     print(json.dumps({"question": question, "hits": [s.to_json() for s in shown],
                                       "match": match.to_json()}, ensure_ascii=False))
                 else:
+                    if answered:
+                        print()
                     print_hits(question, match, shown)
+                    answered = True
                 sys.stdout.flush()  # a reader of a pipe gets each answer as it comes
         finally:
             presenter.close()

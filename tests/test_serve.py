@@ -753,6 +753,9 @@ def test_hits_page_on_and_filter_by_folder_or_file(server):
                        ("docs/setup.md", {"docs/setup.md"})):
         status, body, _ = search_get(server, "How does search work?", 10, collapse="false", path=path)
         assert status == 200 and body["hits"] and {h["doc"] for h in body["hits"]} <= docs, (path, body)
+    status, body, _ = search_get(server, question, 5, path="nothere/")  # said, not an empty answer alone
+    assert status == 200 and body["hits"] == [] and body["notice"] == "no document of the index lies at or under " \
+                                                                      "'nothere/'", body
     assert search_get(server, question, 2, **{"from": -1})[0] == 422
 
 

@@ -291,7 +291,13 @@ class Service:
         with options:
             match, shown = answer(self.engine, self.presenter(), question, k, collapse,
                                   self.min_score if min_score is None else min_score, start, keep)
-        return [_hit_json(s, context) for s in shown], match.notice()
+        notice = match.notice()
+        if path and not shown and self.store is not None:
+            if self._documents is None:
+                self._documents = self.store.documents()
+            if not any(keep(Hit("", 0.0, doc=d)) for d in self._documents):
+                notice = f"no document of the index lies at or under {path!r}"
+        return [_hit_json(s, context) for s in shown], notice
 
     def _asked(self, hybrid: str | None, weight: float | None):
         """The engine with one request's hybrid options (422 where they cannot apply)."""

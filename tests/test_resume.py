@@ -318,3 +318,17 @@ def test_an_update_into_no_folder_encodes_the_whole_corpus_and_says_so(tmp_path,
     assert rc == 0 and "encoded 3 sentences" in text, err
     assert err == f"sparc-es encode: {out}: no such folder, so nothing to update: encoding the whole corpus\n"
     assert Manifest.read(out).sentences == 3
+
+
+def test_the_librarys_notices_go_through_logging_and_the_cli_prints_them_as_its_lines(tmp_path, tiny_model, caplog):
+    """encode_corpus(update=True) into no folder printed "sparc-es encode: ..." on standard error,
+    out of a Python caller's reach: it is a logging record now, which the CLI prints as before."""
+    import logging
+
+    from sparc_es.encode.run import encode_corpus
+
+    corpus = write_jsonl(tmp_path / "c.jsonl", range(3))
+    with caplog.at_level(logging.WARNING, logger="sparc_es.notice"):
+        encode_corpus([corpus], tmp_path / "enc", tiny_model, progress=False, update=True)
+    [record] = [r for r in caplog.records if r.name == "sparc_es.notice.encode"]
+    assert record.getMessage() == f"{tmp_path / 'enc'}: no such folder, so nothing to update: encoding the whole corpus"

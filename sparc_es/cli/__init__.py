@@ -51,6 +51,7 @@ from sparc_es.cli import (
 )
 from sparc_es.cli.output import FAILED, INTERRUPTED, PROG, TERMINATED, error_line
 from sparc_es.errors import command_line
+from sparc_es.notices import printed
 
 # The verbs, by name, in --help's order; each module has add_parser(sub) and command(args).
 VERBS: dict[str, ModuleType] = {
@@ -110,7 +111,8 @@ def main(argv: list[str] | None = None) -> int:
         # its own handler, and an ignored SIGTERM stays ignored.
         if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
             before = signal.signal(signal.SIGTERM, terminated)
-        with command_line():  # errors name the command's flags, not the library's keywords
+        # errors name the command's flags, not the library's keywords; notices print as sparc-es STAGE: ...
+        with command_line(), printed(sys.stderr):
             status = VERBS[args.command].command(args)
         sys.stdout.flush()  # a reader gone is found here, not in the interpreter's exit
         return status

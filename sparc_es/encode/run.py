@@ -68,6 +68,7 @@ from sparc_es.layout.store import SentenceStore
 from sparc_es.model import EncodedSentence, SparcModel, passage_text
 from sparc_es.model.idf import IDF_DEFAULT, idf_from_statistics
 from sparc_es.model.lexical import CorpusStatistics
+from sparc_es.notices import notice
 
 
 @dataclass
@@ -138,7 +139,7 @@ def _read_key(s: Sentence) -> bytes:
 
 
 def _notice(message: str) -> None:
-    print(f"sparc-es encode: {message}", file=sys.stderr, flush=True)
+    notice("encode", message)
 
 
 def _again() -> str:

@@ -66,7 +66,7 @@ from pathlib import Path
 import numpy as np
 
 from sparc_es.corpus.sources import read_corpus
-from sparc_es.errors import ModelError, SparcError, StoreError
+from sparc_es.errors import ModelError, SparcError, StoreError, option
 from sparc_es.layout import ownership as folders
 from sparc_es.layout.locks import exclusive
 from sparc_es.model import SparcModel
@@ -80,6 +80,7 @@ from sparc_es.model.checkpoint import (
     sha256_file,
     weights_file,
 )
+from sparc_es.notices import notice
 from sparc_es.options import setting
 from sparc_es.training.vocabulary import split_word_share
 
@@ -397,14 +398,12 @@ def _adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, 
             optimizer.load_state_dict(state["optimizer"])
         except (ValueError, KeyError, TypeError, RuntimeError) as e:
             raise StoreError(f"{checkpoint}: an inconsistent optimiser state ({type(e).__name__}); {restart}") from None
-        print(f"sparc-es adapt: resuming from step {step} of {config.steps} ({checkpoint.name})", file=sys.stderr,
-              flush=True)
+        notice("adapt", f"resuming from step {step} of {config.steps} ({checkpoint.name})")
         threads = state.get("threads")
         if isinstance(threads, int) and threads != torch.get_num_threads():
-            print(f"sparc-es adapt: the run began with {threads} torch threads and goes on with "
-                  f"{torch.get_num_threads()}: float sums follow the thread count, so the model may differ in its "
-                  f"last bits from one run whole (--threads {threads} resumes it byte for byte)", file=sys.stderr,
-                  flush=True)
+            notice("adapt", f"the run began with {threads} torch threads and goes on with {torch.get_num_threads()}: "
+                   "float sums follow the thread count, so the model may differ in its last bits from one run "
+                   f"whole ({option('--threads', 'torch.set_num_threads')} {threads} resumes it byte for byte)")
 
     bar = tqdm(total=config.steps, initial=step, unit="step", desc="adapt", disable=not progress,
                file=sys.stderr, dynamic_ncols=True)

@@ -403,3 +403,23 @@ def test_a_library_caller_gets_one_line_for_topics_and_options_of_the_wrong_shap
                  lambda: engine.stored(["a.md#x"], ["java"])):  # these were a raw Java AlreadyClosedException
         with pytest.raises(EngineError, match="this engine is closed"):
             call()
+
+
+@pytest.mark.jvm
+def test_engines_presenters_and_explainers_close_on_leaving_a_with(tmp_path, tiny_model):
+    from sparc_es.answers.show import Presenter
+    from sparc_es.encode.run import encode_corpus
+    from sparc_es.engines import open_engine
+    from sparc_es.engines.lucene import build_index
+    from sparc_es.errors import EngineError
+
+    (tmp_path / "a.md").write_text("Pyserini needs Java 21 to run Lucene.\n")
+    encode_corpus([tmp_path / "a.md"], tmp_path / "enc", tiny_model, progress=False)
+    build_index(tmp_path / "enc", tmp_path / "index")
+    for kind in ("lucene", "bm25"):
+        with open_engine(kind, tmp_path / "index") as engine:
+            assert engine.search("java", 1)
+        with pytest.raises(EngineError, match="closed"):
+            engine.search("java", 1)
+    with open_engine("lucene", tmp_path / "index") as engine, Presenter(engine, tmp_path / "index") as presenter:
+        assert presenter.question("java").tokens

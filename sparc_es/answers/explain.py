@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from sparc_es.answers.show import Places, paragraph
-from sparc_es.engines.base import MAX_HITS, Impacts, sparc_side
+from sparc_es.engines.base import MAX_HITS, Closing, Impacts, sparc_side
 from sparc_es.engines.blend import PREFIX, SCALE
 from sparc_es.errors import SparcError, option
 from sparc_es.layout.manifest import Manifest
@@ -33,7 +33,7 @@ from sparc_es.layout.records import quantize
 RANK_DEPTH = 1000
 
 
-class Explainer:
+class Explainer(Closing):
     """Explains the hits of one Lucene index, with the model its sentences were encoded with."""
 
     def __init__(self, index: str | Path, engine, model="default", device: str = "cpu",
@@ -186,6 +186,7 @@ class Explainer:
                 "top_k": m.top_k, "idf": m.idf, "hybrid": _hybrid_name(self.engine), "tokens": bag, "hits": hits}
 
     def close(self) -> None:
+        """Close the engine it explains the hits of (it was given that engine to own)."""
         self.engine.close()
 
 

@@ -39,7 +39,7 @@ from sparc_es.corpus.ids import ID_UNSAFE
 from sparc_es.corpus.readers import format_of, read_blocks
 from sparc_es.corpus.readers.blocks import HEADING
 from sparc_es.corpus.sources import CONTROL, Sentence, context_of, split_document
-from sparc_es.engines.base import Hit, Impacts, Recorded, Tokenized, sparc_side
+from sparc_es.engines.base import Closing, Hit, Impacts, Recorded, Tokenized, sparc_side
 from sparc_es.engines.blend import PREFIX as BM25_PREFIX
 from sparc_es.layout.names import ES_SOURCE
 
@@ -424,7 +424,7 @@ def collapse(shown: list[Shown], k: int) -> list[Shown]:
     return out
 
 
-class Presenter:
+class Presenter(Closing):
     """Builds :class:`Shown` hits and :class:`QuestionMatch` for one engine over one index."""
 
     def __init__(self, engine, index: str | Path | None = None, tokenizer: str | Path | None = None) -> None:

@@ -189,6 +189,16 @@ class HybridMethod(str, Enum):
     RRF = "rrf"  # two requests, reciprocal-rank fusion here
 
 
+class Closing:
+    """``with open_engine(...) as engine:``: the engine (or presenter, explainer) closed on leaving."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 @dataclass(frozen=True)
 class Description:
     """What an engine is (:meth:`Engine.describe`): its kind (``lucene``, ``es``, ``bm25``, ``exact``,

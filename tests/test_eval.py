@@ -560,3 +560,12 @@ def test_a_topics_files_header_line_is_not_a_question(tmp_path):
     assert list(read_topics(path)) == [("q1", "Which Java?"), ("q2", "Where is the lamp?")]
     path.write_text("q1\tWhich Java?\nqid\tquestion\n")  # past the first line, a query like any other
     assert list(read_topics(path)) == [("q1", "Which Java?"), ("qid", "question")]
+
+
+def test_a_run_writer_used_outside_its_with_says_how_to_use_it(tmp_path):
+    from sparc_es.engines.base import Hit
+    from sparc_es.errors import SparcError
+    from sparc_es.evaluation.trec import TrecRunWriter
+
+    with pytest.raises(SparcError, match="writes inside its with"):  # was AttributeError on None
+        TrecRunWriter(tmp_path / "r.trec").write("q1", [Hit("a", 1.0)])

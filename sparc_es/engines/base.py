@@ -59,7 +59,9 @@ def check_topics(topics: Iterable[tuple[str, str]], threads: int = 1) -> list[tu
 
 @dataclass(frozen=True, slots=True)  # slots: a run of 10k queries x 1,000 hits is 10M of these
 class Hit:
-    """One retrieved sentence. ``score`` is in model units: g(q, s) over the quantised weights."""
+    """One retrieved sentence. ``score``: SPARC alone, model units (g(q, s) over the quantised weights,
+    the integer ``impact`` over the factor); the default one-request sum, the fraction of the
+    question's attainable score, 0 to 1 (``impact`` None); BM25, Lucene's BM25 score."""
 
     id: str
     score: float

@@ -151,7 +151,9 @@ class LuceneEngine(Closing):
 
     ``bm25_share`` None: SPARC alone, scores in model units (the integer sum over the factor).
     A share a in [0, 1]: the one-request sum of SPARC and BM25 (:mod:`~sparc_es.engines.blend`),
-    scores the fraction of the question's attainable score.
+    scores the fraction of the question's attainable score. ``search`` and ``batch_search`` may be
+    called from several threads at once; :meth:`asked` changes the engine for every thread, so it
+    is for an engine one thread uses (the server's worker).
     """
 
     def __init__(self, folder: str | Path, bm25_share: float | None = None) -> None:

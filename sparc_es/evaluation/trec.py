@@ -13,7 +13,7 @@ from pathlib import Path
 
 from sparc_es.corpus.ids import id_problem, shown
 from sparc_es.engines.base import Hit
-from sparc_es.errors import InputError
+from sparc_es.errors import InputError, SparcError
 
 _HEADER = re.compile(r"q(uery)?[ _-]?id|id")
 _HEADER_TEXT = re.compile(r"question|query|text|topic")
@@ -83,6 +83,8 @@ class TrecRunWriter:
         return self
 
     def write(self, qid: str, hits: list[Hit]) -> None:
+        if self._file is None:
+            raise SparcError("a TrecRunWriter writes inside its with: with TrecRunWriter(path) as run: run.write(...)")
         for rank, (hit, micro) in enumerate(zip(hits, _ordered_micro_scores(hits)), start=1):
             sign, micro = ("-", -micro) if micro < 0 else ("", micro)
             score = f"{sign}{micro // 1_000_000}.{micro % 1_000_000:06d}"

@@ -258,6 +258,19 @@ def _emptied(docs):
     return docs
 
 
+def test_sphinxs_separate_source_and_build_folders_are_read_once(tmp_path):
+    """sphinx-quickstart's other layout: docs/source/conf.py and docs/build/html (beside, not under,
+    the configuration's folder) was read twice."""
+    from sparc_es.corpus.sources import ReadStats
+
+    docs = tmp_path / "docs"
+    _files(docs / "source", conf_DOT_py="project = 'x'\n", index_DOT_rst=None)
+    _files(docs / "build" / "html", _DOT_buildinfo="", index_DOT_html="<p>One page of the docs.</p>")
+    stats = ReadStats()
+    assert [s.doc for s in read_corpus([docs], stats)] == ["source/index.rst"]
+    assert stats.generated == ["build/html/ (a Sphinx site built from the sources read beside it)"]
+
+
 def test_an_mkdocs_site_beside_its_sources_is_left_out(tmp_path):
     from sparc_es.corpus.sources import ReadStats
 
@@ -269,6 +282,8 @@ def test_an_mkdocs_site_beside_its_sources_is_left_out(tmp_path):
     assert [s.doc for s in read_corpus([tmp_path], stats)] == ["docs/index.md"]
     assert stats.generated == ["site/ (a MkDocs site built from the sources read beside it)"]
     assert [s.doc for s in read_corpus([site], stats)] == ["index.html"] and stats.generated == ["404.html"]
+    _files(site / "search", index_DOT_html="<p>How to search these notes well.</p>")  # the user's search.md, built
+    assert [s.doc for s in read_corpus([site], stats)] == ["index.html", "search/index.html"]
 
 
 def test_hidden_files_and_folders_are_counted_in_the_skip_line(tmp_path):

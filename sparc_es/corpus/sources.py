@@ -63,7 +63,7 @@ PROJECT_FILES = ("conf.py", "mkdocs.yml", "mkdocs.yaml")
 _GENERATED = {
     "Sphinx": re.compile(r"(_sources|_modules|_static|_images|_downloads|genindex|search|py-modindex)/|"
                          r"(genindex(-\w+)?|search|\w+-modindex)\.html", re.IGNORECASE),
-    "MkDocs": re.compile(r"(search|assets)/|404\.html", re.IGNORECASE),
+    "MkDocs": re.compile(r"404\.html", re.IGNORECASE),  # its search plugin's files and assets: no pages
 }
 SITE_BUILT = "site built from the sources read beside it"
 TEMPLATES = "_templates"  # Sphinx's page templates (Jinja), beside conf.py: not pages
@@ -690,19 +690,24 @@ def corpus_files(paths: Iterable[str | Path], stats: ReadStats | None = None) ->
 
 
 class _Sites:
-    """Which folders and files under ``top`` a site generator made: a built site inside a docs project
-    (:data:`SITE_MARKERS`, :data:`PROJECT_FILES`) and Sphinx's templates are left out whole; in a built
-    site read as the corpus, the generator's own pages (:data:`_GENERATED`)."""
+    """Which folders and files under ``top`` a site generator made. A built site (:data:`SITE_MARKERS`)
+    inside the folder given is left out whole when that folder also holds a docs project's
+    configuration (:data:`PROJECT_FILES`, outside any built site: ``docs/conf.py`` beside
+    ``docs/_build/html``, or ``docs/source/conf.py`` beside ``docs/build/html``), whose sources are
+    read; otherwise (downloaded docs, a site given on its own) it is read without the generator's
+    own pages (:data:`_GENERATED`). Sphinx's templates and a docs project's ``requirements.txt``
+    are left out too."""
 
     def __init__(self, top: Path) -> None:
         self.top = top
         self.projects: set[Path] = set()  # folders at or under a project's configuration
         self.sites: dict[Path, str] = {}  # built sites read, and their generator
         self.left: list[str] = []  # what was left out, as the user is told
-        if any((top / f).is_file() for f in PROJECT_FILES):
-            self.projects.add(top)
         if kind := _site_kind(top):
             self.sites[top] = kind
+        elif any((top / f).is_file() for f in PROJECT_FILES):
+            self.projects.add(top)
+        self.configured = top not in self.sites and _configured(top)
 
     def left_out(self, root: Path, name: str, is_dir: bool) -> bool:
         """Whether ``root/name`` is left out (then noted); a folder kept is remembered for its contents."""
@@ -711,7 +716,7 @@ class _Sites:
         in_project = root in self.projects
         if is_dir and not path.is_symlink():
             if kind := _site_kind(path):
-                if in_project:
+                if self.configured:
                     self.left.append(f"{shown_path} (a {kind} {SITE_BUILT})")
                     return True
                 self.sites[path] = kind
@@ -730,6 +735,17 @@ class _Sites:
         if is_dir and (in_project or any((path / f).is_file() for f in PROJECT_FILES)):
             self.projects.add(path)
         return False
+
+
+def _configured(top: Path) -> bool:
+    """Whether ``top`` holds a docs project's configuration outside hidden folders and built sites
+    (a listing of its folders, before the walk that reads them decides what to leave out)."""
+    for root, dirs, names in os.walk(top, onerror=_unreadable):
+        if any(n in PROJECT_FILES for n in names):
+            return True
+        dirs[:] = [d for d in dirs if not d.startswith(".") and not Path(root, d).is_symlink()
+                   and _site_kind(Path(root, d)) is None]
+    return False
 
 
 def _site_kind(folder: Path) -> str | None:

@@ -594,6 +594,10 @@ def test_default_role_cross_references_and_paths_read_as_sphinx_renders_them():
         "Edit ~/.widgetry/config.toml and pip install <pkg>.", "A plain book title stays."]
     [md] = split_document("Edit {file}`~/.pip/pip.conf` and {samp}`pip install <pkg>`.\n", "x.md", "markdown")
     assert md.text == "Edit ~/.pip/pip.conf and pip install <pkg>."
+    # backticks without a role around what is no cross-reference: docutils' title reference, as written
+    [plain] = split_document("Put `~/.widgetry/config.toml` in `.gitignore`; it returns `Vec<T>`, see "
+                             "`.Schema.load`.\n", "x.rst", "rst")
+    assert plain.text == "Put ~/.widgetry/config.toml in .gitignore; it returns Vec<T>, see Schema.load."
 
 
 def test_sphinx_info_fields_read_as_the_page_shows_them_under_their_object():

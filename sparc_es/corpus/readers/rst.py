@@ -17,6 +17,7 @@ when it reads a reStructuredText document.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -182,10 +183,17 @@ class _TolerantDirectives(dict):
 # Methods of the inliner, _TolerantInliner below: an unknown role gives its text, and the work of
 # the inline parser is bounded.
 
+_NAME = r"[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*(?:\(\))?"  # a Python object's dotted name
+# A leading "." is Sphinx's search by suffix (`.Schema.load`) only before a capital or a dotted name:
+# `.gitignore` is a file's name
+_XREF = re.compile(rf"[~!]?{_NAME}|\.(?:[A-Z]\w*|\w+\.)[\w.]*(?:\(\))?|[^<>`]*\S\s+<[~!]?{_NAME}>")
+
+
 def _interpreted(self, rawsource, text, role, lineno):
-    if not role:  # `text` without a role: Sphinx projects make their default role a cross-reference
-        # (default_role = "py:obj" or "any"), shown as Sphinx shows one ("Title <target>" -> Title,
-        # "~a.b" -> b); docutils' own default, a title reference, keeps other text as it is
+    if not role and _XREF.fullmatch(utils.unescape(text)):  # `text` without a role, written as a
+        # cross-reference: Sphinx projects make their default role one (default_role = "py:obj" or
+        # "any"), shown as Sphinx shows it ("Title <a.b>" -> Title, "~a.b" -> b); anything else
+        # (`~/.config/x.toml`, `Vec<T>`) is docutils' default, a title reference, shown as written
         return _fallback_role("obj", rawsource, text, lineno, self)
     fn, _ = roles.role(role, self.language, lineno, self.reporter)
     return (fn or _fallback_role)(role, rawsource, text, lineno, self)

@@ -622,6 +622,14 @@ def test_sphinx_info_fields_read_as_the_page_shows_them_under_their_object():
         ("Type: HookCaller", "API. hook_name: Type: HookCaller"),
         ("Return type: None", "API. close(): Return type: None"),
         ("Jane Doe, who wrote it.", "API. Author: Jane Doe, who wrote it.")]
+    # Sphinx's other names (:kwarg:, :paramtype:), matched as written, inside an object's directive only
+    text = (".. py:function:: f(timeout)\n\n   :kwarg retries: How often.\n   :param timeout: How long.\n"
+            "   :paramtype timeout: float\n   :Param x: As written.\n\nSome words.\n\n:param y: Outside.\n")
+    assert [(s.text, s.context) for s in split_document(text, "api.rst", "rst")] == [
+        ("How often.", "f(timeout) Parameters: retries: How often."),
+        ("How long.", "f(timeout) Parameters: timeout (float): How long."),
+        ("As written.", "f(timeout) Param x: As written."), ("Some words.", "Some words."),
+        ("Outside.", "param y: Outside.")]
 
 
 def test_includes_are_read_where_they_are_and_those_from_elsewhere_are_reported(tmp_path):

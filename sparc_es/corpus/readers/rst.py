@@ -342,9 +342,10 @@ _OVERRIDES["include"] = _Include
 # Sphinx's info fields (sphinx.domains.python's doc fields) by the label its page shows them under.
 _RETURNS = {"returns", "return"}
 _RAISES = {"raises", "raise", "except", "exception"}
-_INFO_FIELDS = {**dict.fromkeys(("param", "parameter", "arg", "argument", "key", "keyword"), "Parameters"),
+_TYPES = {"type", "paramtype", "vartype"}  # a parameter's or variable's type, shown with it
+_INFO_FIELDS = {**dict.fromkeys(("param", "parameter", "arg", "argument", "keyword", "kwarg", "kwparam"), "Parameters"),
                 **dict.fromkeys(("var", "ivar", "cvar"), "Variables"), **dict.fromkeys(_RETURNS, "Returns"),
-                **dict.fromkeys(_RAISES, "Raises"), "rtype": "Return type", "type": "Type", "vartype": "Type",
+                **dict.fromkeys(_RAISES, "Raises"), "rtype": "Return type", **dict.fromkeys(_TYPES, "Type"),
                 "meta": ""}
 
 
@@ -551,46 +552,46 @@ class _RstWalker:
             yield from self.children(n, headings, inner, kind)
 
     def fields(self, n, headings: tuple[str, ...], lead: str) -> Iterator[Block]:
-        """A field list. Sphinx's info fields (``:param int port:``, ``:type port:``, ``:returns:``,
-        ``:rtype:``, ``:raises E:``) read as its page shows them, under the object's signature:
-        "connect(host, port). Parameters: port (int): The TCP port."; other fields by their name."""
+        """A field list. Inside an object's directive (``lead``: its signature), Sphinx's info fields
+        (``:param int port:``, ``:type port:``, ``:returns:``, ``:rtype:``, ``:raises E:``, by their
+        exact names) read as its page shows them: "connect(host, port). Parameters: port (int): The
+        TCP port."; any other field (and every field outside a directive: a docinfo block's
+        ``:Key: value``) by its name."""
         named = [(next((self.text(c) for c in f.children if isinstance(c, nodes.field_name)), ""),
                   next((c for c in f.children if isinstance(c, nodes.field_body)), None)) for f in n.children]
-        types = {}  # a parameter's or variable's type, from :type NAME: and :vartype NAME:
-        for name, body in named:
-            parts = name.split()
-            if len(parts) == 2 and parts[0].lower() in ("type", "vartype", "rtype") and body is not None:
-                types[parts[1]] = self.text(body)
-        kinds = {name.split()[0].lower() for name, _ in named if name.split()}
+        info = {name: name.split() for name, _ in named if lead and name.split()
+                and name.split()[0] in _INFO_FIELDS}  # Sphinx's names are matched as written
+        types = {parts[1]: self.text(body) for name, body in named if body is not None
+                 for parts in [info.get(name)] if parts and len(parts) == 2 and parts[0] in _TYPES}
+        rtype = next((self.text(b) for m, b in named if b is not None and info.get(m) == ["rtype"]), "")
+        returns = any(parts[0] in _RETURNS for parts in info.values())
         for name, body in named:
             if body is None:
                 continue
-            parts = name.split()
-            kind = parts[0].lower() if parts else ""
-            label = _INFO_FIELDS.get(kind) if kind else None
-            if label is None:
+            parts = info.get(name)
+            if parts is None:
                 yield from self.children(body, headings, _nested(lead, name) if name else lead, ITEM)
-            elif kind in ("meta", "type", "vartype") and len(parts) == 2 or kind == "meta":
-                continue  # a type told with its parameter's field; :meta private: shows nothing
-            elif kind in ("rtype", "type") and (kind == "type" or not kinds & _RETURNS):
+                continue
+            kind, label = parts[0], _INFO_FIELDS[parts[0]]
+            if kind == "meta" or (kind in _TYPES and len(parts) == 2) or (kind == "rtype" and returns):
+                continue  # :meta private: shows nothing; a type is told with its parameter, :rtype: with :returns:
+            if kind in _TYPES or kind == "rtype":
                 text = self.text(body)  # "Return type: Connection", "Type: HookCaller": one line of the page
                 para = next(body.findall(nodes.paragraph), None)
                 if text and para is not None:
                     start, end = self.span(para)
                     yield Block(f"{label}: {text}", headings, lead, ITEM, start, end)
-            elif kind == "rtype":
-                continue  # told with :returns:
+                continue
+            if kind in _RETURNS:
+                shown = f"{label} ({rtype})" if rtype else label
+            elif kind in _RAISES:
+                shown = f"{label} {' '.join(parts[1:])}" if len(parts) > 1 else label
+            elif len(parts) > 1:  # a parameter or variable: its name, and its type where one is given
+                given = " ".join(parts[1:-1]) or types.get(parts[-1], "")
+                shown = f"{label}: {parts[-1]}" + (f" ({given})" if given else "")
             else:
-                if kind in _RETURNS:
-                    rtype = next((self.text(b) for m, b in named if m.lower() == "rtype" and b is not None), "")
-                    shown = f"{label} ({rtype})" if rtype else label
-                elif kind in _RAISES:
-                    shown = f"{label} {' '.join(parts[1:])}" if len(parts) > 1 else label
-                else:  # a parameter or variable: its name, and its type where one is given
-                    kind_type = " ".join(parts[1:-1]) or types.get(parts[-1], "") if len(parts) > 1 else ""
-                    shown = f"{label}: {parts[-1]}" + (f" ({kind_type})" if kind_type else "") if len(parts) > 1 \
-                        else label
-                yield from self.children(body, headings, _nested(lead, shown), ITEM)
+                shown = label
+            yield from self.children(body, headings, _nested(lead, shown), ITEM)
 
     def caption(self, c, headings: tuple[str, ...]) -> Iterator[Block]:
         text = self.text(c)

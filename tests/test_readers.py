@@ -954,3 +954,7 @@ def test_a_word_split_by_markup_is_found_where_it_is_not_in_a_later_code_span():
     text = "One is the place in `search`'s answer. Two is the line: `search's score`, each side.\n"
     assert [text[s.start:s.end] for s in split_document(text, "x.md", "markdown")] == [
         "One is the place in `search`'s answer.", "Two is the line: `search's score`, each side."]
+    # but not a word's first letters in an attribute before it: all of its parts must come first
+    html = '<p>It works well here. <a href="#Python">Python-3.12</a> is the version we use.</p>'
+    assert [html[s.start:s.end] for s in split_document(html, "x.html", "html")] == [
+        "It works well here.", "Python-3.12</a> is the version we use."]

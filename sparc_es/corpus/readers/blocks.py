@@ -152,11 +152,19 @@ def locate(source: str, text: str, start: int, end: int, max_gap: int = 2000) ->
             i = _find(source, token, pos, min(end, pos + max_gap + len(token))) if token else -1
             if i >= 0 and (best is None or i < best[0]):
                 best = (i, token)
-        if best is not None:  # unless markup splits it where it comes first: `search`'s, then a later `search's`
-            run = _WORD.search(word)
-            j = _find(source, run.group(), pos, best[0]) if run is not None and run.group() != best[1] else -1
-            if j >= 0 and (j == 0 or not source[j - 1].isalnum()):
-                best = None
+        if best is not None and _WORD.fullmatch(best[1]) is None:
+            # unless markup splits it where it comes first (`search`'s, then a later `search's`): all
+            # of its runs of letters and digits, in order, before the whole word, the first at a word's start
+            p, ends = pos, []
+            for m in _WORD.finditer(word):
+                j = _find(source, m.group(), p, best[0])
+                if j < 0 or (not ends and j > 0 and source[j - 1].isalnum()):
+                    break
+                p = j + len(m.group())
+                ends.append(p)
+            else:
+                if ends:
+                    best = None
         if best is not None:
             i, token = best
             found = [(i, i + len(token))]

@@ -359,7 +359,7 @@ class _Records:
     ("EMPTY_TEXT", "empty sentence: the text of id 'x' has no characters to encode"),
     ("BAD_ID", "sentence id 'a b' contains whitespace"),
     ("TWICE", "duplicate sentence id 'a'"),
-    ("ONCE", "read() gave 2 sentences, then 0: each call must give every sentence again"),
+    ("ONCE", "read() gave 2 sentences, then 0: each call within one encode must give every sentence again"),
 ])
 def test_an_applications_own_source_gets_the_checks_files_get(tmp_path, tiny_model, source, message):
     """A Source whose read() hands out one generator gave a finished encode of 0 sentences; an empty

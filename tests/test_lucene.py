@@ -386,13 +386,14 @@ def test_a_library_caller_gets_one_line_for_topics_and_options_of_the_wrong_shap
             open_engine(kind, tmp_path / "index", es_index="x")
         engine = open_engine(kind, tmp_path / "index")
         try:
-            for topics, message in (({"q1": "java"}, "pass dict.items"), (["java", "lamp"], "with a string qid"),
+            for topics, message in (({"q1": "java"}, "pass dict.items"), (["java", "lamp"], "pairs, not 'java'"),
                                     ([("q1", "java"), ("q1", "lamp")], "qid 'q1' is given twice")):
                 with pytest.raises(SparcError, match=message):
                     engine.batch_search(topics, k=2)
             with pytest.raises(SparcError, match="threads is 1 or more"):
                 engine.batch_search([("q1", "java")], k=2, threads=0)
             assert engine.batch_search({"q1": "java"}.items(), k=np.int64(1)).keys() == {"q1"}
+            assert engine.batch_search(enumerate(["java", "lamp"]), k=1).keys() == {0, 1}  # integer qids
         finally:
             engine.close()
     from sparc_es.errors import EngineError

@@ -888,8 +888,9 @@ class Checked:
             seen.add(s.id)
             yield s
         if self.counts and self.counts[0] != len(seen):
-            raise InputError(where, f"read() gave {self.counts[0]} sentences, then {len(seen)}: each call must give "
-                                    "every sentence again (a new iterator each time, not one generator)")
+            raise InputError(where, f"read() gave {self.counts[0]} sentences, then {len(seen)}: each call within one "
+                                    "encode must give every sentence again (a new iterator each time, not one "
+                                    "generator; a corpus that changed meanwhile: encode again)")
         if not seen:
             raise InputError(where, "empty corpus: read() gave no sentences")
         self.counts.append(len(seen))
@@ -898,23 +899,23 @@ class Checked:
         return self.source.describe()
 
 
-def as_source(corpus: Source | str | Path | Iterable[str | Path]) -> Source:
+def as_source(corpus: Source | str | os.PathLike | Iterable[str | os.PathLike]) -> Source:
     """File and folder paths (one, or several) as :class:`Files`; a :class:`Source` of another kind
-    :class:`Checked`. Records themselves are not a corpus: wrap them in a Source."""
-    if isinstance(corpus, (Files, Checked)):
+    :class:`Checked` (afresh: its counts are one encode's). Records themselves are not a corpus:
+    wrap them in a Source."""
+    if isinstance(corpus, Files):
         return corpus
+    if isinstance(corpus, Checked):
+        return Checked(corpus.source)
     if hasattr(corpus, "read") and hasattr(corpus, "describe"):
         return Checked(corpus)  # type: ignore[arg-type]
-    if not isinstance(corpus, (str, Path)) and not isinstance(corpus, Iterable):
+    paths = [corpus] if isinstance(corpus, (str, os.PathLike)) else corpus  # one path, not its characters
+    if not isinstance(paths, Iterable):
         raise TypeError(f"a corpus is file or folder paths or a Source (read() and describe()), not "
                         f"{type(corpus).__name__}")
-    if isinstance(corpus, (str, Path)):  # one path, not the characters of one
-        corpus = [corpus]
-    corpus = list(corpus)
-    odd = next((c for c in corpus if not isinstance(c, (str, Path))), None)
+    paths = list(paths)
+    odd = next((c for c in paths if not isinstance(c, (str, os.PathLike))), None)
     if odd is not None:
         raise TypeError(f"a corpus is file or folder paths or a Source (read() and describe()), not an iterable "
                         f"holding a {type(odd).__name__}: give records through a Source (sparc_es.corpus.Source)")
-    if isinstance(corpus, (str, Path)):  # one path, not the characters of one
-        corpus = [corpus]
-    return Files(tuple(str(p) for p in corpus))
+    return Files(tuple(os.fspath(p) for p in paths))

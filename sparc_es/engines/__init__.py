@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from sparc_es import notices
 from sparc_es.engines.base import Engine, EngineKind, Hit, Topics
 from sparc_es.errors import SparcError, choice, option
 
@@ -38,12 +39,15 @@ def open_engine(kind: EngineKind | str = EngineKind.LUCENE, index: str | Path | 
     ``none`` or None, SPARC alone; ``default`` (the default, as ``sparc-es search``'s),
     :data:`~sparc_es.engines.hybrid.DEFAULT_METHOD` where the index stores BM25 terms, else the
     ``minmax`` fusion where it can be searched by BM25 (an index built by an older sparc-es), else
-    SPARC alone, said through ``notice``. A ``hybrid_weight`` without a sum to weigh is an error,
-    never ignored.
+    SPARC alone, said through ``notice`` (default: the library's notices, :mod:`sparc_es.notices`).
+    A ``hybrid_weight`` without a sum to weigh is an error, never ignored.
     """
     from sparc_es.engines.blend import OLDER_TITLES
     from sparc_es.engines.hybrid import DEFAULT_METHOD, HybridChoice, HybridEngine, HybridMethod
 
+    if notice is None:  # the library's notices, through logging (sparc_es.notices)
+        def notice(message: str) -> None:
+            notices.notice("search", message)
     kind = choice(EngineKind, kind, "engine")
     if kind is not EngineKind.ES:  # Elasticsearch's options, never ignored on another engine
         given = [name for name, value in (("connection", connection), ("es_index", es_index),
@@ -58,15 +62,13 @@ def open_engine(kind: EngineKind | str = EngineKind.LUCENE, index: str | Path | 
         """What the default becomes on an index without BM25 terms: the two-search fusion where
         the index can be searched by BM25, else SPARC alone."""
         if searchable:
-            if notice is not None:
-                notice(f"{why}: fusing two searches client-side ({HybridMethod.MINMAX.value}); rebuild the index "
-                       "with this sparc-es for the one-request default")
+            notice(f"{why}: fusing two searches client-side ({HybridMethod.MINMAX.value}); rebuild the index "
+                   "with this sparc-es for the one-request default")
             return HybridMethod.MINMAX
         if asked.weighed:
             raise SparcError(f"{option('--hybrid-weight', 'hybrid_weight')} weighs the default hybrid, but {why} and "
                              "it cannot be searched by BM25")
-        if notice is not None:
-            notice(f"{why} and it cannot be searched by BM25: searching with SPARC alone, not the default hybrid")
+        notice(f"{why} and it cannot be searched by BM25: searching with SPARC alone, not the default hybrid")
         return None
 
     if kind is EngineKind.ES:
@@ -86,7 +88,7 @@ def open_engine(kind: EngineKind | str = EngineKind.LUCENE, index: str | Path | 
                     f"index {es_index!r} stores no BM25 terms", sparc.text_searchable)
             if method is HybridMethod.SUM:
                 sparc.use_blend(weight)
-                if not sparc.blend.titles and notice is not None:
+                if not sparc.blend.titles:
                     notice(OLDER_TITLES.format(where=f"index {es_index!r}",
                                                how="sparc-es index --engine es --recreate"))
                 return sparc
@@ -108,7 +110,7 @@ def open_engine(kind: EngineKind | str = EngineKind.LUCENE, index: str | Path | 
             f"{index} stores no BM25 terms (built by an older sparc-es)", LuceneBM25.exists_beside(index))
     if method is HybridMethod.SUM:
         engine = LuceneEngine(index, bm25_share=weight)
-        if not engine.blend.titles and notice is not None:
+        if not engine.blend.titles:
             notice(OLDER_TITLES.format(where=str(index), how=option("sparc-es index --overwrite",
                                                                       "build_index(..., overwrite=True)")))
         return engine

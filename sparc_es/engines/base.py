@@ -48,12 +48,16 @@ def check_topics(topics: Iterable[tuple[str, str]], threads: int = 1) -> list[tu
         raise SparcError(f"threads is 1 or more, not {threads!r}")
     out, seen = [], set()
     for topic in topics:
-        if not (isinstance(topic, tuple | list) and len(topic) == 2 and isinstance(topic[0], str)):
-            raise SparcError(f"topics are (qid, question) pairs with a string qid, not {topic!r}"[:200])
-        if topic[0] in seen:
-            raise SparcError(f"qid {topic[0]!r} is given twice: each question's hits are keyed by its qid")
-        seen.add(topic[0])
-        out.append((topic[0], topic[1]))
+        try:
+            qid, question = topic if not isinstance(topic, (str, bytes)) else ()
+        except (TypeError, ValueError):
+            raise SparcError(f"topics are (qid, question) pairs, not {topic!r}"[:200]) from None
+        if isinstance(qid, bool) or not isinstance(qid, str | numbers.Integral):
+            raise SparcError(f"a qid is a string or an integer, not {qid!r}"[:200])
+        if qid in seen:
+            raise SparcError(f"qid {qid!r} is given twice: each question's hits are keyed by its qid")
+        seen.add(qid)
+        out.append((qid, question))
     return out
 
 

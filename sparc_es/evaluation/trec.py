@@ -92,6 +92,7 @@ class TrecRunWriter:
 
     def __exit__(self, *exc) -> None:
         self._file.close()
+        self._file = None
 
 
 def run_tag(engine: str, hybrid: str | None = None, weight: float | None = None) -> str:

@@ -41,11 +41,12 @@ from sparc_es.engines.elastic.documents import (
     terms_analysis,
     weights_mode,
 )
-from sparc_es.errors import EngineError, InputError, choice, count_mismatch
+from sparc_es.errors import EngineError, InputError, choice, count_mismatch, option
 from sparc_es.layout.manifest import Manifest
 from sparc_es.layout.names import SENTENCES, es_failures
 from sparc_es.layout.records import id_digest, iter_vectors
 from sparc_es.layout.store import SentenceStore
+from sparc_es.notices import notice
 
 # said after an error a re-run can get past
 _AGAIN = "; run the same command again when the cluster is back: loading resumes"
@@ -119,11 +120,12 @@ def build_index(encoded: str | Path, client, index_name: str, chunk_size: int = 
     resume, same_source = _create_or_check_index(load, manifest, field_type, recreate)
     if resume and same_source:  # an update keeps the BM25 statistics of its first load (unchanged documents skipped)
         kept = _kept_statistics(load)
-        if kept is not None and kept.to_json() != statistics.to_json() and notice is not None:
-            notice(f"index {index!r} keeps the BM25 statistics of its first load ({kept.sentences} sentences then, "
-                   f"{statistics.sentences} in this folder), so that the documents an update leaves alone keep "
-                   "their weights: the BM25 side scores a little apart from a fresh load's and from the Lucene "
-                   "index's; load with --recreate to take this folder's statistics")
+        if kept is not None and kept.to_json() != statistics.to_json():
+            say = notice or _notice
+            say(f"index {index!r} keeps the BM25 statistics of its first load ({kept.sentences} sentences then, "
+                f"{statistics.sentences} in this folder), so that the documents an update leaves alone keep their "
+                "weights: the BM25 side scores a little apart from a fresh load's and from the Lucene index's; load "
+                f"with {_recreate()} to take this folder's statistics")
         load = dataclasses.replace(load, statistics=kept or statistics)
     counts = _stream_bulk(load, resume)
     if resume:
@@ -135,6 +137,18 @@ def build_index(encoded: str | Path, client, index_name: str, chunk_size: int = 
     return {"index": index, "loaded": counts.loaded, "moved": counts.moved, "already_there": counts.already_there,
             "deleted": counts.deleted,
             "failed": counts.failed, "count": count, "expected": manifest.retrievable}
+
+
+def _recreate() -> str:
+    return option("--recreate", "recreate=True")
+
+
+def _index_name() -> str:
+    return option("--es-index", "index name")
+
+
+def _notice(message: str) -> None:
+    notice("index", message)
 
 
 def _check_writable(report: Path) -> None:
@@ -183,8 +197,8 @@ def _create_or_check_index(load: _Load, manifest: Manifest, field_type: FieldTyp
             wanted = choice(FieldType, field_type, "field type").value if field_type is not None else kind
             if kind is not None and wanted != kind:
                 raise EngineError(f"index {index!r} stores its weights as {kind}, not {wanted}: a load cannot "
-                                  "change a field's type; choose another --es-index, or load with --recreate, "
-                                  "which deletes the index and its documents")
+                                  f"change a field's type; choose another {_index_name()}, or load with "
+                                  f"{_recreate()}, which deletes the index and its documents")
 
         meta = mappings.get("_meta") if isinstance(mappings.get("_meta"), dict) else {}
         existing = meta.get("sparc_es")
@@ -199,14 +213,14 @@ def _create_or_check_index(load: _Load, manifest: Manifest, field_type: FieldTyp
                 return False, True
             why = ("no _meta.sparc_es in its mapping" if existing is None else "its _meta.sparc_es is not filled in")
             why += f", and no {FIELD!r} field to load into" if weights_mode(mappings) is None else ""
-            raise EngineError(f"index {index!r} was not made by sparc-es ({why}); --recreate would delete {doomed}: "
-                              "choose another --es-index to keep them")
+            raise EngineError(f"index {index!r} was not made by sparc-es ({why}); {_recreate()} would delete "
+                              f"{doomed}: choose another {_index_name()} to keep them")
         same_type()
         # Re-running into the same index replaces documents by id; weights from another model or
         # factor would be mixed in silently, so that is refused.
         if not same_weights(existing, body["_meta"]["sparc_es"]):
             raise EngineError(f"index {index!r} already holds other weights ({_differs(existing, body)}); "
-                              f"choose another index name, or load with --recreate, which deletes {doomed}")
+                              f"choose another index name, or load with {_recreate()}, which deletes {doomed}")
         same_source = True
         if count:
             _check_terms(index, meta, mappings, doomed)
@@ -240,8 +254,8 @@ def _check_terms(index: str, meta: dict, mappings: dict, doomed: str) -> None:
     text = "" if same_bm25(mappings) else ", and its text keeps Elasticsearch's standard analyser"
     why = ("stores no BM25 terms (loaded by an older sparc-es)" if analysis is None else
            f"stores BM25 terms made otherwise ({_analysis(analysis)} there, {_analysis(terms_analysis())} here)")
-    raise EngineError(f"index {index!r} {why}{text}: its documents cannot be kept; load with --recreate, which "
-                      f"deletes {doomed} and loads this folder's")
+    raise EngineError(f"index {index!r} {why}{text}: its documents cannot be kept; load with {_recreate()}, "
+                      f"which deletes {doomed} and loads this folder's")
 
 
 def _analysis(record: dict) -> str:
@@ -258,11 +272,10 @@ def _say_other_source(load: _Load, build) -> bool:
     before, corpus_before = build.get("encoded"), build.get("corpus")
     if before == encoded and corpus_before == corpus:
         return False
-    if load.notice is not None:
-        from_ = ", ".join(map(str, corpus_before)) if isinstance(corpus_before, list) else corpus_before
-        load.notice(f"index {load.index!r} was last built from {before} (corpus {from_}); loading {encoded} "
-                    f"(corpus {', '.join(corpus)}) replaces its documents with this folder's and its BM25 "
-                    "statistics: every document is written again, those not in it deleted")
+    from_ = ", ".join(map(str, corpus_before)) if isinstance(corpus_before, list) else corpus_before
+    (load.notice or _notice)(f"index {load.index!r} was last built from {before} (corpus {from_}); loading "
+                             f"{encoded} (corpus {', '.join(corpus)}) replaces its documents with this folder's and "
+                             "its BM25 statistics: every document is written again, those not in it deleted")
     return True
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import math
 from pathlib import Path
 
@@ -426,7 +427,7 @@ def test_help_says_a_resume_is_byte_identical_at_the_same_thread_count(capsys):
 
 @pytest.mark.slow
 def test_a_resume_says_where_it_starts_and_other_settings_are_named_with_both_values(tmp_path, adapt_stopped,
-                                                                                     capsys):
+                                                                                     caplog):
     """The rerun of a killed adapt says the step it resumes from; one with other settings names each
     that differs, with this run's value and the checkpoint's. The model's weights are written with
     the mode the umask gives, as every other file (safetensors alone made them 0600)."""
@@ -446,9 +447,10 @@ def test_a_resume_says_where_it_starts_and_other_settings_are_named_with_both_va
         assert f"an unfinished adaptation with other settings: {said}; run it with the checkpoint's settings " \
                "to resume it, or pass --overwrite to start again" in message, message
         assert "corpus_fingerprint" not in message and "sentences (their fingerprint)" not in message
-    capsys.readouterr()
-    adapt("splade-bert-tiny", [DEMO], out, config, progress=False)
-    assert "sparc-es adapt: resuming from step 2 of 4 (adapt-checkpoint.pt)\n" in capsys.readouterr().err
+    with caplog.at_level(logging.WARNING, logger="sparc_es.notice"):  # the library's notices: logging records
+        adapt("splade-bert-tiny", [DEMO], out, config, progress=False)
+    assert ("sparc_es.notice.adapt", "resuming from step 2 of 4 (adapt-checkpoint.pt)") in \
+        [(r.name, r.getMessage()) for r in caplog.records]
     mode = 0o666 & ~_umask()
     weights = sorted(out.rglob("*.safetensors"))
     assert weights and all(p.stat().st_mode & 0o777 == mode for p in weights), \

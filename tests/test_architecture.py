@@ -88,9 +88,9 @@ def test_no_import_cycle():
             visit(module, [module])
 
 
-# Each stage's rank; stages of one rank are independent of each other. ``errors`` and ``options`` are
-# the floor every stage may stand on.
-STAGES = {"errors": 0, "options": 0, "corpus": 1, "layout": 2, "model": 3, "encode": 4, "engines": 4,
+# Each stage's rank; stages of one rank are independent of each other. ``errors``, ``options`` and
+# ``notices`` are the floor every stage may stand on.
+STAGES = {"errors": 0, "options": 0, "notices": 0, "corpus": 1, "layout": 2, "model": 3, "encode": 4, "engines": 4,
           "answers": 5, "evaluation": 5, "training": 6, "cli": 7, "__main__": 8}
 COMPAT = {"sparc_es.trec": "evaluation"}  # a re-export kept for older code, ranked with what it re-exports
 

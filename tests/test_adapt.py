@@ -335,7 +335,11 @@ def test_expansion_alone_moves_only_the_new_words_rows(tmp_path):
 
 
 def test_expansion_alone_needs_expansion():
-    with pytest.raises(SparcError, match="expand-vocabulary"):
+    from sparc_es.errors import command_line
+
+    with pytest.raises(SparcError, match="give expand_vocabulary N"):  # the keyword from Python
+        AdaptConfig(rows="new")
+    with command_line(), pytest.raises(SparcError, match="give --expand-vocabulary N"):  # the flag on the CLI
         AdaptConfig(rows="new")
 
 
@@ -388,13 +392,13 @@ def test_expand_model_extends_e_the_head_and_the_passage_encoder_with_the_pieces
 # --- what a user is told: numbers, resumes, advice -------------------------------------------------
 
 @pytest.mark.parametrize("changes, said", [
-    ({"lr": -1.0}, "adaptation lr must be a finite number above 0 (--lr -1)"),
-    ({"lr": 0.0}, "(--lr 0)"),
-    ({"lr": float("nan")}, "(--lr nan)"),
-    ({"steps": 0}, "adaptation steps must be at least 1 (--steps 0)"),
-    ({"batch_size": 0}, "adaptation batch_size must be at least 1 (--batch-size 0)"),
-    ({"mask_probability": 0.0}, "must be above 0 and below 1, neither bound included (--mask-probability 0)"),
-    ({"mask_probability": 1.0}, "(--mask-probability 1)"),
+    ({"lr": -1.0}, "adaptation lr must be a finite number above 0 (lr -1)"),
+    ({"lr": 0.0}, "(lr 0)"),
+    ({"lr": float("nan")}, "(lr nan)"),
+    ({"steps": 0}, "adaptation steps must be at least 1 (steps 0)"),
+    ({"batch_size": 0}, "adaptation batch_size must be at least 1 (batch_size 0)"),
+    ({"mask_probability": 0.0}, "must be above 0 and below 1, neither bound included (mask_probability 0)"),
+    ({"mask_probability": 1.0}, "(mask_probability 1)"),
 ])
 def test_adapt_numbers_are_checked_as_train_checks_them(changes, said):
     with pytest.raises(SparcError) as e:
@@ -437,15 +441,15 @@ def test_a_resume_says_where_it_starts_and_other_settings_are_named_with_both_va
     other = tmp_path / "other.txt"
     other.write_text("Another corpus of one sentence.\n")
     for changes, corpus, said in [
-        ({"lr": 2e-3}, DEMO, "--lr 0.002 (the checkpoint's: 0.001)"),
-        ({"steps": 6, "lr": 2e-3}, DEMO, "--steps 6 (the checkpoint's: 4), --lr 0.002 (the checkpoint's: 0.001)"),
-        ({}, other, f"--corpus {other} (the checkpoint's: {DEMO})"),
+        ({"lr": 2e-3}, DEMO, "lr 0.002 (the checkpoint's: 0.001)"),
+        ({"steps": 6, "lr": 2e-3}, DEMO, "steps 6 (the checkpoint's: 4), lr 0.002 (the checkpoint's: 0.001)"),
+        ({}, other, f"corpus {other} (the checkpoint's: {DEMO})"),
     ]:
         with pytest.raises(SparcError) as e:
             adapt("splade-bert-tiny", [corpus], out, dataclasses.replace(config, **changes), progress=False)
         message = str(e.value)
         assert f"an unfinished adaptation with other settings: {said}; run it with the checkpoint's settings " \
-               "to resume it, or pass --overwrite to start again" in message, message
+               "to resume it, or pass overwrite=True to start again" in message, message
         assert "corpus_fingerprint" not in message and "sentences (their fingerprint)" not in message
     with caplog.at_level(logging.WARNING, logger="sparc_es.notice"):  # the library's notices: logging records
         adapt("splade-bert-tiny", [DEMO], out, config, progress=False)

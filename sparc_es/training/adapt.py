@@ -122,27 +122,30 @@ class AdaptConfig:
             if getattr(self, name) < 1:
                 raise SparcError(f"adaptation {name} must be at least 1 ({_flag(name)} {getattr(self, name)})")
         if not (math.isfinite(self.lr) and self.lr > 0):
-            raise SparcError(f"adaptation lr must be a finite number above 0 (--lr {self.lr:g})")
+            raise SparcError(f"adaptation lr must be a finite number above 0 ({_flag('lr')} {self.lr:g})")
         if not 0 < self.strength <= 1:
-            raise SparcError(f"the adaptation strength must be in (0, 1]: above 0, at most 1 (--strength "
+            raise SparcError(f"the adaptation strength must be in (0, 1]: above 0, at most 1 ({_flag('strength')} "
                              f"{self.strength:g})")
         if not 0 < self.mask_probability < 1:
             raise SparcError(f"the mask probability must be above 0 and below 1, neither bound included "
-                             f"(--mask-probability {self.mask_probability:g})")
+                             f"({_flag('mask_probability')} {self.mask_probability:g})")
         if self.max_length < 8:
-            raise SparcError(f"the adaptation max length must be at least 8 tokens (--max-length {self.max_length})")
+            raise SparcError(f"the adaptation max length must be at least 8 tokens ({_flag('max_length')} "
+                             f"{self.max_length})")
         if self.expand_vocabulary < 0:
-            raise SparcError(f"expand_vocabulary must be 0 (off) or a number of words (--expand-vocabulary "
+            raise SparcError(f"expand_vocabulary must be 0 (off) or a number of words ({_flag('expand_vocabulary')} "
                              f"{self.expand_vocabulary})")
         if self.rows not in ("all", "new"):
             raise SparcError(f"rows must be 'all' or 'new', not {self.rows!r}")
         if self.rows == "new" and not self.expand_vocabulary:
-            raise SparcError("rows='new' trains only the rows vocabulary expansion adds: give --expand-vocabulary N")
+            raise SparcError(f"rows='new' trains only the rows vocabulary expansion adds: give "
+                             f"{_flag('expand_vocabulary')} N")
 
 
 def _flag(name: str) -> str:
-    """The ``sparc-es adapt`` flag of the setting ``name`` (``batch_size`` -> ``--batch-size``)."""
-    return "--" + name.replace("_", "-")
+    """The setting ``name`` as its user gives it: the ``sparc-es adapt`` flag (``batch_size`` ->
+    ``--batch-size``), or the keyword from Python."""
+    return option("--" + name.replace("_", "-"), name)
 
 
 # What adapt (embedding replacement, the defaults) did on the seven validation domains under the
@@ -303,7 +306,7 @@ def _differences(now: dict, then: dict) -> str:
             return " ".join(str(v) for v in value)
         return f"{value:g}" if isinstance(value, float) else str(value)
 
-    names = {"model": "--model (its fingerprint)", "base": "--base", "corpus": "--corpus",
+    names = {"model": f"{_flag('model')} (its fingerprint)", "base": _flag('base'), "corpus": _flag('corpus'),
              "corpus_fingerprint": "the corpus's sentences (their fingerprint)"}
     parts = []
     for key in [*now, *(k for k in then if k not in now)]:
@@ -380,7 +383,7 @@ def _adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, 
     optimizer = torch.optim.AdamW([mlm.E], lr=config.lr, weight_decay=0.0)  # no decay on embeddings
     step, elapsed, losses = 0, 0.0, []
     if checkpoint.is_file():
-        restart = "pass --overwrite to start again"
+        restart = f"pass {option('--overwrite', 'overwrite=True')} to start again"
         # weights-only: the output folder is not trusted, and a planted pickle must not run
         state = read_state(checkpoint, ("settings", "step", "elapsed", "losses", "E", "optimizer"), restart)
         if state["settings"] != settings:

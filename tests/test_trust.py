@@ -65,7 +65,7 @@ def test_planted_adapt_checkpoint_does_not_run(tmp_path):
         adapt("splade-bert-tiny", [DEMO], out, AdaptConfig(steps=2, batch_size=8), progress=False)
     assert not marker.exists(), "the planted checkpoint ran its payload"
     message = one_line(e)
-    assert "older sparc-es" in message and "--overwrite" in message and adapt_module.CHECKPOINT in message
+    assert "older sparc-es" in message and "overwrite=True" in message and adapt_module.CHECKPOINT in message
 
 
 def test_garbage_adapt_checkpoint_is_one_line(tmp_path):
@@ -74,7 +74,7 @@ def test_garbage_adapt_checkpoint_is_one_line(tmp_path):
     (out / adapt_module.CHECKPOINT).write_bytes(b"PK\x03\x04 not a checkpoint")
     with pytest.raises(StoreError) as e:
         adapt("splade-bert-tiny", [DEMO], out, AdaptConfig(steps=2, batch_size=8), progress=False)
-    assert "--overwrite" in one_line(e)
+    assert "pass overwrite=True" in one_line(e)  # a library call: the keyword, not the flag
 
 
 def test_adapt_resume_still_works(tmp_path, adapt_stopped):

@@ -476,3 +476,9 @@ def test_a_word_only_a_section_title_holds_is_in_the_index(docs_index, cli):
     retro, nonsense = out.split("Q: ")[1:]
     assert rc == 0 and "no word of the question" not in retro and "retro.md:3" in retro, retro
     assert "no word of the question is in the index" in nonsense
+    # the hit says what the sum's BM25 side matched: the title's word, which its sentence lacks
+    assert "and BM25 term retrospect" in retro, retro
+    rc, out, _ = cli("search", "--index", index, "-k", 1, "--json", "retrospective")
+    assert rc == 0 and json.loads(out)[0]["covers_bm25"] == ["retrospect"]
+    rc, out, _ = cli("search", "--index", index, "-k", 1, "--json", "--hybrid", "none", "retrospective")
+    assert rc == 0 and "covers_bm25" not in json.loads(out)[0]  # SPARC alone sums no BM25 term

@@ -337,6 +337,8 @@ class Shown:
     marks: list[tuple[int, int]] = field(default_factory=list)  # in hit.text
     context_marks: list[tuple[int, int]] = field(default_factory=list)  # in context
     covers: list[str] | None = None  # the question tokens it stores (None: the engine cannot say)
+    # the question's BM25 terms it stores, where the search sums them (the default): None otherwise
+    covers_terms: list[str] | None = None
     others: list[Shown] = field(default_factory=list)  # lower hits of the same paragraph (collapse)
 
     def where(self) -> str:
@@ -356,6 +358,8 @@ class Shown:
                "marks": {"text": [list(m) for m in self.marks], "context": [list(m) for m in self.context_marks]}}
         if self.covers is not None:
             out["covers"] = self.covers
+        if self.covers_terms is not None:
+            out["covers_bm25"] = self.covers_terms
         if self.others:
             out["collapsed"] = [{"id": o.hit.id, "score": o.hit.score, "text": o.hit.text, "line": o.place.line}
                                 for o in self.others]
@@ -460,11 +464,16 @@ class Presenter(Closing):
         stored = {}
         if self.store is not None and hits:
             stored = self.store.get([h.id for h in hits], context=True)
-        covers = None
+        covers = terms = None
         if isinstance(self.sparc, Impacts) and hits:
             tokens = list(match.tokens) if match is not None else list(self.queries.bag(question))
-            held = self.sparc.stored([h.id for h in hits], tokens)
+            blend = getattr(self.sparc, "blend", None)  # the sum's BM25 side, where it is searched
+            words = list(dict.fromkeys(BM25_PREFIX + t for t in blend.analyzer.terms(question))) if blend else []
+            held = self.sparc.stored([h.id for h in hits], tokens + words)
             covers = {h.id: [t for t in tokens if held.get(h.id, {}).get(t, 0) > 0] for h in hits}
+            if blend is not None:
+                terms = {h.id: [w[len(BM25_PREFIX):] for w in words if held.get(h.id, {}).get(w, 0) > 0]
+                         for h in hits}
         out = []
         for rank, h in enumerate(hits, start=1):
             s = stored.get(h.id)
@@ -474,7 +483,8 @@ class Presenter(Closing):
             sentence = Sentence(id=h.id, text=h.text, context=context, doc=h.doc, start=h.start, end=h.end,
                                 headings=s.headings if s is not None else None)
             out.append(Shown(h, rank, context, self.places.of(sentence), marker.spans(h.text),
-                             marker.spans(context), None if covers is None else covers.get(h.id, [])))
+                             marker.spans(context), None if covers is None else covers.get(h.id, []),
+                             covers_terms=None if terms is None else terms.get(h.id, [])))
         return out
 
     def close(self) -> None:
@@ -569,7 +579,10 @@ def render(shown: Shown, question: str, color: bool, of: int | None = None, inde
     if parts[0] != h.id:
         parts.append(f"[{h.id}]")
     if shown.covers is not None:
-        parts.append(f"covers {len(shown.covers)}" + (f" of {of}" if of is not None else "") + " question tokens")
+        covered = f"covers {len(shown.covers)}" + (f" of {of}" if of is not None else "") + " question tokens"
+        if shown.covers_terms:  # what the BM25 side of the sum matched (its section titles' words too)
+            covered += f" and BM25 term{'s' if len(shown.covers_terms) > 1 else ''} {', '.join(shown.covers_terms)}"
+        parts.append(covered)
     lines = [f"{shown.rank:3d}. {h.score:8.2f}  " + printable(" · ".join(parts), one_line=True),
              pad + marked(h.text or h.id, shown.marks, color)]
     paragraph = _paragraph(shown)

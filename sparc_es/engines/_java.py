@@ -28,6 +28,9 @@ T = TypeVar("T")
 JAR = Path(__file__).with_name("java") / "sparc-es-lucene.jar"
 _lock = threading.Lock()
 _started = False
+# Clauses a Lucene query may have (Lucene's default is 1,024): a question's distinct tokens and
+# words, fewer than 1.5 a character, so any question check_question lets through (MAX_QUESTION).
+MAX_CLAUSES = 1 << 15
 _loggers: list = []  # java.util.logging holds loggers weakly: keep the configured one alive
 
 
@@ -74,6 +77,7 @@ def start_jvm() -> None:
         jul = autoclass("java.util.logging.Logger").getLogger("org.apache.lucene.store")
         jul.setLevel(autoclass("java.util.logging.Level").SEVERE)
         _loggers.append(jul)
+        autoclass("org.apache.lucene.search.IndexSearcher").setMaxClauseCount(MAX_CLAUSES)
         _started = True
 
 

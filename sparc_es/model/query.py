@@ -115,12 +115,22 @@ class QueryEncoder:
         return {t: round(w) for t, w in self.bag(text).items() if round(w) > 0}
 
 
+# Characters a question may have: a long BEIR topic (an argument, a post) fits, a pasted document does
+# not. It bounds a question's clauses (a clause a distinct token or word: fewer than 1.5 a character)
+# below the engine's limit (engines/_java.py: MAX_CLAUSES) and the time one question holds a server.
+MAX_QUESTION = 20_000
+
+
 def check_question(question: str) -> str:
     """``question``, or a one-line :class:`~sparc_es.errors.SparcError` when it is not text: a byte
     that is not UTF-8 (an argument or a line read with surrogate escapes) or a lone surrogate (JSON
-    allows ``"\\ud800"``), which no tokenizer takes."""
+    allows ``"\\ud800"``), which no tokenizer takes; or when it is longer than
+    :data:`MAX_QUESTION` characters."""
     if not isinstance(question, str):
         raise SparcError(f"a question is text, not {type(question).__name__}")
+    if len(question) > MAX_QUESTION:
+        raise SparcError(f"the question is {len(question):,} characters long, over the {MAX_QUESTION:,} a question "
+                         f"may have: shorten it to its key sentences ('{question[:40]}...')")
     bad = SURROGATE.search(question)
     if bad is None:
         return question

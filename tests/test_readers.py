@@ -255,6 +255,95 @@ def test_markdown_spans_follow_crlf_and_front_matter():
                                                            ("three four", "three four")]
 
 
+MKDOCS_PAGE = """---
+title: Members
+hide:
+- navigation
+---
+
+# Members options
+
+--8<-- "docs/.glossary.md"
+
+*[API]: Application Programming Interface
+
+## Sorting
+
+//// tab | With alphabetical order
+/// admonition | Preview
+    type: preview
+
+Members are sorted by name when `members_order` is `alphabetical`{ title="the default value" }.
+///
+////
+
+/// note
+A plain note body.
+///
+
+/// details | Source code in package/module.py
+    type: quote
+
+The source is shown collapsed.
+///
+
+Lorem ipsum dolor sit amet, (1) consectetur adipiscing elit.
+{ .annotate }
+
+1.  An annotation.
+
+:material-clock-fast:{ .lg .middle } Set up in 5 minutes
+
+Types changed in version two[^1].
+
+[^1]: Previously, some types had two names.
+
+## Loading
+
+To build with the package in a subfolder:
+
+```tree
+root/
+    src/
+```
+
+```bash
+PYTHONPATH=src mkdocs build
+```
+
+# ::: griffe.Loader
+    options:
+        show_root_heading: true
+
+::: griffe.load
+    options:
+      heading_level: 2
+"""
+
+
+def test_mkdocs_material_pages_read_as_the_site_shows_them():
+    """pymdownx.blocks, attribute lists after code and icons, annotations, footnotes, mkdocstrings'
+    ::: lines, several code blocks after one lead-in; and a front matter changes none of it (its
+    lines had shifted every paragraph's source, so snippet markers and abbreviations were text)."""
+    got = {s.text: s for s in split_document(MKDOCS_PAGE, "members.md", "markdown")}
+    assert list(got) == [
+        "Members are sorted by name when members_order is alphabetical.", "A plain note body.",
+        "The source is shown collapsed.", "Lorem ipsum dolor sit amet, consectetur adipiscing elit.",
+        "An annotation.", "Set up in 5 minutes", "Types changed in version two.",
+        "To build with the package in a subfolder:", "Previously, some types had two names."]
+    assert got["Members are sorted by name when members_order is alphabetical."].headings == (
+        "Members options > Sorting > With alphabetical order > Preview")
+    assert got["A plain note body."].headings == "Members options > Sorting > Note"
+    assert got["The source is shown collapsed."].headings == (
+        "Members options > Sorting > Source code in package/module.py")
+    assert got["Previously, some types had two names."].headings == "Members options > Sorting"
+    assert got["To build with the package in a subfolder:"].code == "root/\n    src/\n\nPYTHONPATH=src mkdocs build"
+    for s in got.values():
+        assert MKDOCS_PAGE[s.start:s.end].split()[0] in s.text.split()[0], s
+    headings = [b.text for b in read_blocks(MKDOCS_PAGE, "markdown") if b.kind == HEADING]
+    assert headings == ["Members options", "Sorting", "Loading", "griffe.Loader"]
+
+
 # --- reStructuredText ------------------------------------------------------------------------
 
 def test_click_parameters_rst_structure():

@@ -60,19 +60,25 @@ MAX_CODE_CHARS = 4_000  # of the code kept with the block that leads into it (sh
 
 def with_code(blocks: Iterator[Block]) -> Iterator[Block]:
     """The blocks, each paragraph or list item that comes right before a code block (nothing between
-    them, the same section) given that code: "To upgrade one package:" keeps its command. A heading
-    of two words or more with code right under it ("Install a package from GitHub", then the
-    command) is also a paragraph of its own title, with that code: often the how-to has no other
-    words, and where prose follows the code, that prose does not lead into it."""
+    them, the same section) given that code, and the code blocks right after that one too: "To
+    upgrade one package:" keeps its command. A heading of two words or more with code right under
+    it ("Install a package from GitHub", then the command) is also a paragraph of its own title,
+    with that code: often the how-to has no other words, and where prose follows the code, that
+    prose does not lead into it."""
     held: Block | None = None
+    codes: list[Block] = []  # the code blocks right after held, which it leads into
     heading: Block | None = None  # the heading just before, nothing between
     for block in blocks:
-        code = block.code if len(block.code or "") <= MAX_CODE_CHARS else block.code[:MAX_CODE_CHARS] + "\n…"
+        code = _bounded_code(block.code)
         if held is not None:
             if block.kind == CODE and block.code and block.headings == held.headings:
-                held = replace(held, code=code)
+                # several in a row (the tree, then the command) are all what it leads into
+                held = replace(held, code=_bounded_code(f"{held.code}\n\n{block.code}" if held.code else block.code))
+                codes.append(block)
+                continue
             yield held
-            held = None
+            yield from codes
+            held, codes = None, []
         if (heading is not None and block.kind == CODE and block.code and len(heading.text.split()) >= 2
                 and block.headings == (*heading.headings, heading.text)):
             yield replace(heading, kind=PARAGRAPH, code=code, level=0)
@@ -83,6 +89,11 @@ def with_code(blocks: Iterator[Block]) -> Iterator[Block]:
             yield block
     if held is not None:
         yield held
+        yield from codes
+
+
+def _bounded_code(code: str) -> str:
+    return code if len(code or "") <= MAX_CODE_CHARS else code[:MAX_CODE_CHARS] + "\n…"
 
 
 def squash(text: str) -> str:

@@ -23,6 +23,7 @@ from markdown_it import MarkdownIt
 from mdit_py_plugins.admon import admon_plugin
 from mdit_py_plugins.attrs import attrs_block_plugin
 from mdit_py_plugins.deflist import deflist_plugin
+from mdit_py_plugins.footnote import footnote_plugin
 
 from sparc_es.corpus.readers.blocks import (
     BOX_LABELS,
@@ -51,13 +52,16 @@ def _markdown():
     """CommonMark with GFM tables and the Python-Markdown extensions MkDocs-Material sites use:
     admonitions and collapsible blocks (``!!!``, ``???``, ``???+``: mdit-py-plugins), content tabs
     (``=== "Label"``: :func:`_tabs`), block attribute lists (``{ .annotate }``: mdit-py-plugins),
-    definition lists (``Term`` then ``: Definition``: Python-Markdown's def_list, MyST's deflist)."""
+    definition lists (``Term`` then ``: Definition``: Python-Markdown's def_list, MyST's deflist),
+    footnotes (``[^1]`` marks nothing; ``[^1]: text``, which markdown-it moves to the end, is read
+    under the section that defines it)."""
     # text_join off: an escaped bracket (\[) stays its own token, so _inline can tell it from a link's
     md = MarkdownIt("commonmark", {"maxNesting": MARKDOWN_NESTING}).enable("table").disable("text_join")
-    md.use(admon_plugin).use(attrs_block_plugin).use(deflist_plugin)
+    md.use(admon_plugin).use(attrs_block_plugin).use(deflist_plugin).use(footnote_plugin)
     interrupts = {"alt": ["paragraph", "reference", "blockquote", "list"]}
     md.block.ruler.before("fence", "tabs", _tabs, interrupts)
     md.block.ruler.before("fence", "directive", _directive, interrupts)
+    md.block.ruler.before("fence", "pymdown_block", _pymdown_block, interrupts)
     return md
 
 
@@ -138,6 +142,57 @@ def _directive(state, start_line: int, end_line: int, silent: bool) -> bool:
     return True
 
 
+# pymdownx.blocks (/// admonition | Title, //// tab | Label, /// details | Summary, /// note): a
+# header of three or more slashes, the block's name and, after a bar, its title; options indented
+# under it; the body up to a line of the same slashes (a block inside another has fewer).
+_PYMDOWN_BLOCK = re.compile(r"(/{3,})[ \t]*([A-Za-z][\w-]*)[ \t]*(?:\|[ \t]*(.*?))?[ \t]*$")
+_UNTITLED_BLOCKS = {"html", "caption", "definition"}  # a container or the text's own part: no label
+
+
+def _pymdown_block(state, start_line: int, end_line: int, silent: bool) -> bool:
+    """A markdown-it block rule for a pymdownx.blocks block: ``directive_open`` (its title, or an
+    admonition's type as the page shows it, in ``meta``), the body's blocks, ``directive_close``,
+    as :func:`_directive` reads a MyST directive. The body runs to the closing slashes, or to the
+    end of the enclosing block; the indented option lines under the header are left out."""
+    if state.sCount[start_line] - state.blkIndent >= 4:  # an indented code block
+        return False
+    start = state.bMarks[start_line] + state.tShift[start_line]
+    found = _PYMDOWN_BLOCK.match(state.src[start:state.eMarks[start_line]])
+    if found is None:
+        return False
+    if silent:
+        return True
+    marker, name, title = found.group(1), found.group(2).lower(), found.group(3) or ""
+    line, closed = start_line + 1, False
+    while line < end_line:
+        text = state.src[state.bMarks[line] + state.tShift[line]:state.eMarks[line]]
+        if text and state.sCount[line] < state.blkIndent:  # the list item or quote holding it ended
+            break
+        if state.sCount[line] - state.blkIndent < 4 and text.rstrip() == marker:
+            closed = True
+            break
+        line += 1
+    body = start_line + 1
+    while body < line and state.sCount[body] - state.blkIndent >= 4:  # options: type: warning, open: true
+        body += 1
+    if name in _UNTITLED_BLOCKS:
+        label = ""
+    elif name in ("admonition", "details", "tab"):
+        label = title.strip()
+    else:  # an admonition named by its type (/// note, /// warning | Title)
+        label = title.strip() or BOX_LABELS.get(name, name.capitalize())
+    old = state.parentType, state.lineMax
+    token = state.push("directive_open", "div", 1)
+    token.meta, token.map, token.block = {"label": label}, [start_line, line + closed], True
+    state.parentType, state.lineMax = "directive", line
+    state.md.block.tokenize(state, body, line)
+    token = state.push("directive_close", "div", -1)
+    token.block = True
+    state.parentType, state.lineMax = old
+    state.line = line + closed
+    return True
+
+
 def _push_paragraph(state, text: str, line: int) -> None:
     """A paragraph of ``text`` on ``line``, as markdown-it's paragraph rule makes one (its inline
     children are parsed later, with the others)."""
@@ -194,21 +249,42 @@ _ATTRS = r'(?:\s*(?:[#.][^\s{}]+|[\w-]+=(?:"[^"]*"|\'[^\']*\'|[^\s}]+)))+\s*\}'
 _INLINE_ATTR_LIST = re.compile(r'\{:' + _ATTRS)
 _BARE_ATTR_LIST = re.compile(r'\{' + _ATTRS)
 # MkDocs-Material's icon shortcodes (:octicons-heart-fill-16:, :material-github:): images, not words.
-_ICON = re.compile(r"(?<![\w:]):(?:octicons|fontawesome|material|simple)-[a-z0-9-]+:(?![\w:])")
-# (label)= is a MyST target: the name a cross-reference gives the heading after it.
-_MARKUP_LINE = re.compile(r'\*\[[^\]]+\]:.*|-{1,}8<-{1,}.*|;-{1,}8<-{1,}.*|\[TOC\]|\([^()\s][^()]*\)=')
+# An icon's attribute list goes with it (:material-clock-fast:{ .lg .middle }).
+_ICON = re.compile(r"(?<![\w:]):(?:octicons|fontawesome|material|simple)-[a-z0-9-]+:(?![\w:])"
+                   r"(?:\{" + _ATTRS + ")?")
+# (label)= is a MyST target: the name a cross-reference gives the heading after it; ::: alone closes
+# a Pandoc or MyST colon block.
+_MARKUP_LINE = re.compile(r'\*\[[^\]]+\]:.*|-{1,}8<-{1,}.*|;-{1,}8<-{1,}.*|\[TOC\]|\([^()\s][^()]*\)=|:{3,}')
+
+
+_ANNOTATION = re.compile(r"(?<!\S)\(\d+\)(?=\s|$)")  # MkDocs-Material's annotation markers
+# mkdocstrings' ::: package.module: the API documentation its handler writes there, from the code.
+# A paragraph of it, with its indented options, is no text of the page; a heading of it (# ::: x)
+# is the object's heading, which shows its path.
+_AUTODOC = re.compile(r":::[ \t]+([A-Za-z_][\w.:-]*)")
 
 
 def _strip_markup(text: str, source: str = "") -> str:
     """A heading's or paragraph's ``text`` without a trailing attribute list; "" when every line of
-    its ``source`` is extension markup (abbreviation definitions, snippet markers, [TOC], MyST targets)."""
+    its ``source`` is extension markup (abbreviation definitions, snippet markers, [TOC], MyST
+    targets) or it is an mkdocstrings ``::: identifier`` with its options."""
     lines = [line.strip() for line in source.split("\n") if line.strip()]
     if lines and all(_MARKUP_LINE.fullmatch(line) for line in lines):
         return ""
+    raw = [line for line in source.split("\n") if line.strip()]
+    if raw and _AUTODOC.fullmatch(raw[0].strip()) and all(line[:1] in " \t" for line in raw[1:]):
+        return ""
+    autodoc = _AUTODOC.fullmatch(text.strip()) if not source else None
+    if autodoc is not None:
+        return autodoc.group(1)
     if lines and _MARKUP_LINE.fullmatch(lines[0]) and lines[0].endswith(")="):  # (label)= right above the text
         text = text[len(lines[0]):] if text.startswith(lines[0]) else text
     if not lines or lines[-1].endswith("}"):  # not a code span's braces (`cp .env{.example,}`)
-        text = _ATTR_LIST.sub("", text)
+        attributes = _ATTR_LIST.search(text)
+        if attributes is not None:
+            text = text[:attributes.start()]
+            if ".annotate" in attributes.group().split():  # MkDocs-Material's (1) markers open annotations
+                text = _ANNOTATION.sub("", text)
     return squash(_ICON.sub("", _INLINE_ATTR_LIST.sub("", text)))
 
 
@@ -245,7 +321,8 @@ _KEYS = re.compile(r'(?<![\w+])\+\+((?:"[^"\n]+"|[\w-]+)(?:\+(?:"[^"\n]+"|[\w-]+
 _PAIRED = re.compile(r"(?<![\w=^~])(==|\^\^|~~)(?=[\w\ue000])(.+?)(?<=[^\s=^~])\1(?![\w=^~])"
                      r"|(?<=\w)([\^~])([A-Za-z0-9]{1,12})\3")
 _ESCAPED = frozenset("[]^~=+")  # escaped, they are text: no reference link and no pymdown marker
-_ELEMENT_CLOSE = frozenset(("link_close", "em_close", "strong_close", "s_close", "image"))
+# what a bare attribute list may follow: a link, emphasis, an image, a code span (`True`{ title="x" })
+_ELEMENT_CLOSE = frozenset(("link_close", "em_close", "strong_close", "s_close", "image", "code_inline"))
 
 
 def _inline(token) -> str:
@@ -324,6 +401,7 @@ def markdown_blocks(text: str, report: Report) -> Iterator[Block]:
         return lines[min(a, len(lines) - 1)], lines[min(b, len(lines) - 1)]
 
     heads: list[tuple[int, str]] = []  # (level, title) of the open sections
+    sections: list[tuple[int, tuple[str, ...]]] = [(0, ())]  # (first line, heading path) of each section
     leads: list[str] = []  # the lead-in of each open list (a definition's term), innermost last
     term = ""  # the term of the definition list item being read
     containers: list[str] = []  # "item" / "quote", innermost last
@@ -343,6 +421,7 @@ def markdown_blocks(text: str, report: Report) -> Iterator[Block]:
                 a, b = span(t)
                 yield Block(title, tuple(h for _, h in heads), kind=HEADING, start=a, end=b, level=level)
                 heads.append((level, title))
+                sections.append((t.map[0], tuple(h for _, h in heads)))
             prev = None
             i += 3
             continue
@@ -386,9 +465,14 @@ def markdown_blocks(text: str, report: Report) -> Iterator[Block]:
         elif kind in ("admonition_close", "tab_close", "directive_close"):
             heads[:] = boxes.pop()
             prev = None
+        elif kind == "footnote_open":  # a footnote's definition, moved to the end: its section's path
+            at = next((tokens[n].map[0] for n in range(i + 1, len(tokens)) if tokens[n].map), None)
+            if at is not None:
+                heads[:] = [(7, h) for h in next(p for line, p in reversed(sections) if line <= at)]
+            prev = None
         elif kind == "paragraph_open":
             a, b = span(t)
-            content = _strip_markup(_inline(tokens[i + 1]), body[a:b])
+            content = _strip_markup(_inline(tokens[i + 1]), text[a:b])  # spans are the file's
             if content:
                 where = containers[-1] if containers else ""
                 block_kind = ITEM if where == "item" else QUOTE if where == "quote" else PARAGRAPH

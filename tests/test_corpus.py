@@ -284,6 +284,12 @@ def test_an_mkdocs_site_beside_its_sources_is_left_out(tmp_path):
     assert [s.doc for s in read_corpus([site], stats)] == ["index.html"] and stats.generated == ["404.html"]
     _files(site / "search", index_DOT_html="<p>How to search these notes well.</p>")  # the user's search.md, built
     assert [s.doc for s in read_corpus([site], stats)] == ["index.html", "search/index.html"]
+    # plugins' copies of the sources (mkdocs-llmstxt) are the pages again, as Markdown and text
+    _files(site, llms_DOT_txt=None, api__index_DOT_md=None, **{"llms-full_DOT_txt": "# Docs\n\nOne page of the docs.\n"})
+    assert [s.doc for s in read_corpus([site], stats)] == ["index.html", "search/index.html"]
+    assert stats.generated == ["404.html", "llms-full.txt (a MkDocs site's pages are its HTML)",
+                               "llms.txt (a MkDocs site's pages are its HTML)",
+                               "api/index.md (a MkDocs site's pages are its HTML)"]
 
 
 def test_hidden_files_and_folders_are_counted_in_the_skip_line(tmp_path):

@@ -344,6 +344,37 @@ def test_mkdocs_material_pages_read_as_the_site_shows_them():
     assert headings == ["Members options", "Sorting", "Loading", "griffe.Loader"]
 
 
+MATERIAL_HTML = """<html><head><title>x</title></head><body>
+<a href="#members" class="md-skip">Skip to content</a>
+<article class="md-content__inner">
+<h1 id="members">Members</h1>
+<div class="tabbed-set tabbed-alternate" data-tabs="1:2"><input checked="checked" id="__tabbed_1_1" name="__tabbed_1" type="radio" /><input id="__tabbed_1_2" name="__tabbed_1" type="radio" /><div class="tabbed-labels"><label for="__tabbed_1_1">With inspection</label><label for="__tabbed_1_2">Without inspection</label></div>
+<div class="tabbed-content">
+<div class="tabbed-block">
+<p>Members are found by importing the module.</p>
+</div>
+<div class="tabbed-block">
+<p>Members are found by reading the source.</p>
+</div>
+</div>
+</div>
+<p>After the tabs.</p>
+</article></body></html>
+"""
+
+
+def test_a_built_mkdocs_material_page_reads_its_tabs_under_their_labels_and_no_skip_link():
+    """The label bar ("With inspectionWithout inspection") was a sentence, each body had no label, and
+    "Skip to content" was a sentence of every page; a redirect stub gives nothing."""
+    got = [(s.text, s.headings) for s in split_document(MATERIAL_HTML, "members/index.html", "html")]
+    assert got == [("Members are found by importing the module.", "Members > With inspection"),
+                   ("Members are found by reading the source.", "Members > Without inspection"),
+                   ("After the tabs.", "Members")]
+    stub = ('<!doctype html><html><head><meta http-equiv="refresh" content="0; url=../new/"></head>'
+            "<body>You're being redirected to a new destination.</body></html>")
+    assert list(split_document(stub, "old/index.html", "html")) == []
+
+
 # --- reStructuredText ------------------------------------------------------------------------
 
 def test_click_parameters_rst_structure():

@@ -57,7 +57,8 @@ _READABLE = ".jsonl, .txt, .md/.markdown, .rst/.rest or .html/.htm"
 # with every build. Inside a docs project (a folder holding the generator's configuration, on the way
 # down from the folder given) a built site is its sources again, read beside it, so it is left out;
 # given on its own (or found where no configuration is), it is read without the pages the generator
-# makes of its own: copies of the sources, highlighted module code, indexes, the search and 404 pages.
+# makes of its own: copies of the sources, highlighted module code, indexes, the search and 404 pages,
+# and every file that is not HTML (a plugin's copy of the sources: llms-full.txt, index.md).
 SITE_MARKERS = {".buildinfo": "Sphinx", "sitemap.xml.gz": "MkDocs"}
 PROJECT_FILES = ("conf.py", "mkdocs.yml", "mkdocs.yaml")
 _GENERATED = {
@@ -731,6 +732,11 @@ class _Sites:
             inner = path.relative_to(site).as_posix() + ("/" if is_dir else "")
             if _GENERATED[self.sites[site]].fullmatch(inner):
                 self.left.append(shown_path)
+                return True
+            # a site's pages are its HTML; its Markdown and text files are plugins' copies of the
+            # sources (mkdocs-llmstxt's llms-full.txt, index.md), read again in its pages
+            if not is_dir and format_of(path) != "html" and (format_of(path) or path.suffix.lower() in FOLDER_SUFFIXES):
+                self.left.append(f"{shown_path} (a {self.sites[site]} site's pages are its HTML)")
                 return True
         if is_dir and (in_project or any((path / f).is_file() for f in PROJECT_FILES)):
             self.projects.add(path)

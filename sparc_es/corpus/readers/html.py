@@ -1,8 +1,9 @@
 """HTML -> blocks, with the standard library's ``html.parser``.
 
 Scripts, styles, navigation, page headers and footers, sidebars (Sphinx's ``div.sphinxsidebar``,
-``div.related``, ``div.footer``) and the ``¶`` header links are left out; an image gives its alt text
-inside a sentence and nothing on its own. Spans are tag positions. Markdown reads its HTML blocks
+``div.related``, ``div.footer``), skip links and the ``¶`` header links are left out; an image gives
+its alt text inside a sentence and nothing on its own. A redirecting page (``<meta http-equiv=
+"refresh">``) gives nothing. MkDocs-Material's content tabs: each label is the heading of its body. Spans are tag positions. Markdown reads its HTML blocks
 with :func:`html_blocks` too, sharing its heading path with them.
 """
 
@@ -38,7 +39,7 @@ _SKIP_TAGS = {"head", "script", "style", "noscript", "template", "nav", "svg", "
 # of the Read the Docs, Furo and Material themes; footnote references and labels.
 _SKIP_CLASSES = {"sphinxsidebar", "sphinxsidebarwrapper", "related", "footer", "headerlink", "navigation",
                  "navbar", "breadcrumbs", "wy-breadcrumbs", "wy-nav-side", "rst-versions", "sidebar-drawer",
-                 "toc-drawer", "md-sidebar", "md-header", "md-footer", "skip-link", "footnote-reference",
+                 "toc-drawer", "md-sidebar", "md-header", "md-footer", "skip-link", "md-skip", "footnote-reference",
                  "citation-reference", "fn-backref", "fn-bracket", "viewcode-link", "toctree-wrapper",
                  "system-message", "problematic"}
 _SKIP_ROLES = {"navigation", "banner", "contentinfo", "search", "complementary"}
@@ -58,10 +59,11 @@ _IMPLICIT = {"li": ({"li"}, {"ul", "ol"}), "dt": ({"dt", "dd"}, {"dl"}), "dd": (
 class _El:
     """An open HTML element: its tag, whether its content is left out, the lead-in it gives."""
 
-    __slots__ = ("tag", "skip", "lead", "classes")
+    __slots__ = ("tag", "skip", "lead", "classes", "heads")
 
     def __init__(self, tag: str, skip: bool, classes: set[str], lead: str = "") -> None:
         self.tag, self.skip, self.classes, self.lead = tag, skip, classes, lead
+        self.heads: list[tuple[int, str]] | None = None  # a content tab's: the heading path before it
 
 
 class _Table:
@@ -95,6 +97,8 @@ class _Html(HTMLParser):
         self.tables: list[_Table] = []
         self.cuts: list[tuple[int | None, str]] = []  # (line, what) the reader left out or bounded
         self.too_deep = False
+        self.redirect = False  # a page that sends the browser elsewhere (<meta http-equiv="refresh">)
+        self.tabs: list[list[str]] = []  # MkDocs-Material's content tabs: each open set's labels, in order
 
     def line(self) -> int:
         return self.getpos()[0] + self.base_line
@@ -109,6 +113,9 @@ class _Html(HTMLParser):
 
     def _inside(self, tag: str) -> bool:
         return any(e.tag == tag for e in self.stack)
+
+    def _in_class(self, name: str) -> bool:
+        return any(name in e.classes for e in self.stack)
 
     def _close_to(self, index: int) -> None:
         while len(self.stack) > index:
@@ -126,6 +133,8 @@ class _Html(HTMLParser):
                 self._flush()
             return
         a = {k: v or "" for k, v in attrs}
+        if tag == "meta" and a.get("http-equiv", "").lower() == "refresh" and "url=" in a.get("content", "").lower():
+            self.redirect = True  # mkdocs-redirects' and Sphinx's stubs: "You're being redirected"
         if tag in _IMPLICIT or (tag in _BLOCK and self.stack and self.stack[-1].tag == "p"):
             closes, bound = _IMPLICIT.get(tag, ({"p"}, set()))
             for n in range(len(self.stack) - 1, -1, -1):
@@ -157,6 +166,13 @@ class _Html(HTMLParser):
                 self.buf.append(" ")
             return
         el = _El(tag, skip, classes)
+        if "tabbed-set" in classes:
+            self.tabs.append([])
+        elif "tabbed-block" in classes and self.tabs and self.tabs[-1]:  # a tab's body, its label above it
+            el.heads = list(self.heads)
+            self.heads.append((7, self.tabs[-1].pop(0)))  # below every heading level
+        elif tag == "label" and self._in_class("tabbed-labels"):
+            self._flush()
         if tag in ("ul", "ol") and not skip:
             prev = self.prev
             if prev is not None:
@@ -194,9 +210,13 @@ class _Html(HTMLParser):
             self.stack.pop()
             self.skipping -= 1
             return
-        if tag in _BLOCK:
+        if tag in _BLOCK or (tag == "label" and self._in_class("tabbed-labels")):
             self._flush()
         self.stack.pop()
+        if el.heads is not None:
+            self.heads[:] = el.heads
+        elif "tabbed-set" in el.classes and self.tabs:
+            self.tabs.pop()
         if tag in ("ul", "ol", "table"):
             self.prev = None
         if tag == "table" and self.tables:
@@ -271,7 +291,10 @@ class _Html(HTMLParser):
         raw = "".join(self.buf)
         text = squash(raw) if self.has_text else ""
         start, self.buf, self.has_text, self.buf_start = self.buf_start, [], False, -1
-        if not text:
+        if not text or self.redirect:
+            return
+        if self.tabs and self._in_class("tabbed-labels"):  # a content tab's label: the heading of its body
+            self.tabs[-1].append(text)
             return
         where = PARAGRAPH
         for el in reversed(self.stack):

@@ -285,7 +285,8 @@ def test_an_mkdocs_site_beside_its_sources_is_left_out(tmp_path):
     _files(site / "search", index_DOT_html="<p>How to search these notes well.</p>")  # the user's search.md, built
     assert [s.doc for s in read_corpus([site], stats)] == ["index.html", "search/index.html"]
     # plugins' copies of the sources (mkdocs-llmstxt) are the pages again, as Markdown and text
-    _files(site, llms_DOT_txt=None, api__index_DOT_md=None, **{"llms-full_DOT_txt": "# Docs\n\nOne page of the docs.\n"})
+    _files(site, llms_DOT_txt=None, api__index_DOT_md=None,
+           **{"llms-full_DOT_txt": "# Docs\n\nOne page of the docs.\n"})
     assert [s.doc for s in read_corpus([site], stats)] == ["index.html", "search/index.html"]
     assert stats.generated == ["404.html", "llms-full.txt (a MkDocs site's pages are its HTML)",
                                "llms.txt (a MkDocs site's pages are its HTML)",

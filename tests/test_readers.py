@@ -298,6 +298,8 @@ Types changed in version two[^1].
 
 [^1]: Previously, some types had two names.
 
+With a little CSS^[†](#_fn_1)^, icons show in front.
+
 ## Loading
 
 To build with the package in a subfolder:
@@ -322,15 +324,17 @@ PYTHONPATH=src mkdocs build
 
 
 def test_mkdocs_material_pages_read_as_the_site_shows_them():
-    """pymdownx.blocks, attribute lists after code and icons, annotations, footnotes, mkdocstrings'
-    ::: lines, several code blocks after one lead-in; and a front matter changes none of it (its
+    """pymdownx.blocks, attribute lists after code and icons, annotations, footnotes (and a
+    superscript link, no inline footnote), mkdocstrings' ::: lines, several code blocks after one
+    lead-in; and a front matter changes none of it (its
     lines had shifted every paragraph's source, so snippet markers and abbreviations were text)."""
     got = {s.text: s for s in split_document(MKDOCS_PAGE, "members.md", "markdown")}
     assert list(got) == [
         "Members are sorted by name when members_order is alphabetical.", "A plain note body.",
         "The source is shown collapsed.", "Lorem ipsum dolor sit amet, consectetur adipiscing elit.",
         "An annotation.", "Set up in 5 minutes", "Types changed in version two.",
-        "To build with the package in a subfolder:", "Previously, some types had two names."]
+        "Previously, some types had two names.", "With a little CSS†, icons show in front.",
+        "To build with the package in a subfolder:"]
     assert got["Members are sorted by name when members_order is alphabetical."].headings == (
         "Members options > Sorting > With alphabetical order > Preview")
     assert got["A plain note body."].headings == "Members options > Sorting > Note"
@@ -348,7 +352,11 @@ MATERIAL_HTML = """<html><head><title>x</title></head><body>
 <a href="#members" class="md-skip">Skip to content</a>
 <article class="md-content__inner">
 <h1 id="members">Members</h1>
-<div class="tabbed-set tabbed-alternate" data-tabs="1:2"><input checked="checked" id="__tabbed_1_1" name="__tabbed_1" type="radio" /><input id="__tabbed_1_2" name="__tabbed_1" type="radio" /><div class="tabbed-labels"><label for="__tabbed_1_1">With inspection</label><label for="__tabbed_1_2">Without inspection</label></div>
+<div class="tabbed-set tabbed-alternate" data-tabs="1:2">
+<input checked="checked" id="__tabbed_1_1" name="__tabbed_1" type="radio" />
+<input id="__tabbed_1_2" name="__tabbed_1" type="radio" /><div class="tabbed-labels">
+<label for="__tabbed_1_1">With inspection</label><label for="__tabbed_1_2">Without inspection</label>
+</div>
 <div class="tabbed-content">
 <div class="tabbed-block">
 <p>Members are found by importing the module.</p>

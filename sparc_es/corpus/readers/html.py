@@ -3,8 +3,9 @@
 Scripts, styles, navigation, page headers and footers, sidebars (Sphinx's ``div.sphinxsidebar``,
 ``div.related``, ``div.footer``), skip links and the ``¶`` header links are left out; an image gives
 its alt text inside a sentence and nothing on its own. A redirecting page (``<meta http-equiv=
-"refresh">``) gives nothing. MkDocs-Material's content tabs: each label is the heading of its body. Spans are tag positions. Markdown reads its HTML blocks
-with :func:`html_blocks` too, sharing its heading path with them.
+"refresh">``) gives nothing. MkDocs-Material's content tabs: each label is the heading of its
+body. Spans are tag positions. Markdown reads its HTML blocks with :func:`html_blocks` too, sharing
+its heading path with them.
 """
 
 from __future__ import annotations

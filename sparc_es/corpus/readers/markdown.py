@@ -53,11 +53,12 @@ def _markdown():
     admonitions and collapsible blocks (``!!!``, ``???``, ``???+``: mdit-py-plugins), content tabs
     (``=== "Label"``: :func:`_tabs`), block attribute lists (``{ .annotate }``: mdit-py-plugins),
     definition lists (``Term`` then ``: Definition``: Python-Markdown's def_list, MyST's deflist),
-    footnotes (``[^1]`` marks nothing; ``[^1]: text``, which markdown-it moves to the end, is read
-    under the section that defines it)."""
+    footnotes (``[^1]`` marks nothing; ``[^1]: text`` is read where it is written, under its
+    section; Python-Markdown has no inline footnotes, and pymdown's ``^[†](#fn)^`` is a link)."""
     # text_join off: an escaped bracket (\[) stays its own token, so _inline can tell it from a link's
     md = MarkdownIt("commonmark", {"maxNesting": MARKDOWN_NESTING}).enable("table").disable("text_join")
-    md.use(admon_plugin).use(attrs_block_plugin).use(deflist_plugin).use(footnote_plugin)
+    md.use(admon_plugin).use(attrs_block_plugin).use(deflist_plugin)
+    md.use(footnote_plugin, inline=False, move_to_end=False)
     interrupts = {"alt": ["paragraph", "reference", "blockquote", "list"]}
     md.block.ruler.before("fence", "tabs", _tabs, interrupts)
     md.block.ruler.before("fence", "directive", _directive, interrupts)
@@ -316,10 +317,10 @@ _HELD = re.compile("\ue000(\\d+)\ue001")  # what is held out of the text while r
 # ++ctrl+"My Key"++), mark (==text==), insert (^^text^^), delete (~~text~~), superscript (H^2^O,
 # n^th^) and subscript (CH~3~). The page shows the text. As pymdown's "smart" markers: never
 # inside a word, with a word right inside them, so Django==4.2, g++/clang++, a == b, x^2+y^2 and
-# HEAD~1 stay as written; a lone ^ or ~ only around one short word (sub~scripts~, n^th^, H^2^O).
+# HEAD~1 stay as written; a lone ^ or ~ only around one short word (sub~scripts~, n^th^, H^2^O, CSS^†^).
 _KEYS = re.compile(r'(?<![\w+])\+\+((?:"[^"\n]+"|[\w-]+)(?:\+(?:"[^"\n]+"|[\w-]+))*)\+\+(?![\w+])')
 _PAIRED = re.compile(r"(?<![\w=^~])(==|\^\^|~~)(?=[\w\ue000])(.+?)(?<=[^\s=^~])\1(?![\w=^~])"
-                     r"|(?<=\w)([\^~])([A-Za-z0-9]{1,12})\3")
+                     r"|(?<=\w)([\^~])([A-Za-z0-9]{1,12}|[^\x00-\x7f\s])\3")
 _ESCAPED = frozenset("[]^~=+")  # escaped, they are text: no reference link and no pymdown marker
 # what a bare attribute list may follow: a link, emphasis, an image, a code span (`True`{ title="x" })
 _ELEMENT_CLOSE = frozenset(("link_close", "em_close", "strong_close", "s_close", "image", "code_inline"))
@@ -401,7 +402,6 @@ def markdown_blocks(text: str, report: Report) -> Iterator[Block]:
         return lines[min(a, len(lines) - 1)], lines[min(b, len(lines) - 1)]
 
     heads: list[tuple[int, str]] = []  # (level, title) of the open sections
-    sections: list[tuple[int, tuple[str, ...]]] = [(0, ())]  # (first line, heading path) of each section
     leads: list[str] = []  # the lead-in of each open list (a definition's term), innermost last
     term = ""  # the term of the definition list item being read
     containers: list[str] = []  # "item" / "quote", innermost last
@@ -421,7 +421,6 @@ def markdown_blocks(text: str, report: Report) -> Iterator[Block]:
                 a, b = span(t)
                 yield Block(title, tuple(h for _, h in heads), kind=HEADING, start=a, end=b, level=level)
                 heads.append((level, title))
-                sections.append((t.map[0], tuple(h for _, h in heads)))
             prev = None
             i += 3
             continue
@@ -465,10 +464,7 @@ def markdown_blocks(text: str, report: Report) -> Iterator[Block]:
         elif kind in ("admonition_close", "tab_close", "directive_close"):
             heads[:] = boxes.pop()
             prev = None
-        elif kind == "footnote_open":  # a footnote's definition, moved to the end: its section's path
-            at = next((tokens[n].map[0] for n in range(i + 1, len(tokens)) if tokens[n].map), None)
-            if at is not None:
-                heads[:] = [(7, h) for h in next(p for line, p in reversed(sections) if line <= at)]
+        elif kind in ("footnote_reference_open", "footnote_reference_close"):
             prev = None
         elif kind == "paragraph_open":
             a, b = span(t)

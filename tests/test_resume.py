@@ -160,7 +160,7 @@ def test_an_update_killed_between_its_renames_is_completed_by_the_rerun(tmp_path
     capsys.readouterr()
     rc, out_text, err = cli(*common, "--update")
     assert rc == 0, err
-    assert "completed the update that was interrupted" in err
+    assert "completed the encode (--update or --overwrite) that was interrupted" in err
     manifest = Manifest.read(out)
     assert manifest.sentences == 20 and list(records(out)) == [f"s{i}" for i in range(2, 22)]
     assert not (tmp_path / ".enc.old").exists() and not (tmp_path / ".enc.update").exists()
@@ -238,6 +238,61 @@ def test_index_overwrite_refuses_a_folder_sparc_es_did_not_make(tmp_path, tiny_m
     for _ in range(2):
         rc, _, err = cli("index", "--input", enc, "--index", index, "--overwrite", "--quiet")
         assert rc == 0, err
+
+
+def test_an_interrupted_overwrite_keeps_the_finished_encode_and_its_rerun_resumes(tmp_path, tiny_model_dir, cli,
+                                                                                 capsys, monkeypatch):
+    """``encode --overwrite`` deleted the finished folder first: a Ctrl-C then left half an encode and
+    lost the whole one, and "run the same command again to resume" started from 0."""
+    from sparc_es.encode import run as encode_module
+
+    corpus = write_jsonl(tmp_path / "c.jsonl", range(300))
+    out, fresh = tmp_path / "enc", tmp_path / "fresh"
+    model = ["--model", tiny_model_dir, "--quiet", "--shard-size", 50, "--batch-size", 16]
+    assert cli("encode", "--corpus", corpus, "--output", out, *model)[0] == 0
+    before = records(out)
+    write_jsonl(corpus, range(300), prefix="t")
+    assert cli("encode", "--corpus", corpus, "--output", fresh, *model)[0] == 0
+    shards, real = 0, encode_module._write_pieces
+
+    def killed_after_two_shards(*a, **kw):
+        nonlocal shards
+        shards += 1
+        if shards > 2:
+            raise KeyboardInterrupt
+        return real(*a, **kw)
+
+    monkeypatch.setattr(encode_module, "_write_pieces", killed_after_two_shards)
+    assert main([str(a) for a in ["encode", "--corpus", corpus, "--output", out, *model, "--overwrite"]]) == 130
+    monkeypatch.undo()
+    assert records(out) == before and Manifest.read(out).sentences == 300  # the finished encode, whole
+    committed = json.loads((tmp_path / ".enc.update" / "progress.json").read_text())["sentences"]
+    assert committed > 0
+    capsys.readouterr()
+    written = []
+    monkeypatch.setattr(encode_module, "_write_pieces", lambda *a, **kw: written.append(1) or real(*a, **kw))
+    rc, _, err = cli("encode", "--corpus", corpus, "--output", out, *model, "--overwrite")
+    assert rc == 0 and "starting again" not in err, err
+    assert records(out) == records(fresh) and not (tmp_path / ".enc.update").exists()
+    assert len(written) < 300 // 50  # resumed: fewer shards than the whole corpus's (at most 50 sentences each)
+
+
+@pytest.mark.jvm
+def test_overwrite_replaces_a_folder_only_with_one_of_its_kind(tmp_path, tiny_model_dir, cli):
+    """``index --overwrite`` onto an encoded folder replaced hours of encoding with an index, and
+    ``encode --overwrite`` onto an index replaced it with an encoded folder."""
+    corpus = write_jsonl(tmp_path / "c.jsonl", range(6))
+    enc, other, index = tmp_path / "enc", tmp_path / "other", tmp_path / "index"
+    for folder in (enc, other):
+        assert cli("encode", "--corpus", corpus, "--output", folder, "--model", tiny_model_dir, "--quiet")[0] == 0
+    assert cli("index", "--input", enc, "--index", index, "--quiet")[0] == 0
+    rc, _, err = cli("index", "--input", enc, "--index", other, "--overwrite", "--quiet")
+    assert one_line_error(rc, err) and "holds an encoded folder (made by sparc-es encode), not an index" in err
+    assert Manifest.read(other).sentences == 6 and not list(tmp_path.glob(".other.*"))
+    rc, _, err = cli("encode", "--corpus", corpus, "--output", index, "--model", tiny_model_dir, "--quiet",
+                     "--overwrite")
+    assert one_line_error(rc, err) and "holds an index (made by sparc-es index), not an encoded folder" in err
+    assert (index / "lucene").is_dir()
 
 
 def test_demo_refuses_a_workdir_it_did_not_make(tmp_path, cli):

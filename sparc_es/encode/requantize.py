@@ -50,7 +50,7 @@ def requantize(encoded: str | Path, output: str | Path, factor: float | None = N
     folders.check_folder_output(out, "--output")
     if out.exists() and not overwrite:
         raise StoreError(f"{out}: already exists; choose a new folder or pass --overwrite to replace it")
-    folders.check_removable(out)  # --overwrite replaces only a folder sparc-es made
+    folders.check_removable(out, replaces=folders.ENCODED)  # --overwrite replaces only an encoded folder sparc-es made
     created = [p for p in (out.absolute().parent, *out.absolute().parent.parents) if not p.exists()]
     try:
         with exclusive(out, "sparc-es requantize"):

@@ -186,6 +186,8 @@ def encode_corpus(corpus: Source | str | Path | Iterable[str | Path], output: st
             return run.update()
         if update and not run.out.exists():  # a first --update (a script's, say) is a whole encode, said so
             _notice(f"{run.out}: no such folder, so nothing to update: encoding the whole corpus")
+        if overwrite and (run.out / META).is_file():
+            return run.replace()
         run.first_pass(overwrite)
         return run.encode()
 
@@ -207,6 +209,7 @@ class _EncodeRun:
     keep_floats: bool
     idf: bool
     min_impact: int = 1
+    overwrite: bool = False  # --overwrite: an unfinished encode of other settings is started again, not refused
 
     # What the weights are computed with, known before any record is written.
     folder: Path = field(init=False)  # where the records go: ``out``, or an update's work folder beside it
@@ -259,7 +262,8 @@ class _EncodeRun:
     # -- with the folder locked: what an earlier run left
 
     def finish_interrupted_update(self) -> None:
-        """Complete an update killed between its two renames, or put the old folder back."""
+        """Complete an update (or an ``--overwrite`` of a finished encode) killed between its two
+        renames, or put the old folder back."""
         import shutil
 
         out = self.out
@@ -271,10 +275,11 @@ class _EncodeRun:
         elif (work / META).is_file():
             work.rename(out)
             shutil.rmtree(retired)
-            _notice(f"{out}: completed the update that was interrupted while it replaced the folder")
+            _notice(f"{out}: completed the encode (--update or --overwrite) that was interrupted while it replaced "
+                    "the folder")
         else:
             retired.rename(out)
-            _notice(f"{out}: put back the folder an interrupted update had moved aside")
+            _notice(f"{out}: put back the folder an interrupted encode (--update or --overwrite) had moved aside")
 
     def _update_folders(self) -> tuple[Path, Path]:
         """(where an update of ``out`` is built, where the folder it replaces goes while it is swapped)."""
@@ -285,15 +290,40 @@ class _EncodeRun:
     def first_pass(self, overwrite: bool) -> None:
         """Read every record before anything is written (a bad line fails in seconds, not after hours of
         encoding), counting the corpus statistics of IDF weighting and the lexical term; with
-        ``overwrite``, then remove what sparc-es had written in the folder."""
-        if overwrite:
-            folders.check_removable(self.out)  # refused before any work if sparc-es did not make the folder
+        ``overwrite``, then remove what sparc-es had written in the folder, but an unfinished encode,
+        which is resumed where its settings and corpus are these (else started again)."""
+        if overwrite:  # refused before any work if sparc-es did not make the folder, or made it of another kind
+            folders.check_removable(self.out, option("--overwrite", "overwrite=True"), replaces=folders.ENCODED)
+            self.overwrite = True
         counted = self.model if self.model.config.lexical or self.idf else None
         self.total, self.statistics = self.backend.count(self.source, counted)
-        if overwrite:
+        if overwrite and not (self.out / PROGRESS).is_file():
             folders.remove(self.out)
         self.folder = self.out
         self.settings = self._settings()
+
+    def replace(self) -> Manifest:
+        """``--overwrite`` of a finished encode: encode the corpus into a folder beside it and swap it
+        in when complete (as an update does), so an interrupted run keeps the old folder whole and a
+        rerun resumes the new one."""
+        folders.check_removable(self.out, option("--overwrite", "overwrite=True"), replaces=folders.ENCODED)
+        self.overwrite = True
+        counted = self.model if self.model.config.lexical or self.idf else None
+        self.total, self.statistics = self.backend.count(self.source, counted)
+        self.settings = self._settings()
+        self.folder, retired = self._update_folders()
+        manifest = self.encode()
+        self._swap_in(retired)
+        return manifest
+
+    def _swap_in(self, retired: Path) -> None:
+        """Put the complete work folder in ``out``'s place, the folder it replaces removed."""
+        import shutil
+
+        shutil.rmtree(retired, ignore_errors=True)
+        self.out.rename(retired)  # a kill from here to the end is completed by the next run (finish_interrupted_update)
+        self.folder.rename(self.out)
+        shutil.rmtree(retired)
 
     # -- an update: the finished folder in ``out`` is the one to keep weights from
 
@@ -303,8 +333,6 @@ class _EncodeRun:
 
         No validation pass: the old folder is replaced only once the new one is complete, so a bad
         line stops the update with the old folder intact. Its size stands in for the total."""
-        import shutil
-
         old = Manifest.read(self.out)
         self._check_same_weights(old)
         self._check_same_corpus(old)
@@ -323,10 +351,7 @@ class _EncodeRun:
             self.kept.close()
             if self.kept_passages is not None:
                 self.kept_passages.close()
-        shutil.rmtree(retired, ignore_errors=True)
-        self.out.rename(retired)  # a kill from here to the end is completed by the next run (finish_interrupted_update)
-        self.folder.rename(self.out)
-        shutil.rmtree(retired)
+        self._swap_in(retired)
         return manifest
 
     def _check_same_weights(self, old: Manifest) -> None:
@@ -425,7 +450,7 @@ class _EncodeRun:
                 self.stats, self.done, self.done_bytes = (EncodeStats.from_state(state["stats"]), done,
                                                           int(state["bytes"]))
                 return state.get("read")
-            if done and not chosen and not self.updating:
+            if done and not chosen and not (self.updating or self.overwrite):
                 raise StoreError(f"{out}: holds an unfinished encode made with other settings (model, K, factor, "
                                  f"float weights or IDF); pass {option('--overwrite', 'overwrite=True')} to start "
                                  "again")

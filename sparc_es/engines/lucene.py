@@ -56,7 +56,7 @@ def build_index(encoded: str | Path, folder: str | Path, overwrite: bool = False
     Manifest.read(encoded)  # a clear error for a folder that is not a finished encode, before anything else
     if folder.exists() and not overwrite:
         raise StoreError(f"{folder}: already exists; pass {option('--overwrite', 'overwrite=True')} to rebuild it")
-    folders.check_removable(folder, option("--overwrite", "overwrite=True"))  # replaces only an index sparc-es made
+    folders.check_removable(folder, option("--overwrite", "overwrite=True"), replaces=folders.INDEX)  # only an index
     with exclusive(folder, "sparc-es index"):
         building = folder.parent / f".{folder.name}.building"
         retired = folder.parent / f".{folder.name}.old"

@@ -207,7 +207,7 @@ def check_output(folder: str | Path, overwrite: bool = False, flag: str = "the o
     if not overwrite:
         raise StoreError(f"{folder}: already exists; pass --overwrite to replace it")
     if not _older_set(folder):
-        folders.check_removable(folder)
+        folders.check_removable(folder, replaces=("evalset",))
 
 
 def _older_set(folder: Path) -> bool:

@@ -16,13 +16,20 @@ from sparc_es.layout.names import LUCENE, META, PROGRESS, SENTENCES, VECTORS
 
 MARKER = ".sparc-es"
 
+# The kinds of folder sparc-es makes, by the command its marker names: --overwrite replaces a folder
+# only with one of its kind (an index is never an encode's output, nor an encoded folder an index's).
+ENCODED, INDEX = ("encode", "requantize"), ("index",)
+_KINDS = {"encode": "an encoded folder", "requantize": "an encoded folder", "index": "an index",
+          "adapt": "a model", "train": "a model", "demo": "the demo's work folder", "evalset": "an evaluation set"}
+
 # What sparc-es folders written before the marker existed hold, one set per kind: a folder
 # holding all of one set is taken as made by sparc-es.
-_LEGACY = ({META, VECTORS, SENTENCES},  # encoded folder
+_LEGACY = ({META, LUCENE, SENTENCES},  # Lucene index (first: it holds an encoded folder's META and SENTENCES)
+           {META, VECTORS, SENTENCES},  # encoded folder
            {PROGRESS, VECTORS},  # unfinished encode
-           {META, LUCENE, SENTENCES},  # Lucene index
            {"config.json", "sparc_config.json"},  # model folder
            {"adapt-checkpoint.pt"})  # unfinished adaptation
+_LEGACY_MAKERS = ("index", "encode", "encode", "train", "adapt")
 
 
 def claim(folder: str | Path, what: str) -> Path:
@@ -42,14 +49,27 @@ def is_ours(folder: str | Path) -> bool:
     return any(kind <= names for kind in _LEGACY)
 
 
+def maker(folder: str | Path) -> str | None:
+    """The sparc-es command that made ``folder`` ("encode", "index", ...), as its marker says, or as
+    an older layout shows; None when unknown."""
+    folder = Path(folder)
+    try:
+        said = (folder / MARKER).read_text().split()
+    except (OSError, UnicodeDecodeError):
+        names = {p.name for p in folder.iterdir()} if folder.is_dir() else set()
+        return next((m for kind, m in zip(_LEGACY, _LEGACY_MAKERS) if kind <= names), None)
+    return said[3].rstrip(";") if said[:3] == ["made", "by", "sparc-es"] and len(said) > 3 else None
+
+
 def remove(folder: str | Path, flag: str = "--overwrite") -> None:
     """Delete ``folder`` if sparc-es made it; refuse with one line if not (``flag``: what asked for it)."""
     if check_removable(folder, flag):
         shutil.rmtree(folder)
 
 
-def check_removable(folder: str | Path, flag: str = "--overwrite") -> bool:
-    """Whether ``folder`` exists and may be deleted; a one-line error if sparc-es did not make it."""
+def check_removable(folder: str | Path, flag: str = "--overwrite", replaces: tuple[str, ...] | None = None) -> bool:
+    """Whether ``folder`` exists and may be deleted; a one-line error if sparc-es did not make it, or
+    (``replaces``: the commands whose folders this one replaces) made it of another kind."""
     folder = Path(folder)
     if not folder.exists() and not folder.is_symlink():
         return False
@@ -59,6 +79,10 @@ def check_removable(folder: str | Path, flag: str = "--overwrite") -> bool:
     if not (is_ours(folder) or not any(folder.iterdir())):
         raise StoreError(f"{folder}: was not made by sparc-es (no {MARKER} file in it); {flag} deletes only "
                          "sparc-es's own folders: remove it yourself or choose another path")
+    made = maker(folder) if replaces else None
+    if made is not None and made not in replaces and made in _KINDS:
+        raise StoreError(f"{folder}: holds {_KINDS[made]} (made by sparc-es {made}), not {_KINDS[replaces[0]]}; "
+                         f"{flag} replaces only {_KINDS[replaces[0]]}: remove it yourself or choose another path")
     return True
 
 

@@ -299,6 +299,8 @@ def test_explain_says_why_each_hit_scored(server, engine):
     ("GET", "/search?q=java&k=0", None, None, 422, "k: input should be greater than or equal to 1"),
     ("GET", "/search?q=java&k=1001", None, None, 422, "k: input should be less than or equal to 1000"),
     ("GET", "/search?q=java&k=ten", None, None, 422, "k: input should be a valid integer"),
+    ("GET", "/search?q=java&min_score=-1", None, None, 422, "min_score: input should be greater than or equal to 0"),
+    ("POST", "/search", {"question": "java", "min_score": -0.5}, None, 422, "min_score: input should be greater"),
     ("GET", "/search?q=%20%20", None, None, 422, "empty question"),
     ("POST", "/search", {"k": 3}, None, 422, "question: field required"),
     ("POST", "/search", {"question": " ", "k": 3}, None, 422, "question: empty question"),
@@ -481,6 +483,12 @@ def test_a_rebuilt_index_is_answered_from(index, tmp_path):
             for c in clients:
                 c.join(timeout=60)
         assert len(answers) > 3 and set(answers) == {200}, answers
+        # a monitor that only polls /health sees a rebuild without a search first
+        assert search_get(base, question)[0] == 200
+        rebuilt = call(base, "GET", "/health")[1]["generation"]
+        assert main(["index", "--input", str(tmp_path / "enc"), "--index", str(served), "--overwrite"]) == 0
+        again = call(base, "GET", "/health")[1]
+        assert again["generation"] not in (first, rebuilt) and again["status"] == "ok", again
         status, body, _ = search_get(base, question)
         assert status == 200 and body["hits"][0]["id"] == "notes/sea.md#1", body
         health = call(base, "GET", "/health")[1]

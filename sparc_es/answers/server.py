@@ -25,6 +25,7 @@ reopened before the next request that reads it. Nothing the API returns names a 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import socket
@@ -58,6 +59,7 @@ MAX_BATCH = 1000  # questions per /batch request
 MAX_EXPLAIN = 20  # hits per /explain request: each is encoded again
 MAX_BODY = 4 << 20  # bytes of a request body: a full /batch of long questions fits
 MAX_LINE = 300  # characters of an error message sent to a client
+HEALTH_WAIT = 10.0  # seconds /health waits for a rebuilt index to be opened again
 MAX_DOCUMENT = 16 << 20  # bytes of a document /documents shows
 T = TypeVar("T")
 log = logging.getLogger("sparc_es.answers.server")
@@ -107,7 +109,7 @@ class SearchRequest(BaseModel):
     question: str
     k: StrictInt = Field(10, ge=1, le=MAX_K)  # strict: true is not 1
     context: bool = Field(False, description="add each hit's passage")
-    min_score: float | None = Field(None, allow_inf_nan=False, description=MIN_SCORE_HELP)
+    min_score: float | None = Field(None, ge=0, allow_inf_nan=False, description=MIN_SCORE_HELP)
     collapse: bool = Field(True, description=COLLAPSE_HELP)
     start: StrictInt = Field(0, ge=0, le=MAX_K, alias="from", description=FROM_HELP)
     path: str | None = Field(None, max_length=1000, description=PATH_HELP)
@@ -127,7 +129,7 @@ class BatchRequest(BaseModel):
     questions: list[str] = Field(min_length=1, max_length=MAX_BATCH)
     k: StrictInt = Field(10, ge=1, le=MAX_K)  # strict: true is not 1
     context: bool = False
-    min_score: float | None = Field(None, allow_inf_nan=False, description=MIN_SCORE_HELP)
+    min_score: float | None = Field(None, ge=0, allow_inf_nan=False, description=MIN_SCORE_HELP)
     collapse: bool = Field(True, description=COLLAPSE_HELP)
 
     @field_validator("questions")
@@ -219,12 +221,23 @@ class Service:
         if self.store is not None:
             self.store.close()
 
+    def rebuilt(self) -> bool:
+        """Whether the index folder was rebuilt since it was opened (not while a rebuild renames it in)."""
+        if self._reopen is None or self.index is None:
+            return False
+        stamp = _stamp(self.index)
+        return stamp is not None and stamp != self.stamp
+
+    async def reopened(self, wait: float = HEALTH_WAIT) -> None:
+        """The engine reopened on the worker if the index was rebuilt, waited for at most ``wait``
+        seconds (a long search holds the worker: health then answers from what it has)."""
+        if self.rebuilt():
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.wrap_future(self._worker.submit(self.fresh)), wait)
+
     def fresh(self) -> None:
         """Reopen the engine when the index folder was rebuilt since it was opened (on the worker)."""
-        if self._reopen is None or self.index is None:
-            return
-        stamp = _stamp(self.index)
-        if stamp is None or stamp == self.stamp:  # gone for a moment while a rebuild renames it in
+        if not self.rebuilt():
             return
         log.warning("%s was rebuilt: opening it again", self.index.name)
         engine = self._reopen()
@@ -527,13 +540,15 @@ def create_app(service: Service, allowed_hosts: Iterable[str] | None = None, max
     @app.get("/health")
     async def health() -> dict:
         """Index name, sentence count, model fingerprint, engine, and the engine's last failure
-        (``status``: "ok", or "failing" until an engine call succeeds again)."""
+        (``status``: "ok", or "failing" until an engine call succeeds again); an index rebuilt since
+        the last request is opened first, so a monitor sees the new one."""
+        await service.reopened()
         return service.health()
 
     @app.get("/search")
     async def search_get(request: Request, q: str = Query(..., description="the question"),
                          k: int = Query(10, ge=1, le=MAX_K), context: bool = False,
-                         min_score: float | None = Query(None, description=MIN_SCORE_HELP,
+                         min_score: float | None = Query(None, ge=0, description=MIN_SCORE_HELP,
                                                          allow_inf_nan=False),
                          collapse: bool = Query(True, description=COLLAPSE_HELP),
                          start: int = Query(0, ge=0, le=MAX_K, alias="from", description=FROM_HELP),

@@ -426,7 +426,7 @@ def test_the_page_shows_hits_with_the_questions_words_marked(server, tmp_path):
     # the API's notice on the page: none of the question's words is in the index, the hits match pieces
     odd = _dom(f"{server}/?{urlencode({'q': 'javascript', 'k': 3})}", tmp_path)
     status = odd.split('id="status"', 1)[1].split("</", 1)[0]
-    assert "no word of the question is in the index" in status and re.search(r"\. \d hits in \d+ ms$", status), status
+    assert "no word of the question is in the index" in status and re.search(r"\. 1 hit in \d+ ms$", status), status
 
     # The page as a product: what it searches, and a layout from a phone's width to a desktop's.
     for width in (390, 1280):
@@ -441,6 +441,67 @@ def test_the_page_shows_hits_with_the_questions_words_marked(server, tmp_path):
                        capture_output=True, timeout=120)
         assert shot.is_file() and shot.stat().st_size > 1000
         print(f"screenshot of the search page at {width} px: {shot}")
+
+
+def _hit_ids(page) -> list[str]:
+    return page.evaluate("[...document.querySelectorAll('li.hit')].map(li => li.dataset.id)")
+
+
+def _searched(question: str) -> str:  # the page's URL and status once a search of question is shown
+    return (f"new URLSearchParams(location.search).get('q') === {json.dumps(question)} && "
+            "/ hits? in \\d+ ms/.test(document.getElementById('status').textContent)")
+
+
+@needs_chromium
+@pytest.mark.jvm
+def test_a_search_typed_on_the_page_and_back_keep_box_results_and_url_together(server, tmp_path):
+    """Back after a second search showed the first search's URL and hits under the second's question
+    and k (Chromium restored the form after the script had set it), and Search then ran the wrong one."""
+    from browser import Page
+
+    first, second = QUESTIONS[0], QUESTIONS[2]
+    page = Page(_chromium(), tmp_path / "profile")
+    try:
+        page.go(f"{server}/?{urlencode({'q': first, 'k': 10})}")
+        page.wait(_searched(first))
+        assert _hit_ids(page) == [h["id"] for h in search_get(server, first, 10)[1]["hits"]]
+        page.evaluate(f"(() => {{ const f = document.querySelector('form'); f.q.value = {json.dumps(second)}; "
+                      "f.k.value = '5'; f.requestSubmit(); })()")
+        page.wait(_searched(second))
+        assert page.evaluate("new URLSearchParams(location.search).get('k')") == "5"
+        assert _hit_ids(page) == [h["id"] for h in search_get(server, second, 5)[1]["hits"]]
+        page.evaluate("history.back()")
+        page.wait(_searched(first))
+        assert page.evaluate("[document.querySelector('form').q.value, document.querySelector('form').k.value]") == [
+            first, "10"]
+        assert _hit_ids(page) == [h["id"] for h in search_get(server, first, 10)[1]["hits"]]
+    finally:
+        page.close()
+
+
+@needs_chromium
+@pytest.mark.jvm
+def test_the_page_says_in_words_when_the_server_is_gone_and_keeps_its_hits(index, tmp_path):
+    """A search after the server stopped replaced the page with the browser's "This site can't be
+    reached" (the form navigated), or showed "Failed to fetch"."""
+    from browser import Page
+
+    server = _serve(index, tmp_path / "serve.log")
+    base = next(server)
+    page = Page(_chromium(), tmp_path / "profile")
+    try:
+        page.go(f"{base}/?{urlencode({'q': QUESTIONS[0], 'k': 3})}")
+        page.wait(_searched(QUESTIONS[0]))
+        shown = _hit_ids(page)
+        next(server, None)  # stopped
+        page.evaluate(f"(() => {{ const f = document.querySelector('form'); f.q.value = {json.dumps(QUESTIONS[1])}; "
+                      "f.requestSubmit(); })()")
+        error = page.wait("document.getElementById('error').textContent")
+        assert error.startswith("Cannot reach the sparc-es server"), error
+        assert _hit_ids(page) == shown and page.evaluate("location.host") == base.split("//", 1)[1].rstrip("/")
+    finally:
+        page.close()
+        next(server, None)
 
 
 @pytest.mark.jvm

@@ -58,7 +58,12 @@ def sparc_es(*args, **kw) -> subprocess.Popen:
 
 # --- exclusive output folders --------------------------------------------------------------
 
-def test_a_second_writer_is_refused_at_once(tmp_path, tiny_model_dir, cli):
+def test_a_second_writer_is_refused_at_once(tmp_path, tiny_model_dir, cli, monkeypatch):
+    from sparc_es.cli import encode as encode_cli
+
+    loaded: list[int] = []  # refused before the model's seconds of loading, not after
+    real = encode_cli.load_model
+    monkeypatch.setattr(encode_cli, "load_model", lambda args: loaded.append(1) or real(args))
     corpus = write_corpus(tmp_path / "c.jsonl")
     out = tmp_path / "enc"
     holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from sparc_es.layout.locks import exclusive\n"
@@ -68,7 +73,7 @@ def test_a_second_writer_is_refused_at_once(tmp_path, tiny_model_dir, cli):
         assert holder.stdout.readline().strip() == "held"
         rc, _, err = cli("encode", "--corpus", corpus, "--output", out, "--model", tiny_model_dir,
                          "--quiet")
-        assert one_line_error(rc, err) and "another sparc-es encode is writing this folder" in err
+        assert one_line_error(rc, err) and "another sparc-es encode is writing this folder" in err and not loaded
         rc, _, err = cli("index", "--input", out, "--index", out)
         assert rc == 1  # (no encoded folder there either way)
     finally:

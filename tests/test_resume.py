@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -271,8 +272,11 @@ def test_an_interrupted_overwrite_keeps_the_finished_encode_and_its_rerun_resume
     capsys.readouterr()
     written = []
     monkeypatch.setattr(encode_module, "_write_pieces", lambda *a, **kw: written.append(1) or real(*a, **kw))
-    rc, _, err = cli("encode", "--corpus", corpus, "--output", out, *model, "--overwrite")
+    rc, text, err = cli("encode", "--corpus", corpus, "--output", out, *model, "--overwrite")
     assert rc == 0 and "starting again" not in err, err
+    assert f"resuming the interrupted encode: {committed} of 300 sentences were encoded before it stopped" in err
+    assert re.search(r"encoded 300 sentences into .* in [\d.]+ s of encoding, [\d.]+ sentences/s; [\d.]+ MB on disk",
+                     text), text
     assert records(out) == records(fresh) and not (tmp_path / ".enc.update").exists()
     assert len(written) < 300 // 50  # resumed: fewer shards than the whole corpus's (at most 50 sentences each)
 

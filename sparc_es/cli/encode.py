@@ -7,8 +7,9 @@ import argparse
 import json
 
 from sparc_es.cli.options import connection, es_connection_args, load_model, model_args, positive, refuse
-from sparc_es.cli.output import report_encode, warn
+from sparc_es.cli.output import duration, megabytes, report_encode, warn
 from sparc_es.errors import SparcError
+from sparc_es.layout.locks import check_free
 
 
 def add_parser(sub) -> None:
@@ -84,6 +85,7 @@ def command(args: argparse.Namespace) -> int:
         if listed.skipped_notice():
             warn(listed.skipped_notice())
     corpus = args.corpus or _es_source(args)
+    check_free(args.output, "sparc-es encode")  # before the model's seconds of loading
     backend = _ray_backend(args)
     try:
         model = load_model(args)
@@ -101,8 +103,9 @@ def command(args: argparse.Namespace) -> int:
                 f"factor={manifest.factor:g}{', IDF-weighted' if manifest.idf else ''}"
                 f"{f', impacts of at least {manifest.min_impact}' if manifest.min_impact > 1 else ''}")
     if not args.update or not (manifest.reused or manifest.removed):  # an update into no folder encodes it all
-        print(f"encoded {counted(manifest.sentences, 'sentence')} into {args.output} ({settings}, "
-              f"{manifest.sentences_per_second} sentences/s)")
+        print(f"encoded {counted(manifest.sentences, 'sentence')} into {args.output} ({settings}) in "
+              f"{duration(manifest.seconds)} of encoding, {manifest.sentences_per_second} sentences/s; "
+              f"{megabytes(args.output)} on disk")
         return 0
     encoded = manifest.sentences - manifest.reused
     renamed = f", {manifest.renamed} kept under a new id" if manifest.renamed else ""  # a file renamed or moved

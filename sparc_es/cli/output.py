@@ -101,3 +101,18 @@ def invoked_as() -> str:
     if "/" in program and program.rpartition("/")[2] == "sparc-es":
         return shlex.quote(program)  # as the user typed it
     return "sparc-es"
+
+
+def duration(seconds: float) -> str:
+    """``45.2 s``, ``3 min 12 s``, ``2 h 05 min``: a time as a person reads it."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest:02d} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+def megabytes(folder) -> str:
+    """The bytes of every file under ``folder``, in MB (``21.4 MB``)."""
+    from pathlib import Path
+
+    return f"{sum(p.stat().st_size for p in Path(folder).rglob('*') if p.is_file()) / 1e6:,.1f} MB"

@@ -424,6 +424,13 @@ class _EncodeRun:
             _notice(f"{self.folder}: {why}: starting again from the beginning")
             self._restart()
             self._read_corpus()
+        elif self.done:  # said: a rerun that picks up is not a fresh start
+            if self.updating and not self.overwrite:  # its total stands in (the folder it replaces)
+                _notice(f"{self.out}: resuming the interrupted update: {self.done:,} sentences were written before "
+                        "it stopped")
+            else:
+                _notice(f"{self.out}: resuming the interrupted encode: {self.done:,} of {self.total:,} sentences "
+                        "were encoded before it stopped")
         if self.model.config.passage_weight:
             self.passages = PassageCache(self.folder / PASSAGES, previous=self.kept_passages)
 

@@ -51,3 +51,20 @@ def exclusive(folder: str | Path, what: str = "sparc-es") -> Iterator[None]:
         except FileNotFoundError:
             pass
         os.close(fd)
+
+
+def check_free(folder: str | Path, what: str = "sparc-es") -> None:
+    """Refuse now, as :func:`exclusive` would, when another process holds ``folder``'s lock: a
+    command that loads a model first says so before seconds of loading, not after."""
+    path = lock_path(folder)
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # no lock file (or none that can be read): exclusive will tell
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise StoreError(f"{folder}: another {what} is writing this folder right now (lock {path}); "
+                         "wait for it to finish or choose another folder") from None
+    finally:
+        os.close(fd)  # the shared lock, if taken, goes with it

@@ -114,6 +114,24 @@ def test_index_checks_ids_not_only_counts(tmp_path, tiny_model, cli, change):
     assert not (tmp_path / "idx").exists() and not list(tmp_path.glob(".idx.building*"))
 
 
+@pytest.mark.parametrize("damage", ["vectors cut", "store cut"])
+def test_a_damaged_encoded_folder_is_named_with_its_file(tmp_path, tiny_model, cli, damage):
+    """A vectors file cut mid-line said "JSONDecodeError: unexpected end of data: line 1 column 1992",
+    a truncated sentence store "DatabaseError: database disk image is malformed": neither named a file."""
+    from sparc_es.encode.run import encode_corpus
+
+    enc = tmp_path / "enc"
+    encode_corpus([write_corpus(tmp_path / "c.jsonl")], enc, tiny_model, progress=False, idf=False)
+    damaged = enc / ("vectors/vectors.jsonl" if damage == "vectors cut" else "sentences.sqlite")
+    data = damaged.read_bytes()
+    damaged.write_bytes(data[:len(data) - 40] if damage == "vectors cut" else data[:len(data) // 2])
+    rc, _, err = cli("index", "--input", enc, "--index", tmp_path / "idx", "--quiet")
+    assert one_line_error(rc, err) and str(damaged) in err and "damaged" in err, err
+    if damage == "vectors cut":
+        assert f"{damaged}:6: not a whole record" in err, err
+    assert not (tmp_path / "idx").exists()
+
+
 # --- resuming from any point ---------------------------------------------------------------
 
 def test_encode_killed_before_its_first_shard_resumes(tmp_path, tiny_model_dir, cli, monkeypatch):

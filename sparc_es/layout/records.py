@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from sparc_es.errors import SparcError
+from sparc_es.errors import SparcError, StoreError
 from sparc_es.layout.names import VECTORS, VECTORS_FILE
 
 # Chosen on the validation articles for the default model (docs/evaluation.md): the smallest factor
@@ -135,7 +135,13 @@ def id_digest(ids: Iterable[str]) -> tuple[int, int]:
 
 
 def iter_vectors(folder: str | Path) -> Iterator[dict]:
-    """Yield the ``JsonVectorCollection`` records of an encoded folder, in order."""
-    with open(Path(folder) / VECTORS / VECTORS_FILE, "rb") as f:
-        for line in f:
-            yield orjson.loads(line)
+    """Yield the ``JsonVectorCollection`` records of an encoded folder, in order; a line that is no
+    whole record (a file cut short by a full disk or a copy) is a one-line error naming it."""
+    path = Path(folder) / VECTORS / VECTORS_FILE
+    with open(path, "rb") as f:
+        for n, line in enumerate(f, start=1):
+            try:
+                yield orjson.loads(line)
+            except orjson.JSONDecodeError as e:
+                raise StoreError(f"{path}:{n}: not a whole record ({e}): the encoded folder is damaged; encode "
+                                 "it again (--overwrite)") from None

@@ -14,12 +14,10 @@ import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-import orjson
-
 from sparc_es.corpus.sources import Sentence
 from sparc_es.errors import StoreError, option
-from sparc_es.layout.names import SENTENCES, VECTORS, VECTORS_FILE
-from sparc_es.layout.records import id_digest
+from sparc_es.layout.names import SENTENCES
+from sparc_es.layout.records import id_digest, iter_vectors
 
 
 def _key(context: str) -> str | None:
@@ -120,13 +118,16 @@ class SentenceStore:
 def check_ids(folder: str | Path) -> None:
     """Check that an encoded folder's vectors and sentence store hold the same ids, each once."""
     folder = Path(folder)
-    with open(folder / VECTORS / VECTORS_FILE, "rb") as lines:
-        vectors = id_digest(orjson.loads(line)["id"] for line in lines)
-    store = SentenceStore(folder / SENTENCES)
+    vectors = id_digest(r["id"] for r in iter_vectors(folder))
     try:
-        stored = id_digest(store.ids())
-    finally:
-        store.close()
+        store = SentenceStore(folder / SENTENCES)
+        try:
+            stored = id_digest(store.ids())
+        finally:
+            store.close()
+    except sqlite3.DatabaseError as e:  # "database disk image is malformed": which file, and what to do
+        raise StoreError(f"{folder / SENTENCES}: {e}: the sentence store is damaged; encode the folder again "
+                         "(--overwrite)") from None
     if vectors != stored:
         raise StoreError(f"{folder}: its vectors ({vectors[0]} records) and its sentence store ({stored[0]} ids) "
                          "do not hold the same sentence ids (a record repeated or lost); encode it again "

@@ -602,3 +602,43 @@ def test_library_errors_name_keywords_and_the_cli_names_flags(monkeypatch):
         with command_line(), pytest.raises(SparcError) as raised:
             call()
         assert cli in str(raised.value), raised.value
+
+
+def _without_root_override() -> list[str]:
+    """A command prefix under which permissions hold: as root (CI), setpriv drops the capabilities
+    that let root read any file; as anyone else, nothing is needed."""
+    import shutil
+
+    if os.geteuid() != 0:
+        return []
+    if shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv (util-linux): chmod 000 would not stop root")
+    return ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"]
+
+
+@pytest.mark.parametrize("unreadable", ["folder", "file"])
+def test_an_unreadable_folder_or_file_of_the_corpus_is_named_as_such(tmp_path, tiny_model_dir, unreadable):
+    """A locked folder was reported as "locked/.buildinfo: Permission denied" (a file that is not
+    there); a locked file as the output's trouble, "the work done so far is kept ... to resume"."""
+    import subprocess
+    import sys
+
+    docs = tmp_path / "docs"
+    (docs / "locked").mkdir(parents=True)
+    (docs / "a.md").write_text("Hello there.\n")
+    (docs / "locked" / "b.md").write_text("Secret.\n")
+    locked = docs / "locked" if unreadable == "folder" else docs / "a.md"
+    locked.chmod(0)
+    try:
+        done = subprocess.run([*_without_root_override(), sys.executable, "-m", "sparc_es", "encode", "--corpus",
+                               str(docs), "--output", str(tmp_path / "enc"), "--model", str(tiny_model_dir),
+                               "--quiet"], capture_output=True, text=True, timeout=300)
+    finally:
+        locked.chmod(0o755)
+    err = done.stderr
+    assert done.returncode == 1 and err.count("\n") == 1 and "Traceback" not in err, err
+    if unreadable == "folder":
+        assert err == f"sparc-es: error: {locked}: cannot read this folder: Permission denied\n"
+    else:
+        assert err.startswith(f"sparc-es: error: {locked}: Permission denied: sparc-es cannot read this file of the "
+                              "corpus; nothing was encoded yet"), err

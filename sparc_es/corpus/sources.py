@@ -706,7 +706,7 @@ class _Sites:
         self.left: list[str] = []  # what was left out, as the user is told
         if kind := _site_kind(top):
             self.sites[top] = kind
-        elif any((top / f).is_file() for f in PROJECT_FILES):
+        elif any(_holds(top, f) for f in PROJECT_FILES):
             self.projects.add(top)
         self.configured = top not in self.sites and _configured(top)
 
@@ -721,7 +721,7 @@ class _Sites:
                     self.left.append(f"{shown_path} (a {kind} {SITE_BUILT})")
                     return True
                 self.sites[path] = kind
-            elif name == TEMPLATES and (root / "conf.py").is_file():
+            elif name == TEMPLATES and _holds(root, "conf.py"):
                 self.left.append(f"{shown_path} (Sphinx's page templates)")
                 return True
         elif not is_dir and in_project and REQUIREMENTS.fullmatch(name):
@@ -738,7 +738,7 @@ class _Sites:
             if not is_dir and format_of(path) != "html" and (format_of(path) or path.suffix.lower() in FOLDER_SUFFIXES):
                 self.left.append(f"{shown_path} (a {self.sites[site]} site's pages are its HTML)")
                 return True
-        if is_dir and (in_project or any((path / f).is_file() for f in PROJECT_FILES)):
+        if is_dir and (in_project or any(_holds(path, f) for f in PROJECT_FILES)):
             self.projects.add(path)
         return False
 
@@ -756,7 +756,16 @@ def _configured(top: Path) -> bool:
 
 def _site_kind(folder: Path) -> str | None:
     """The generator of a built site in ``folder`` (``Sphinx``, ``MkDocs``), or None."""
-    return next((kind for marker, kind in SITE_MARKERS.items() if (folder / marker).is_file()), None)
+    return next((kind for marker, kind in SITE_MARKERS.items() if _holds(folder, marker)), None)
+
+
+def _holds(folder: Path, name: str) -> bool:
+    """Whether ``folder`` holds the file ``name``; a folder that cannot be looked into is said to be
+    one, not a file in it that may not be there (``locked/.buildinfo: Permission denied``)."""
+    try:
+        return (folder / name).is_file()
+    except OSError as e:
+        raise InputError(folder, f"cannot read this folder: {e.strerror or e}") from None
 
 
 def _check_distinct(files: list[tuple[Path, str]], roots: list[Path]) -> None:

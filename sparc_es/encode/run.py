@@ -48,7 +48,7 @@ import orjson
 from sparc_es import __version__
 from sparc_es.corpus.sources import JSONL_SUFFIXES, Files, ReadStats, Sentence, Source, as_source
 from sparc_es.encode.backend import Backend, Local
-from sparc_es.errors import SparcError, StoreError, option
+from sparc_es.errors import InputError, SparcError, StoreError, option
 from sparc_es.layout import ownership as folders
 from sparc_es.layout.locks import exclusive
 from sparc_es.layout.manifest import Manifest, ModelInfo, new_generation
@@ -256,8 +256,16 @@ class _EncodeRun:
         try:
             yield
         except OSError as e:
-            raise StoreError(f"{e.filename or self.out}: {e.strerror or e}; the work done so far is kept: fix this "
-                             "and run the same command again to resume") from None
+            where = Path(e.filename).absolute() if e.filename else None
+            ours = where is None or where.is_relative_to(self.out.absolute()) or (
+                where.parent == self.out.absolute().parent and where.name.startswith(f".{self.out.name}."))
+            kept = "the work done so far is kept" if self.done else "nothing was encoded yet"
+            if not ours:  # a corpus file it cannot read: said as that, not as the output's trouble
+                raise InputError(e.filename, f"{e.strerror or e}: sparc-es cannot read this file of the corpus; "
+                                             f"{kept}: fix it (or move it out of the corpus) and run the same "
+                                             "command again") from None
+            raise StoreError(f"{e.filename or self.out}: {e.strerror or e}; {kept}: fix this and run the same "
+                             "command again" + (" to resume" if self.done else "")) from None
 
     # -- with the folder locked: what an earlier run left
 

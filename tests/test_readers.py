@@ -294,6 +294,10 @@ Lorem ipsum dolor sit amet, (1) consectetur adipiscing elit.
 
 :material-clock-fast:{ .lg .middle } Set up in 5 minutes
 
+| Method | Description |
+|---|---|
+| `GET` | :material-check: Fetch `cp .env{.example,}` |
+
 Types changed in version two[^1].
 
 [^1]: Previously, some types had two names.
@@ -324,15 +328,16 @@ PYTHONPATH=src mkdocs build
 
 
 def test_mkdocs_material_pages_read_as_the_site_shows_them():
-    """pymdownx.blocks, attribute lists after code and icons, annotations, footnotes (and a
-    superscript link, no inline footnote), mkdocstrings' ::: lines, several code blocks after one
-    lead-in; and a front matter changes none of it (its
-    lines had shifted every paragraph's source, so snippet markers and abbreviations were text)."""
+    """pymdownx.blocks, attribute lists after code and icons, icons in table cells, annotations,
+    footnotes (and a superscript link, no inline footnote), mkdocstrings' ::: lines, several code
+    blocks after one lead-in; and a front matter changes none of it (its lines had shifted every
+    paragraph's source, so snippet markers and abbreviations were text)."""
     got = {s.text: s for s in split_document(MKDOCS_PAGE, "members.md", "markdown")}
     assert list(got) == [
         "Members are sorted by name when members_order is alphabetical.", "A plain note body.",
         "The source is shown collapsed.", "Lorem ipsum dolor sit amet, consectetur adipiscing elit.",
-        "An annotation.", "Set up in 5 minutes", "Types changed in version two.",
+        "An annotation.", "Set up in 5 minutes", "Method: GET; Description: Fetch cp .env{.example,}",
+        "Types changed in version two.",
         "Previously, some types had two names.", "With a little CSS†, icons show in front.",
         "To build with the package in a subfolder:"]
     assert got["Members are sorted by name when members_order is alphabetical."].headings == (
@@ -343,7 +348,7 @@ def test_mkdocs_material_pages_read_as_the_site_shows_them():
     assert got["Previously, some types had two names."].headings == "Members options > Sorting"
     assert got["To build with the package in a subfolder:"].code == "root/\n    src/\n\nPYTHONPATH=src mkdocs build"
     for s in got.values():
-        assert MKDOCS_PAGE[s.start:s.end].split()[0] in s.text.split()[0], s
+        assert s.text.split()[-1].rstrip(".:") in MKDOCS_PAGE[s.start:s.end], s
     headings = [b.text for b in read_blocks(MKDOCS_PAGE, "markdown") if b.kind == HEADING]
     assert headings == ["Members options", "Sorting", "Loading", "griffe.Loader"]
 

@@ -528,7 +528,7 @@ def _markdown_table(tokens, i: int, headings: tuple[str, ...], span):
         elif t.type == "tr_open":
             cells, row = [], t
         elif t.type in ("th_open", "td_open"):
-            cells.append(_inline(tokens[i + 1]))
+            cells.append(squash(_ICON.sub("", _inline(tokens[i + 1]))))  # an icon is no text
         elif t.type == "tr_close":
             if in_head:
                 header = cells

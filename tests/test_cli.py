@@ -37,6 +37,8 @@ def test_encode_index_search_run_explain(tmp_path, corpus, tiny_model_dir, cli):
 
     rc, out, err = cli("index", "--input", enc, "--index", idx)
     assert rc == 0 and "indexed 6 sentences" in out, err
+    on_disk = sum(p.stat().st_size for p in idx.rglob("*") if p.is_file()) / 1e6  # not the Lucene folder alone
+    assert f"; {on_disk:,.1f} MB on disk with the sentence store and the BM25 index)" in out, out
 
     rc, out, err = cli("search", "--index", idx, "--json", "-k", 3, "integer impacts in lucene")
     hits = json.loads(out)

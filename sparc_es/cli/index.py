@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from sparc_es.cli.options import ES_CONNECTION, connection, engine_args, es_index, positive, refuse
-from sparc_es.cli.output import warn
+from sparc_es.cli.output import megabytes, warn
 from sparc_es.corpus.sources import counted
 from sparc_es.errors import SparcError
 
@@ -79,7 +79,8 @@ def command(args: argparse.Namespace) -> int:
         warn(f"{counted(n, 'sentence')} {'has' if n == 1 else 'have'} no weights and {'is' if n == 1 else 'are'} not "
              "in the index")
     print(f"indexed {counted(info.documents, 'sentence')} with their BM25 terms into {args.index} in "
-          f"{info.build_seconds:.1f} s ({info.bytes / 1e6:.1f} MB)")
+          f"{info.build_seconds:.1f} s (the impact index {info.bytes / 1e6:.1f} MB; {megabytes(args.index)} "
+          "on disk with the sentence store and the BM25 index)")
     if info.bm25:
         print(f"  and a separate BM25 index of their texts (--engine bm25, --hybrid minmax or rrf) in "
               f"{info.bm25['build_seconds']:.1f} s "

@@ -234,7 +234,7 @@ def test_query_encoder_counts_weights_and_rounds_for_lucene(tiny_model):
     weighted = QueryEncoder(tiny_model.tokenizer, {"paris": 1.5, "and": 0.2})
     assert weighted.bag("Paris, Paris and France") == {"paris": 3.0, ",": 1.0, "and": 0.2, "france": 1.0}
     assert weighted.encode("Paris and France") == {"paris": 2, "france": 1}  # Lucene: integers, 0 dropped
-    assert plain.bag("word " * 5000) == {"word": 5000}  # no model runs: no 512-token limit
+    assert plain.bag("word " * 3000) == {"word": 3000}  # no model runs: no 512-token limit
 
 
 def test_library_settings_are_validated():

@@ -15,7 +15,7 @@ blocks go to :mod:`sparc_es.corpus.readers.html`. Spans are exact lines (markdow
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from functools import lru_cache
 
@@ -85,25 +85,14 @@ def _directive(state, start_line: int, end_line: int, silent: bool) -> bool:
     runs to a closing fence of the same character, at least as long (as markdown-it closes a fence),
     or to the end of the enclosing block; its option lines (``:key: value``, or a ``---`` block) are
     left out. A directive of :data:`LEFT_OUT_DIRECTIVES` is one ``directive_left_out`` token."""
-    if state.sCount[start_line] - state.blkIndent >= 4:  # an indented code block
-        return False
-    start = state.bMarks[start_line] + state.tShift[start_line]
-    found = _DIRECTIVE.match(state.src[start:state.eMarks[start_line]])
+    found = _opening(state, start_line, _DIRECTIVE)
     if found is None or found.group(2).rpartition(":")[2].lower() not in PROSE_DIRECTIVES | LEFT_OUT_DIRECTIVES:
         return False
     if silent:
         return True
     marker, name, argument = found.group(1), found.group(2).rpartition(":")[2].lower(), found.group(3)
-    line, closed = start_line + 1, False
-    while line < end_line:
-        text = state.src[state.bMarks[line] + state.tShift[line]:state.eMarks[line]]
-        if text and state.sCount[line] < state.blkIndent:  # the list item or quote holding it ended
-            break
-        if (state.sCount[line] - state.blkIndent < 4 and text.startswith(marker[0] * len(marker))
-                and not text.rstrip().strip(marker[0])):
-            closed = True
-            break
-        line += 1
+    line, closed = _closing(state, start_line, end_line, lambda text: text.startswith(marker[0] * len(marker))
+                            and not text.rstrip().strip(marker[0]))
     if name in LEFT_OUT_DIRECTIVES:
         token = state.push("directive_left_out", "", 0)
         token.map, token.meta = [start_line, line + closed], {"name": name, "closed": closed}
@@ -129,6 +118,35 @@ def _directive(state, start_line: int, end_line: int, silent: bool) -> bool:
         label = "" if name in _CONTAINERS else argument
     if name in VERSION_LABELS and not text and all(not lines(n).strip() for n in range(body, line)):
         text, label = label + ".", ""  # a version note with no body still says so, as its own sentence
+    _box(state, start_line, body, line, closed, label, text)
+    return True
+
+
+def _opening(state, start_line: int, pattern: re.Pattern) -> re.Match | None:
+    """``pattern`` matched on ``start_line``'s text; None where it does not match or the line is
+    indented code."""
+    if state.sCount[start_line] - state.blkIndent >= 4:
+        return None
+    start = state.bMarks[start_line] + state.tShift[start_line]
+    return pattern.match(state.src[start:state.eMarks[start_line]])
+
+
+def _closing(state, start_line: int, end_line: int, closes: Callable[[str], bool]) -> tuple[int, bool]:
+    """(the line a block opened on ``start_line`` ends at, whether a line that ``closes`` it is
+    there); without one, it runs to the end of the list item or quote that holds it."""
+    for line in range(start_line + 1, end_line):
+        text = state.src[state.bMarks[line] + state.tShift[line]:state.eMarks[line]]
+        if text and state.sCount[line] < state.blkIndent:  # the list item or quote holding it ended
+            return line, False
+        if state.sCount[line] - state.blkIndent < 4 and closes(text):
+            return line, True
+    return max(end_line, start_line + 1), False
+
+
+def _box(state, start_line: int, body: int, line: int, closed: bool, label: str, text: str = "") -> None:
+    """``directive_open`` (``label`` in ``meta``), a paragraph of ``text`` (what the first line
+    holds), the blocks of lines ``body`` to ``line``, ``directive_close``; reading goes on after
+    the closing line when ``closed``."""
     old = state.parentType, state.lineMax
     token = state.push("directive_open", "div", 1)
     token.meta, token.map, token.block = {"label": label}, [start_line, line + closed], True
@@ -140,7 +158,6 @@ def _directive(state, start_line: int, end_line: int, silent: bool) -> bool:
     token.block = True
     state.parentType, state.lineMax = old
     state.line = line + closed
-    return True
 
 
 # pymdownx.blocks (/// admonition | Title, //// tab | Label, /// details | Summary, /// note): a
@@ -155,24 +172,13 @@ def _pymdown_block(state, start_line: int, end_line: int, silent: bool) -> bool:
     admonition's type as the page shows it, in ``meta``), the body's blocks, ``directive_close``,
     as :func:`_directive` reads a MyST directive. The body runs to the closing slashes, or to the
     end of the enclosing block; the indented option lines under the header are left out."""
-    if state.sCount[start_line] - state.blkIndent >= 4:  # an indented code block
-        return False
-    start = state.bMarks[start_line] + state.tShift[start_line]
-    found = _PYMDOWN_BLOCK.match(state.src[start:state.eMarks[start_line]])
+    found = _opening(state, start_line, _PYMDOWN_BLOCK)
     if found is None:
         return False
     if silent:
         return True
     marker, name, title = found.group(1), found.group(2).lower(), found.group(3) or ""
-    line, closed = start_line + 1, False
-    while line < end_line:
-        text = state.src[state.bMarks[line] + state.tShift[line]:state.eMarks[line]]
-        if text and state.sCount[line] < state.blkIndent:  # the list item or quote holding it ended
-            break
-        if state.sCount[line] - state.blkIndent < 4 and text.rstrip() == marker:
-            closed = True
-            break
-        line += 1
+    line, closed = _closing(state, start_line, end_line, lambda text: text.rstrip() == marker)
     body = start_line + 1
     while body < line and state.sCount[body] - state.blkIndent >= 4:  # options: type: warning, open: true
         body += 1
@@ -182,15 +188,7 @@ def _pymdown_block(state, start_line: int, end_line: int, silent: bool) -> bool:
         label = title.strip()
     else:  # an admonition named by its type (/// note, /// warning | Title)
         label = title.strip() or BOX_LABELS.get(name, name.capitalize())
-    old = state.parentType, state.lineMax
-    token = state.push("directive_open", "div", 1)
-    token.meta, token.map, token.block = {"label": label}, [start_line, line + closed], True
-    state.parentType, state.lineMax = "directive", line
-    state.md.block.tokenize(state, body, line)
-    token = state.push("directive_close", "div", -1)
-    token.block = True
-    state.parentType, state.lineMax = old
-    state.line = line + closed
+    _box(state, start_line, body, line, closed, label)
     return True
 
 
@@ -211,10 +209,7 @@ TAB_INDENT = 4
 def _tabs(state, start_line: int, end_line: int, silent: bool) -> bool:
     """A markdown-it block rule for a content tab: ``tab_open`` (its label in ``meta``), the body's
     blocks, ``tab_close``. Its body runs while lines are indented or blank, as pymdownx.tabbed reads it."""
-    if state.sCount[start_line] - state.blkIndent >= 4:  # an indented code block
-        return False
-    start = state.bMarks[start_line] + state.tShift[start_line]
-    found = _TAB.match(state.src[start:state.eMarks[start_line]])
+    found = _opening(state, start_line, _TAB)
     if found is None:
         return False
     if silent:

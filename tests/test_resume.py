@@ -171,28 +171,33 @@ def test_an_update_killed_between_its_renames_is_completed_by_the_rerun(tmp_path
     assert rc == 0, err and Manifest.read(out).reused == 20
 
 
-def test_an_interrupted_update_resumes_with_the_path_written_another_way(tmp_path, tiny_model_dir, cli, capsys,
-                                                                         monkeypatch):
-    """``./data/x`` for ``data/x`` after a killed update used to be refused, and the advised
-    --overwrite was ignored with --update."""
+def _killed_after_two_shards(monkeypatch) -> None:
+    """The next encode stops as on Ctrl-C when it writes its third shard (two committed)."""
     from sparc_es.encode import run as encode_module
 
-    corpus = write_jsonl(tmp_path / "c.jsonl", range(300))
-    out = tmp_path / "enc"
-    model = ["--model", tiny_model_dir, "--quiet", "--shard-size", 50, "--batch-size", 16]
-    assert cli("encode", "--corpus", corpus, "--output", out, *model)[0] == 0
-    write_jsonl(corpus, range(300), prefix="t")  # new ids: every sentence is written again
-    shards = 0
-    real = encode_module._write_pieces
+    shards, real = 0, encode_module._write_pieces
 
-    def killed_after_two_shards(*a, **kw):
+    def killed(*a, **kw):
         nonlocal shards
         shards += 1
         if shards > 2:
             raise KeyboardInterrupt
         return real(*a, **kw)
 
-    monkeypatch.setattr(encode_module, "_write_pieces", killed_after_two_shards)
+    monkeypatch.setattr(encode_module, "_write_pieces", killed)
+
+
+def test_an_interrupted_update_resumes_with_the_path_written_another_way(tmp_path, tiny_model_dir, cli, capsys,
+                                                                         monkeypatch):
+    """``./data/x`` for ``data/x`` after a killed update used to be refused, and the advised
+    --overwrite was ignored with --update."""
+
+    corpus = write_jsonl(tmp_path / "c.jsonl", range(300))
+    out = tmp_path / "enc"
+    model = ["--model", tiny_model_dir, "--quiet", "--shard-size", 50, "--batch-size", 16]
+    assert cli("encode", "--corpus", corpus, "--output", out, *model)[0] == 0
+    write_jsonl(corpus, range(300), prefix="t")  # new ids: every sentence is written again
+    _killed_after_two_shards(monkeypatch)
     assert main([str(a) for a in ["encode", "--corpus", corpus, "--output", out, *model, "--update"]]) == 130
     monkeypatch.undo()
     assert json.loads((tmp_path / ".enc.update" / "progress.json").read_text())["sentences"] > 0
@@ -254,16 +259,8 @@ def test_an_interrupted_overwrite_keeps_the_finished_encode_and_its_rerun_resume
     before = records(out)
     write_jsonl(corpus, range(300), prefix="t")
     assert cli("encode", "--corpus", corpus, "--output", fresh, *model)[0] == 0
-    shards, real = 0, encode_module._write_pieces
-
-    def killed_after_two_shards(*a, **kw):
-        nonlocal shards
-        shards += 1
-        if shards > 2:
-            raise KeyboardInterrupt
-        return real(*a, **kw)
-
-    monkeypatch.setattr(encode_module, "_write_pieces", killed_after_two_shards)
+    real = encode_module._write_pieces
+    _killed_after_two_shards(monkeypatch)
     assert main([str(a) for a in ["encode", "--corpus", corpus, "--output", out, *model, "--overwrite"]]) == 130
     monkeypatch.undo()
     assert records(out) == before and Manifest.read(out).sentences == 300  # the finished encode, whole

@@ -191,7 +191,6 @@ def test_an_interrupted_update_resumes_with_the_path_written_another_way(tmp_pat
                                                                          monkeypatch):
     """``./data/x`` for ``data/x`` after a killed update used to be refused, and the advised
     --overwrite was ignored with --update."""
-
     corpus = write_jsonl(tmp_path / "c.jsonl", range(300))
     out = tmp_path / "enc"
     model = ["--model", tiny_model_dir, "--quiet", "--shard-size", 50, "--batch-size", 16]

@@ -804,7 +804,8 @@ def docs_server(tmp_path_factory):
     (root / "docs" / "guide").mkdir(parents=True)
     (root / "docs" / "guide" / "setup.md").write_text(
         "# Setup\n\nSome words first.\n\n## Java\n\nPyserini needs Java 21 or later to run Lucene.\n\n"
-        "<b>Tags are shown as text.</b>\n")
+        "<b>Tags are shown as text.</b>\n\n## Memory\n\nThe index of a million sentences\nneeds about "
+        "eight hundred megabytes\nof disk. The encoder runs once.\n")
     (root / "secret.md").write_text("A file beside the corpus, not in it.\n")
     (root / "docs" / ".env").write_text("SECRET=hunter2\n")  # in the corpus folder, left out by encode
     (root / "docs" / "guide" / "creds.yml").write_text("password: x\n")
@@ -823,10 +824,26 @@ def test_a_hits_link_opens_its_document_at_the_line(docs_server):
         assert response.status == 200 and response.headers["content-type"].startswith("text/html")
     assert '<tr id="L7" class="at"><td>7</td><td>Pyserini needs Java 21 or later to run Lucene.</td></tr>' in page
     assert "&lt;b&gt;Tags are shown as text.&lt;/b&gt;" in page and '<a href="../../">sparc-es</a>' in page
+    assert top["last_line"] == 7 and 'class="also"' not in page
+    # a sentence wrapped over three lines: its link marks all three, not the first alone
+    status, body, _ = search_get(docs_server, "How much disk does an index of a million sentences need?", 1)
+    wrapped = body["hits"][0]
+    assert (wrapped["where"], wrapped["last_line"]) == ("guide/setup.md:13", 15), wrapped
+    with urllib.request.urlopen(f"{docs_server}/documents/guide/setup.md?line=13&to=15", timeout=60) as response:
+        page = response.read().decode()
+    assert re.findall(r'<tr id="L(\d+)" class="(at|also)">', page) == [("13", "at"), ("14", "also"), ("15", "also")]
     for doc in ("secret.md", "../secret.md", "%2E%2E/secret.md", "nowhere.md", ".env", "%2Eenv",
                 "guide/creds.yml"):  # only the documents the index holds: not files encode left out
         status, body, _ = call(docs_server, "GET", f"/documents/{doc}")
         assert status == 404 and "holds no document" in body["error"], (doc, body)
+
+
+@needs_chromium
+@pytest.mark.jvm
+def test_the_pages_link_to_a_wrapped_sentence_marks_its_lines(docs_server, tmp_path):
+    question = "How much disk does an index of a million sentences need?"
+    dom = _dom(f"{docs_server}/?{urlencode({'q': question, 'k': 1})}", tmp_path)
+    assert 'href="documents/guide/setup.md?line=13&amp;to=15#L13"' in dom, dom
 
 
 @pytest.mark.jvm

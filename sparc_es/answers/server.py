@@ -472,17 +472,25 @@ def _validation_message(e: RequestValidationError) -> tuple[int, str]:
     return 422, " ".join(f"{loc + ': ' if loc else ''}{msg[:1].lower() + msg[1:]}{more}".split())
 
 
-def document_page(name: str, text: str, line: int | None) -> str:
+def document_page(name: str, text: str, line: int | None, to: int | None = None) -> str:
     """A document as text (an HTML source too: shown, never rendered) with numbered lines, ``line``
-    marked and scrolled to (package data ``web/document.html``)."""
+    scrolled to and marked, through ``to`` (a sentence's lines) where given (package data
+    ``web/document.html``)."""
     from html import escape
     from string import Template
 
-    at = ' class="at"'
-    rows = "".join(f'<tr id="L{n}"{at if n == line else ""}><td>{n}</td><td>{escape(t) or " "}</td></tr>'
+    last = max(line, to or line) if line is not None else None
+    rows = "".join(f'<tr id="L{n}"{_row_class(n, line, last)}><td>{n}</td><td>{escape(t) or " "}</td></tr>'
                    for n, t in enumerate(text.split("\n"), start=1))
     template = (resources.files("sparc_es.answers") / "web" / "document.html").read_text(encoding="utf-8")
     return Template(template).substitute(name=escape(name), rows=rows, root="../" * (name.count("/") + 1))
+
+
+def _row_class(n: int, line: int | None, last: int | None) -> str:
+    """The marked rows: ``at`` for the one scrolled to, ``also`` for the sentence's other lines."""
+    if line is None or not line <= n <= last:
+        return ""
+    return ' class="at"' if n == line else ' class="also"'
 
 
 def page() -> str:
@@ -616,12 +624,15 @@ def create_app(service: Service, allowed_hosts: Iterable[str] | None = None, max
 
     @app.get("/documents/{doc:path}", response_class=HTMLResponse)
     async def document(request: Request, doc: str,
-                       line: int | None = Query(None, ge=1, description="the line to show")) -> HTMLResponse:
-        """A document of the index as text with line numbers, scrolled to ``line`` (where a hit's
-        link leads); only documents the index holds, read from the corpus folders it records."""
-        _known_params(request, "line")
+                       line: int | None = Query(None, ge=1, description="the line to show"),
+                       to: int | None = Query(None, ge=1, description="the last line marked with it (a hit's "
+                                                                       "last_line)")) -> HTMLResponse:
+        """A document of the index as text with line numbers, scrolled to ``line`` and lines ``line``
+        to ``to`` marked (where a hit's link leads: its sentence's lines); only documents the index
+        holds, read from the corpus folders it records."""
+        _known_params(request, "line", "to")
         name, text = await service.run(service.document, doc)
-        return HTMLResponse(document_page(name, text, line))
+        return HTMLResponse(document_page(name, text, line, to))
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     async def index_page() -> HTMLResponse:

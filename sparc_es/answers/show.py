@@ -98,11 +98,12 @@ class Marker:
 
 @dataclass(frozen=True)
 class Place:
-    """Where a sentence sits: the file it was found in, the line of its start, its heading path
-    (None where not known: no file, or offsets the file no longer matches)."""
+    """Where a sentence sits: the file it was found in, the lines of its start and end, its heading
+    path (None where not known: no file, or offsets the file no longer matches)."""
 
     path: Path | None = None
     line: int | None = None
+    last_line: int | None = None  # the line of its end (a sentence wrapped over lines: the document view marks all)
     headings: tuple[str, ...] | None = None
 
 
@@ -175,15 +176,23 @@ class Places:
                 document.spans = _spans(document.text, s.doc, document.format)
             now = document.spans.get(s.id)
             if now is not None:  # where it is now, under the headings it is under now: one reading
-                start, _end, headings = now
-                return Place(opened[0], len(re.findall(r"\r\n?|\n", document.text[:start])) + 1, headings)
+                start, end, headings = now
+                return Place(opened[0], *_lines(document.text, start, end), headings=headings)
             if document.spans and not _holds(document.text, s, whole_words=0.8):
                 opened = None  # edited or removed since (not only read otherwise): its offsets hold another's text
         if opened is None or not _holds(opened[1].text, s):  # the path encode stored, else the context's
             return Place(headings=tuple(s.headings.split(" > ")) if s.headings else _headings_in_context(s))
         path, document = opened
-        line = len(re.findall(r"\r\n?|\n", document.text[: s.start])) + 1
-        return Place(path, line, _headings(document, s, path))
+        return Place(path, *_lines(document.text, s.start, s.end), headings=_headings(document, s, path))
+
+
+def _lines(text: str, start: int, end: int) -> tuple[int, int]:
+    """The 1-based lines of ``text`` that ``start`` and ``end`` (a span's) fall on."""
+    first = len(_LINE_BREAK.findall(text, 0, start)) + 1
+    return first, first + len(_LINE_BREAK.findall(text, start, max(start, end - 1)))
+
+
+_LINE_BREAK = re.compile(r"\r\n?|\n")
 
 
 def _spans(text: str, doc: str, format: str) -> dict[str, tuple[int, int, tuple[str, ...]]]:
@@ -351,7 +360,7 @@ class Shown:
         return h.doc or h.id
 
     def to_json(self) -> dict:
-        out = {**self.hit.to_json(), "rank": self.rank, "line": self.place.line,
+        out = {**self.hit.to_json(), "rank": self.rank, "line": self.place.line, "last_line": self.place.last_line,
                "path": str(self.place.path) if self.place.path else None,
                "headings": list(self.place.headings) if self.place.headings is not None else None,
                "context": self.context, "paragraph": paragraph_spans(self),

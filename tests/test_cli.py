@@ -26,7 +26,9 @@ def corpus(tmp_path):
 
 
 @pytest.mark.jvm
-def test_encode_index_search_run_explain(tmp_path, corpus, tiny_model_dir, cli):
+def test_encode_index_search_run_explain(tmp_path, corpus, tiny_model_dir, cli, monkeypatch):
+    from sparc_es.evaluation import runs as runs_module
+
     enc, idx = tmp_path / "enc", tmp_path / "idx"
     rc, out, err = cli("encode", "--corpus", corpus, "--output", enc, "--model", tiny_model_dir,
                        "--top-k", 32, "--quiet")
@@ -59,6 +61,24 @@ def test_encode_index_search_run_explain(tmp_path, corpus, tiny_model_dir, cli):
         ranks = [(int(r[3]), float(r[4])) for r in rows if r[0] == qid]
         assert [r for r, _ in ranks] == list(range(1, len(ranks) + 1))
         assert [s for _, s in ranks] == sorted((s for _, s in ranks), reverse=True)
+
+    # a second run to the same file says it replaced it; a stopped one keeps it as it was, and says so
+    written = (tmp_path / "run.trec").read_text()
+    rc, out, err = cli("run", "--index", idx, "--topics", topics, "--output", tmp_path / "run.trec", "-k", 5,
+                       "--tag", "tiny")
+    assert rc == 0 and f"wrote 2 queries to {tmp_path / 'run.trec'} (replacing the run file there)" in out, out
+    from sparc_es.cli import run as run_cli
+
+    monkeypatch.setattr(run_cli, "RUN_BATCH", 1)
+    real = runs_module._search_batch
+    monkeypatch.setattr(runs_module, "_search_batch", lambda engine, part, *a: (
+        real(engine, part, *a) if part[0][0] == "q1" else (_ for _ in ()).throw(KeyboardInterrupt)))
+    rc, out, err = cli("run", "--index", idx, "--topics", topics, "--output", tmp_path / "run.trec", "-k", 5,
+                       "--tag", "tiny", "--quiet")
+    assert rc == 130 and err == ("sparc-es: run stopped after 1 of 2 queries: the run file already there is as it "
+                                 "was; run the same command again to search them all\n"), err
+    assert (tmp_path / "run.trec").read_text() == written and not (tmp_path / "run.trec.partial").exists()
+    monkeypatch.undo()
 
     rc, out, _ = cli("explain", "--model", tiny_model_dir, "--json", "--top", 5, "Paris is big.")
     pairs = json.loads(out)

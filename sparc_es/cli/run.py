@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from sparc_es.cli.options import check_depth, engine_args, hit_count, open_engine, positive, refuse
@@ -35,9 +36,12 @@ def add_parser(sub) -> None:
                         "top --depth sentences, document ids in the run file (for document-level qrels)")
     p.add_argument("--depth", type=hit_count,
                    help="with --documents: sentences retrieved per query before grouping (default: 1000)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def command(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
     from sparc_es.evaluation.runs import RunFile, hit_documents, index_documents, write_runs
     from sparc_es.evaluation.trec import read_topics, run_tag
 
@@ -60,14 +64,30 @@ def command(args: argparse.Namespace) -> int:
         documents = None
         if args.documents:  # Elasticsearch's hits carry their document; a Lucene index's store has it
             documents = hit_documents if args.engine == "es" else index_documents(args.index)
-        [written] = write_runs([RunFile(engine, Path(args.output), tag)], topics, args.k,
-                               depth=depth if args.documents else args.k, threads=args.threads or 1,
-                               batch=RUN_BATCH, min_score=args.min_score, documents=documents)
+        replaced = Path(args.output).is_file()
+        searched = 0
+
+        def progress(done: int) -> None:
+            nonlocal searched
+            bar.update(done - searched)
+            searched = done
+
+        with tqdm(total=len(topics), unit="query", desc="run", disable=args.quiet, file=sys.stderr,
+                  leave=False) as bar:
+            try:
+                [written] = write_runs([RunFile(engine, Path(args.output), tag)], topics, args.k,
+                                       depth=depth if args.documents else args.k, threads=args.threads or 1,
+                                       batch=RUN_BATCH, min_score=args.min_score, documents=documents,
+                                       progress=progress)
+            except KeyboardInterrupt:  # a run file is written whole or not at all: nothing to resume
+                kept = "the run file already there is as it was" if replaced else "no run file was written"
+                raise KeyboardInterrupt(f"run stopped after {searched:,} of {len(topics):,} queries: {kept}; run "
+                                        "the same command again to search them all") from None
     finally:
         engine.close()
     if written.short:
         warn(f"{written.short} of {len(topics)} queries have fewer than {args.k} documents among their top "
              f"{depth} sentences; raise --depth for more")
-    print(f"wrote {len(topics)} queries to {args.output} in {written.seconds:.1f} s "
-          f"({1000 * written.seconds / max(len(topics), 1):.1f} ms/query)")
+    print(f"wrote {len(topics)} queries to {args.output}{' (replacing the run file there)' if replaced else ''} "
+          f"in {written.seconds:.1f} s ({1000 * written.seconds / max(len(topics), 1):.1f} ms/query)")
     return 0

@@ -300,11 +300,9 @@ class _EncodeRun:
         encoding), counting the corpus statistics of IDF weighting and the lexical term; with
         ``overwrite``, then remove what sparc-es had written in the folder, but an unfinished encode,
         which is resumed where its settings and corpus are these (else started again)."""
-        if overwrite:  # refused before any work if sparc-es did not make the folder, or made it of another kind
-            folders.check_removable(self.out, option("--overwrite", "overwrite=True"), replaces=folders.ENCODED)
-            self.overwrite = True
-        counted = self.model if self.model.config.lexical or self.idf else None
-        self.total, self.statistics = self.backend.count(self.source, counted)
+        if overwrite:
+            self._may_overwrite()
+        self._count()
         if overwrite and not (self.out / PROGRESS).is_file():
             folders.remove(self.out)
         self.folder = self.out
@@ -314,15 +312,24 @@ class _EncodeRun:
         """``--overwrite`` of a finished encode: encode the corpus into a folder beside it and swap it
         in when complete (as an update does), so an interrupted run keeps the old folder whole and a
         rerun resumes the new one."""
-        folders.check_removable(self.out, option("--overwrite", "overwrite=True"), replaces=folders.ENCODED)
-        self.overwrite = True
-        counted = self.model if self.model.config.lexical or self.idf else None
-        self.total, self.statistics = self.backend.count(self.source, counted)
+        self._may_overwrite()
+        self._count()
         self.settings = self._settings()
         self.folder, retired = self._update_folders()
         manifest = self.encode()
         self._swap_in(retired)
         return manifest
+
+    def _may_overwrite(self) -> None:
+        """Refuse, before any work, an ``--overwrite`` of a folder sparc-es did not make, or made of
+        another kind (an index)."""
+        folders.check_removable(self.out, option("--overwrite", "overwrite=True"), replaces=folders.ENCODED)
+        self.overwrite = True
+
+    def _count(self) -> None:
+        """The first pass: the corpus's sentences and the statistics of IDF and the lexical term."""
+        counted = self.model if self.model.config.lexical or self.idf else None
+        self.total, self.statistics = self.backend.count(self.source, counted)
 
     def _swap_in(self, retired: Path) -> None:
         """Put the complete work folder in ``out``'s place, the folder it replaces removed."""

@@ -423,6 +423,9 @@ def test_the_page_shows_hits_with_the_questions_words_marked(server, tmp_path):
     assert hits[0]["where"] in first and '<div id="error" role="alert"></div>' in dom  # no error, and said if one
     assert 'aria-label="Your question"' in dom and 'id="status" role="status" aria-live="polite"' in dom
     assert "also in this paragraph (2):" in first  # the passage's other sentences, collapsed
+    others = hits[0]["collapsed"]  # each a link to where it is read (records with no file: the stored sentence)
+    for other in others:
+        assert f'<a href="sentences/{quote(other["id"], safe="")}">{other["text"]}</a>' in first, first
     # the API's notice on the page: none of the question's words is in the index, the hits match pieces
     odd = _dom(f"{server}/?{urlencode({'q': 'javascript', 'k': 3})}", tmp_path)
     status = odd.split('id="status"', 1)[1].split("</", 1)[0]
@@ -998,6 +1001,7 @@ def test_the_page_shows_a_hits_heading_path_its_paragraph_once_and_its_paragraph
         assert "Supplies" not in context and "arrives" not in context, context
         assert f"<mark>lamp</mark> <mark>oil</mark> {oil} in" in context, context  # marks where the words are
         assert [o["text"] for o in hit.get("collapsed", [])] == [f"The keeper orders lamp oil {oil} in March."], hit
-        assert "also in this paragraph (1):" in shown and f"oil {oil} in March.</li>" in shown, shown
+        assert "also in this paragraph (1):" in shown, shown
+        assert f'<a href="documents/keeper.md?line=9#L9">The keeper orders lamp oil {oil} in March.</a></li>' in shown
     finally:
         server.close()

@@ -370,8 +370,8 @@ class Shown:
         if self.covers_terms is not None:
             out["covers_bm25"] = self.covers_terms
         if self.others:
-            out["collapsed"] = [{"id": o.hit.id, "score": o.hit.score, "text": o.hit.text, "line": o.place.line}
-                                for o in self.others]
+            out["collapsed"] = [{"id": o.hit.id, "score": o.hit.score, "text": o.hit.text, "line": o.place.line,
+                                 "last_line": o.place.last_line} for o in self.others]
         return out
 
 

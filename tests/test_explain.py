@@ -467,6 +467,17 @@ def test_a_paragraph_written_twice_in_one_document_is_two_hits_not_one():
 
 
 @pytest.mark.jvm
+def test_a_cjk_word_the_corpus_holds_is_found(docs_index, cli):
+    """日本 was said "not found" above the sentence holding it: its stem was looked up, where the
+    tokenizer reads it as two words of their own (日, 本), both in the index."""
+    index = docs_index({"notes.md": "# Notes\n\n東京は日本の首都です。\n\nThe filters are in the left cupboard.\n"})
+    rc, out, _ = cli("search", "--index", index, "-k", 1, "日本", "韓国")
+    japan, korea = out.split("Q: ")[1:]
+    assert rc == 0 and "no word of the question" not in japan and "notes.md:3" in japan, japan
+    assert "no word of the question is in the index" in korea and "韓国 not found" in korea, korea
+
+
+@pytest.mark.jvm
 def test_a_word_only_a_section_title_holds_is_in_the_index(docs_index, cli):
     """"retrospective", a word of a heading alone, was said to be in no sentence ("no word of the
     question is in the index") above hits scoring 1.00 from that section: the BM25 side reads the

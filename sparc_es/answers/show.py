@@ -314,7 +314,9 @@ def match_question(question: str, queries, statistics=None, postings=None, title
     found: list[str] | None = []
     for w in words:
         pieces = tokenizer.tokenize(w)
-        if statistics is not None and statistics.stem_df is not None and w.isalpha():
+        # a word the tokenizer reads as words of their own (日本: 日, 本, as CJK is read) has no stem: its pieces are
+        separate = len(pieces) > 1 and not any(p.startswith("##") for p in pieces)
+        if statistics is not None and statistics.stem_df is not None and w.isalpha() and not separate:
             here = stem(w) in statistics.stem_df
         elif statistics is not None:
             ids = tokenizer.convert_tokens_to_ids(pieces)

@@ -113,6 +113,6 @@ def duration(seconds: float) -> str:
 
 def megabytes(folder) -> str:
     """The bytes of every file under ``folder``, in MB (``21.4 MB``)."""
-    from pathlib import Path
+    from sparc_es.layout.ownership import folder_size
 
-    return f"{sum(p.stat().st_size for p in Path(folder).rglob('*') if p.is_file()) / 1e6:,.1f} MB"
+    return f"{folder_size(folder) / 1e6:,.1f} MB"

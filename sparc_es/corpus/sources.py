@@ -735,7 +735,8 @@ class _Sites:
                 return True
             # a site's pages are its HTML; its Markdown and text files are plugins' copies of the
             # sources (mkdocs-llmstxt's llms-full.txt, index.md), read again in its pages
-            if not is_dir and format_of(path) != "html" and (format_of(path) or path.suffix.lower() in FOLDER_SUFFIXES):
+            read_as = None if is_dir else format_of(path) or (path.suffix.lower() in FOLDER_SUFFIXES and "records")
+            if read_as and read_as != "html":
                 self.left.append(f"{shown_path} (a {self.sites[site]} site's pages are its HTML)")
                 return True
         if is_dir and (in_project or any(_holds(path, f) for f in PROJECT_FILES)):

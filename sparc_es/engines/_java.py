@@ -148,11 +148,6 @@ def index_collection(collection: str, input_dir: Path, index_dir: Path, *extra: 
     return time.perf_counter() - started
 
 
-def folder_size(path: Path) -> int:
-    """Bytes of every file under ``path``."""
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
-
-
 def open_reader(index_dir: Path):
     """A Lucene ``DirectoryReader`` on ``index_dir``; :class:`EngineError` if it cannot be read."""
     start_jvm()

@@ -20,11 +20,12 @@ from pathlib import Path
 import numpy as np
 
 from sparc_es.corpus.sources import Sentence
-from sparc_es.engines._java import TopK, folder_size, index_collection, parts, start_jvm
+from sparc_es.engines._java import TopK, index_collection, parts, start_jvm
 from sparc_es.engines.base import Closing, Description, EngineKind, Hit, check_topics
 from sparc_es.engines.exact import ranked_batches
 from sparc_es.errors import StoreError, option
 from sparc_es.layout.names import BM25, LUCENE, SENTENCES
+from sparc_es.layout.ownership import folder_size
 from sparc_es.layout.store import SentenceStore
 from sparc_es.model.query import check_question
 

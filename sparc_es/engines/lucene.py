@@ -28,7 +28,7 @@ import orjson
 
 from sparc_es.engines import blend
 from sparc_es.engines._impacts import write_impact_index
-from sparc_es.engines._java import TopK, folder_size, index_documents, parts, start_jvm
+from sparc_es.engines._java import TopK, index_documents, parts, start_jvm
 from sparc_es.engines.base import Closing, Description, EngineKind, Hit, HybridMethod, check_topics
 from sparc_es.errors import EngineError, StoreError, count_mismatch, option
 from sparc_es.layout import ownership as folders
@@ -127,7 +127,7 @@ def _build(encoded: Path, folder: Path, manifest: Manifest, bm25: bool, progress
         texts = (Sentence(id=r["id"], text=r["contents"]) for r in iter_vectors(encoded))
         bm25_info = build_bm25_index(texts, folder / BM25)
     info = IndexInfo(engine=LUCENE, documents=docs, build_seconds=round(seconds, 2),
-                     bytes=folder_size(folder / LUCENE), encoded=str(encoded.resolve()), bm25=bm25_info,
+                     bytes=folders.folder_size(folder / LUCENE), encoded=str(encoded.resolve()), bm25=bm25_info,
                      built_at=datetime.now(UTC).isoformat(timespec="seconds"))
     manifest = manifest.replace(index=info)
     manifest.write(folder)

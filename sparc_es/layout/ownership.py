@@ -49,6 +49,11 @@ def is_ours(folder: str | Path) -> bool:
     return any(kind <= names for kind in _LEGACY)
 
 
+def folder_size(path: str | Path) -> int:
+    """Bytes of every file under ``path``."""
+    return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
+
+
 def maker(folder: str | Path) -> str | None:
     """The sparc-es command that made ``folder`` ("encode", "index", ...), as its marker says, or as
     an older layout shows; None when unknown."""

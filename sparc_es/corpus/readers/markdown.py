@@ -264,10 +264,10 @@ def _strip_markup(text: str, source: str = "") -> str:
     """A heading's or paragraph's ``text`` without a trailing attribute list; "" when every line of
     its ``source`` is extension markup (abbreviation definitions, snippet markers, [TOC], MyST
     targets) or it is an mkdocstrings ``::: identifier`` with its options."""
-    lines = [line.strip() for line in source.split("\n") if line.strip()]
+    raw = [line for line in source.split("\n") if line.strip()]
+    lines = [line.strip() for line in raw]
     if lines and all(_MARKUP_LINE.fullmatch(line) for line in lines):
         return ""
-    raw = [line for line in source.split("\n") if line.strip()]
     if raw and _AUTODOC.fullmatch(raw[0].strip()) and all(line[:1] in " \t" for line in raw[1:]):
         return ""
     autodoc = _AUTODOC.fullmatch(text.strip()) if not source else None

@@ -248,3 +248,12 @@ def test_library_settings_are_validated():
         SparcConfig(max_over="everything")
     with pytest.raises(SparcError, match="mask probability"):
         AdaptConfig(mask_probability=1.5)
+
+
+def test_a_misspelt_override_names_the_config_fields(tiny_model_dir):
+    """``SparcModel.load(topk=10)`` was a bare TypeError from the dataclass."""
+    from sparc_es.errors import ModelError
+    from sparc_es.model import SparcModel
+
+    with pytest.raises(ModelError, match="no SPARC config field 'topk'; the fields are w, top_k, "):
+        SparcModel.load(tiny_model_dir, topk=10)

@@ -189,6 +189,10 @@ class SparcModel:
                 raise ModelError(f"{sparc_file}: invalid SPARC config ({e})") from None
         else:
             config = SparcConfig(base_model=base_provenance(path, weights))
+        unknown = sorted(set(overrides) - {f.name for f in dataclasses.fields(SparcConfig)})
+        if unknown:
+            raise ModelError(f"no SPARC config field {', '.join(map(repr, unknown))}; the fields are "
+                             + ", ".join(f.name for f in dataclasses.fields(SparcConfig)))
         config = dataclasses.replace(config, **overrides)
 
         def where(name: str) -> Path:

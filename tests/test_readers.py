@@ -353,6 +353,16 @@ def test_mkdocs_material_pages_read_as_the_site_shows_them():
     assert headings == ["Members options", "Sorting", "Loading", "griffe.Loader"]
 
 
+def test_emoji_shortcodes_are_images_not_words():
+    """:warning: in a heading was part of every heading path under it; names that are no emoji
+    (:param:), code spans and shortcodes between brackets or words stay as written."""
+    page = ("# :warning: Breaking changes :tada:\n\nWorks :+1: here, `:x:` and :param: and a[:x:] and 1:x:2.\n\n"
+            "| Check | Status |\n|---|---|\n| lint | :white_check_mark: passed |\n")
+    got = [(s.text, s.headings) for s in split_document(page, "changes.md", "markdown")]
+    assert got == [("Works here, :x: and :param: and a[:x:] and 1:x:2.", "Breaking changes"),
+                   ("Check: lint; Status: passed", "Breaking changes")]
+
+
 MATERIAL_HTML = """<html><head><title>x</title></head><body>
 <a href="#members" class="md-skip">Skip to content</a>
 <article class="md-content__inner">

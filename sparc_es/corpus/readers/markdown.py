@@ -3,7 +3,7 @@
 The Python-Markdown extensions MkDocs-Material sites use are read as they show: admonitions and
 collapsible blocks (their title is context, like a heading), content tabs (their label likewise),
 attribute lists, abbreviation definitions, snippet markers and ``[TOC]`` (markup, left out), icon
-shortcodes (images, left out), inline-highlight prefixes, MyST roles and reference links whose
+shortcodes and emoji shortcodes (images, left out), inline-highlight prefixes, MyST roles and reference links whose
 label the file does not define (their text, as the site shows it). A definition list's term leads
 into its definitions, as a paragraph leads into a list. MyST directives whose body
 is prose (```` ```{note} ````, ```` ````{admonition} Title ````, ``:::{versionchanged} 2.0``, tabs,
@@ -314,6 +314,34 @@ _HELD = re.compile("\ue000(\\d+)\ue001")  # what is held out of the text while r
 # inside a word, with a word right inside them, so Django==4.2, g++/clang++, a == b, x^2+y^2 and
 # HEAD~1 stay as written; a lone ^ or ~ only around one short word (sub~scripts~, n^th^, H^2^O, CSS^†^).
 _KEYS = re.compile(r'(?<![\w+])\+\+((?:"[^"\n]+"|[\w-]+)(?:\+(?:"[^"\n]+"|[\w-]+))*)\+\+(?![\w+])')
+# An emoji shortcode (:warning:, :+1:), which GitHub and pymdownx.emoji show as an image: no text,
+# as an icon is none. Only known names: :param: or :class: in a page is text. Not inside brackets,
+# quotes or between words (a[:x:], alt=":heart:", 1:x:2). The space before one goes with it where
+# punctuation follows ("move on :smile:.").
+_SHORTCODE = re.compile(r"""(\s*)(?<![\w:\[("']):([\w+-]+):(?![\w:\])"'])(?=(\s*[.,;!?]|\s*$)?)""")
+
+
+@lru_cache(maxsize=1)
+def _emoji_names() -> frozenset[str]:
+    """Every emoji's English name and aliases, without their colons (the emoji package's data)."""
+    from emoji import EMOJI_DATA
+
+    return frozenset(name.strip(":") for data in EMOJI_DATA.values()
+                     for name in (data["en"], *data.get("alias", ())))
+
+
+def _without_emoji(text: str) -> str:
+    """``text`` without its emoji shortcodes."""
+    if ":" not in text:
+        return text
+    def drop(m: re.Match) -> str:
+        if m.group(2) not in _emoji_names():
+            return m.group(0)
+        return "" if m.group(3) is not None else m.group(1)
+
+    return _SHORTCODE.sub(drop, text)
+
+
 _PAIRED = re.compile(r"(?<![\w=^~])(==|\^\^|~~)(?=[\w\ue000])(.+?)(?<=[^\s=^~])\1(?![\w=^~])"
                      r"|(?<=\w)([\^~])([A-Za-z0-9]{1,12}|[^\x00-\x7f\s])\3")
 _ESCAPED = frozenset("[]^~=+")  # escaped, they are text: no reference link and no pymdown marker
@@ -377,6 +405,7 @@ def _inline(token) -> str:
         return ""  # images alone: badges
     text = _KEYS.sub(lambda m: m.group(1).replace('"', ""), text)
     text = _PAIRED.sub(lambda m: m.group(2) if m.group(1) else m.group(4), text)
+    text = _without_emoji(text)
     return squash(_HELD.sub(lambda m: held[int(m.group(1))], text) if held else text)
 
 

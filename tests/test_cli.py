@@ -492,6 +492,8 @@ def test_query_dsl_prints_what_search_on_elasticsearch_sends(cli):
     assert head == "GET /notes/_search" and json.loads(body)["size"] == 10
     rc, _, err = cli("query-dsl", "  ")
     assert rc == 1 and "empty question" in err
+    rc, _, err = cli("query-dsl", "\x01\u200b")  # no character to show: it was a search for nothing
+    assert rc == 1 and "the question '\\x01\\u200b' has no character to show" in err
 
 
 @pytest.mark.jvm

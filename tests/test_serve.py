@@ -304,6 +304,8 @@ def test_explain_says_why_each_hit_scored(server, engine):
     ("GET", "/search?q=%20%20", None, None, 422, "empty question"),
     ("POST", "/search", {"k": 3}, None, 422, "question: field required"),
     ("POST", "/search", {"question": " ", "k": 3}, None, 422, "question: empty question"),
+    ("GET", "/search?q=%00", None, None, 422, "has no character to show, only control or format characters"),
+    ("POST", "/search", {"question": "\u200b\x01"}, None, 422, "question: the question '\\u200b\\x01' has no"),
     ("POST", "/search", {"question": "java", "k": 5000}, None, 422, "k: input should be less than or equal"),
     ("POST", "/search", {"question": "java", "kk": 3}, None, 422, "kk: extra inputs are not permitted"),
     ("POST", "/search", {"question": "java", "k": True}, None, 422, "k: input should be a valid integer"),

@@ -27,6 +27,7 @@ from sparc_es.errors import SparcError, option
 from sparc_es.layout.manifest import Manifest
 from sparc_es.layout.names import LUCENE
 from sparc_es.layout.records import quantize
+from sparc_es.model.query import check_question
 
 # How many hits a rank may reach, and how deep the search looks for an id's rank.
 RANK_DEPTH = 1000
@@ -136,8 +137,7 @@ class Explainer(Closing):
 
     def explain(self, question: str, wanted: list[str]) -> dict:
         """The explanation of ``wanted`` hits for ``question`` as a JSON object (see :func:`table`)."""
-        if not question.strip():
-            raise SparcError("empty question")
+        check_question(question, asked=True)
         if not wanted:
             raise SparcError("name at least one hit to explain: its id or its rank")
         bag = self.sparc.queries.encode(question)  # what the engine asks: integer counts

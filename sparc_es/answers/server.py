@@ -86,10 +86,8 @@ class ApiError(Exception):
 def _question(value: str) -> str:
     from sparc_es.model.query import check_question
 
-    if not value.strip():
-        raise ValueError("empty question")
     try:
-        return check_question(value)
+        return check_question(value, asked=True)
     except SparcError as e:
         raise ValueError(str(e)) from None
 

@@ -80,11 +80,9 @@ def _explain_hits(args: argparse.Namespace) -> int:
     if len(args.text) < 2:
         raise SparcError("explain --index INDEX \"question\" ID_OR_RANK ...: name at least one hit (its id or rank)")
     question, wanted = args.text[0], args.text[1:]
-    if not question.strip():
-        raise SparcError("empty question")
     from sparc_es.model.query import check_question
 
-    check_question(question)
+    check_question(question, asked=True)
     set_threads(args.threads)
     device = resolve_device(args.device)
     engine = open_engine("lucene", args.index, hybrid=args.hybrid or "default", hybrid_weight=args.hybrid_weight,

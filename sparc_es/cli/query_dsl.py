@@ -51,9 +51,7 @@ def command(args: argparse.Namespace) -> int:
     from sparc_es.model.query import check_question
 
     no_bm25_weight(args)
-    check_question(args.question)
-    if not args.question.strip():
-        raise SparcError("empty question")
+    check_question(args.question, asked=True)
     HybridChoice.of("es", args.hybrid or "default", args.hybrid_weight)  # its rules, before anything is read
     name = es_index(args, " (the request's GET /INDEX/_search line names it, also with --index)")
     if args.es_url or os.environ.get("SPARC_ES_URL"):

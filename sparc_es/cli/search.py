@@ -47,12 +47,10 @@ def command(args: argparse.Namespace) -> int:
         if len(args.question) > 1:
             raise SparcError("'-' (questions from standard input) goes alone, without other questions")
         return _search_stdin(args)
-    if any(not q.strip() for q in args.question):
-        raise SparcError("empty question")
     from sparc_es.model.query import check_question
 
     for question in args.question:
-        check_question(question)
+        check_question(question, asked=True)
     check_depth(args)
     engine = open_engine(args)
     answers = []

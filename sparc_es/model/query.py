@@ -121,13 +121,19 @@ class QueryEncoder:
 MAX_QUESTION = 20_000
 
 
-def check_question(question: str) -> str:
+def check_question(question: str, asked: bool = False) -> str:
     """``question``, or a one-line :class:`~sparc_es.errors.SparcError` when it is not text: a byte
     that is not UTF-8 (an argument or a line read with surrogate escapes) or a lone surrogate (JSON
     allows ``"\\ud800"``), which no tokenizer takes; or when it is longer than
-    :data:`MAX_QUESTION` characters."""
+    :data:`MAX_QUESTION` characters. ``asked``: a question a person asked (search, explain, the
+    API), which must have a character to show: blank or control characters alone are refused (a
+    batch's empty topic is not: it finds nothing)."""
     if not isinstance(question, str):
         raise SparcError(f"a question is text, not {type(question).__name__}")
+    if asked and not any(c.isprintable() and not c.isspace() for c in question):
+        raise SparcError("empty question" if not question.strip() else
+                         f"the question '{question.encode('unicode_escape').decode()[:80]}' has no character to "
+                         "show, only control or format characters")
     if len(question) > MAX_QUESTION:
         raise SparcError(f"the question is {len(question):,} characters long, over the {MAX_QUESTION:,} a question "
                          f"may have: shorten it to its key sentences ('{question[:40]}...')")

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from sparc_es.corpus.sources import read_corpus, sentence_key, split_document
+from sparc_es.corpus.sources import ReadStats, read_corpus, read_document, sentence_key, split_document
 from sparc_es.errors import InputError
 
 
@@ -47,8 +47,23 @@ def test_non_utf8_is_located(tmp_path):
     with pytest.raises(InputError, match=r"c.jsonl:2: not valid UTF-8 \(byte 0xe9\)"):
         list(read_corpus([f]))
     doc = write(tmp_path / "d.md", b"# Title\n\nFine line.\nBad \xff line.\n")
-    with pytest.raises(InputError, match=r"d.md:4: not valid UTF-8"):
-        list(read_corpus([doc]))
+    with pytest.raises(InputError, match=r"d.md:4: not valid UTF-8"):  # no stats to say so in
+        list(read_document(doc))
+
+
+def test_a_document_that_is_not_utf8_is_read_and_named(tmp_path):
+    """One old file stopped a whole folder's encode; its bad bytes are now read as U+FFFD (as Sphinx
+    does) and the encode's warning names the file and line. A page that declares its encoding is
+    read in it, as a browser does (ISO-8859-1 as windows-1252)."""
+    doc = write(tmp_path / "d.md", b"# Title\n\nFine line.\nBad \xff line.\n")
+    write(tmp_path / "old.html", b'<html><head><meta http-equiv="Content-Type" content="text/html; charset='
+                                 b'iso-8859-1"></head><body><p>A caf\xe9 \x93quoted\x94.</p></body></html>')
+    stats = ReadStats()
+    got = [(s.doc, s.text) for s in read_corpus([tmp_path], stats)]
+    assert got == [("d.md", "Fine line."), ("d.md", "Bad \ufffd line."),
+                   ("old.html", "A caf\u00e9 \u201cquoted\u201d.")]
+    assert stats.cut_examples == [f"{doc}:4: not valid UTF-8: 1 byte sequence read as U+FFFD "
+                                  "(re-encode the file as UTF-8)"]
 
 
 def test_duplicate_ids_across_files(tmp_path):

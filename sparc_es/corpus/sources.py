@@ -236,6 +236,40 @@ def _decode(raw: bytes, path: Path, line: int | None = None) -> str:
                                "re-encode the file as UTF-8", line) from None
 
 
+# An HTML page's declared encoding, in its first 1,024 bytes as browsers look for it (WHATWG's
+# prescan): <meta charset="x"> or <meta http-equiv="Content-Type" content="text/html; charset=x">.
+_HTML_CHARSET = re.compile(rb"""<meta[^>]*?charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.IGNORECASE)
+# Labels browsers read as another encoding than Python's codec of that name (WHATWG Encoding).
+_BROWSER_CODEC = {"iso-8859-1": "windows-1252", "latin1": "windows-1252", "latin-1": "windows-1252",
+                  "us-ascii": "windows-1252", "ascii": "windows-1252", "iso-8859-9": "windows-1254"}
+
+
+def _document_text(raw: bytes, path: Path, format: str, stats: ReadStats | None) -> str:
+    """The text of a document file: UTF-8, or the encoding an HTML page declares; bytes that are
+    neither are read as U+FFFD and noted in ``stats`` (as Sphinx replaces and warns), so one old
+    file does not stop a folder. With no ``stats`` to note them in, they are an :class:`InputError`."""
+    if format == "html" and not raw.startswith(BOM.encode()):
+        declared = _HTML_CHARSET.search(raw[:1024])
+        name = declared.group(1).decode("ascii").lower() if declared is not None else ""
+        codec = _BROWSER_CODEC.get(name, name)
+        if codec and codec.replace("_", "-") not in ("utf-8", "utf8"):
+            try:
+                return raw.decode(codec, "replace")
+            except LookupError:  # a label Python does not know: read as UTF-8 below
+                pass
+    try:
+        return _decode(raw, path)
+    except InputError as e:
+        if stats is None:
+            raise
+        text = raw.decode("utf-8", "replace")
+        text = text[1:] if text.startswith(BOM) else text
+        bad = text.count("\ufffd") - raw.decode("utf-8", "ignore").count("\ufffd")
+        stats.note_cut(str(path), e.line, f"not valid UTF-8: {counted(bad, 'byte sequence')} read as U+FFFD "
+                                          "(re-encode the file as UTF-8)")
+        return text
+
+
 def _jsonl_lines(path: Path, stats: ReadStats) -> Iterator[tuple[int, Sentence]]:
     contexts = _Contexts()
     with open(path, "rb") as f:
@@ -595,10 +629,13 @@ def _count(stats: ReadStats, sid: str, *raw: str) -> None:
 
 def read_document(path: str | Path, doc_id: str | None = None, stats: ReadStats | None = None,
                   keep_code: bool = False) -> Iterator[Sentence]:
-    """Yield the sentences of one document file, read as its suffix says (offsets index its text)."""
+    """Yield the sentences of one document file, read as its suffix says (offsets index its text).
+    Bytes that are not UTF-8 (nor the encoding an HTML page declares) are read as U+FFFD and noted
+    in ``stats``; without ``stats`` they are an :class:`~sparc_es.errors.InputError`."""
     path = Path(path)
     format = format_of(path) or "text"
-    yield from document_sentences(_decode(path.read_bytes(), path), doc_id or path.name, stats, format=format,
+    text = _document_text(path.read_bytes(), path, format, stats)
+    yield from document_sentences(text, doc_id or path.name, stats, format=format,
                                   keep_code=keep_code, where=str(path))
 
 

@@ -302,6 +302,94 @@ def test_the_library_takes_a_path_and_a_model_name_and_says_what_is_wrong_in_one
         engine.search("llama")
 
 
+_SHARED = r"""
+import json, sys
+from concurrent.futures import ThreadPoolExecutor
+from sparc_es.engines import open_engine
+
+index, questions = sys.argv[1], json.loads(sys.argv[2])
+with open_engine("lucene", index) as engine, open_engine("bm25", index) as bm25:
+    ids = [h.id for q in questions for h in engine.search(q, 5)]
+    tokens = sorted({t for q in questions for t in engine.queries.bag(q)})
+
+    def look(q):
+        return (engine.stored(ids, tokens), engine.postings(tokens), engine.scores_of(q, ids),
+                [(h.id, h.score) for h in bm25.search(q, 5)])
+
+    want = [look(q) for q in questions]
+    wrong, errors = 0, []
+
+    def worker(n):
+        global wrong
+        for i in range(60):
+            q = (n + i) % len(questions)
+            try:
+                wrong += look(questions[q]) != want[q]
+            except Exception as e:
+                errors.append(f"{type(e).__name__}: {e}"[:200])
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(worker, range(4)))
+print(json.dumps({"wrong": wrong, "errors": errors[:3], "stored": sum(len(v) for v in want[0][0].values())}))
+"""
+
+
+@pytest.mark.jvm
+@pytest.mark.data
+def test_one_engine_shared_by_threads_reads_what_its_hits_store(squad_index, tmp_path):
+    """What a hit stores, the index's postings and Lucene's score of a hit, read by four threads at
+    once from one engine (as answer(), Presenter and Explainer do): pyjnius ran a shared Java
+    method on another thread's object, and the JVM raised NullPointerExceptions or crashed."""
+    import subprocess
+    import sys
+
+    root, questions = squad_index
+    run = subprocess.run([sys.executable, "-c", _SHARED, str(root / "index"), json.dumps(questions[:6])],
+                         capture_output=True, text=True, timeout=600, cwd=tmp_path)  # a JVM crash log lands there
+    assert run.returncode == 0, run.stderr[-2000:]
+    got = json.loads(run.stdout.strip().splitlines()[-1])
+    assert got["stored"] > 0 and got["wrong"] == 0 and got["errors"] == [], got
+
+
+_FIRST_OPEN = r"""
+import json, sys, threading
+from sparc_es.engines import open_engine
+
+got = []
+
+def first(n):
+    try:
+        with open_engine("lucene", sys.argv[1]) as engine:
+            got.append([h.id for h in engine.search(sys.argv[2], 3)])
+    except Exception as e:
+        got.append(f"{type(e).__name__}: {e}"[:200])
+
+threads = [threading.Thread(target=first, args=(n,)) for n in range(4)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(json.dumps(got))
+"""
+
+
+@pytest.mark.jvm
+@pytest.mark.data
+def test_threads_opening_engines_as_a_process_starts_all_get_one(squad_index, tmp_path):
+    """transformers imports its classes on first use: a second thread opening an engine at that
+    moment got ImportError ("cannot import name 'AutoTokenizer'"); and pyjnius's first lookup of a
+    Java class from two threads crashed the JVM."""
+    import subprocess
+    import sys
+
+    root, questions = squad_index
+    run = subprocess.run([sys.executable, "-c", _FIRST_OPEN, str(root / "index"), questions[0]],
+                         capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-2000:]  # the JVM crashed when two threads first looked a class up
+    got = json.loads(run.stdout.strip().splitlines()[-1])
+    assert len(got) == 4 and all(isinstance(g, list) and g == got[0] for g in got), got
+
+
 _CTRL_C = r"""
 import json, os, signal, sys, threading, time
 from pathlib import Path

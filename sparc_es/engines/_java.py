@@ -27,6 +27,12 @@ from sparc_es.errors import EngineError
 T = TypeVar("T")
 JAR = Path(__file__).with_name("java") / "sparc-es-lucene.jar"
 _lock = threading.Lock()
+# Held while Python looks Java classes up (autoclass), constructs Java objects or calls an instance
+# method: pyjnius does none of these safely from two threads at once. A class's first lookup
+# crashed the JVM (GetStaticMethodID), and an instance method is bound to its object on the
+# method's shared descriptor, so it ran on another thread's object. Searches and reads of an index
+# are static methods of sparces.lucene.Search, called without it.
+java_lock = threading.RLock()
 _started = False
 # Clauses a Lucene query may have (Lucene's default is 1,024): a question's distinct tokens and
 # words, fewer than 1.5 a character, so any question check_question lets through (MAX_QUESTION).
@@ -153,21 +159,23 @@ def open_reader(index_dir: Path):
     start_jvm()
     from jnius import JavaException, autoclass
 
-    file = autoclass("java.io.File")(str(index_dir))
-    try:
-        return autoclass("org.apache.lucene.index.DirectoryReader").open(
-            autoclass("org.apache.lucene.store.FSDirectory").open(file.toPath()))
-    except JavaException as e:
-        raise EngineError(f"cannot open the Lucene index {index_dir}: {e}") from None
+    with java_lock:
+        file = autoclass("java.io.File")(str(index_dir))
+        try:
+            return autoclass("org.apache.lucene.index.DirectoryReader").open(
+                autoclass("org.apache.lucene.store.FSDirectory").open(file.toPath()))
+        except JavaException as e:
+            raise EngineError(f"cannot open the Lucene index {index_dir}: {e}") from None
 
 
 def index_documents(index_dir: Path) -> int:
     """How many documents a Lucene index holds."""
     reader = open_reader(index_dir)
-    try:
-        return int(reader.numDocs())
-    finally:
-        reader.close()
+    with java_lock:
+        try:
+            return int(reader.numDocs())
+        finally:
+            reader.close()
 
 
 def parts(items: list, size: int = 1024) -> Iterator[list]:
@@ -191,15 +199,16 @@ class TopK:
         start_jvm()
         from jnius import JavaException, autoclass, cast
 
-        try:
-            self._search = autoclass("sparces.lucene.Search")
-        except JavaException:
-            raise EngineError(f"sparc-es's Java class is missing from the class path ({JAR}); was the JVM "
-                              "started before sparc_es configured it?") from None
-        self.reader = reader = open_reader(index_dir)
-        self.searcher = autoclass("org.apache.lucene.search.IndexSearcher")(
-            cast("org.apache.lucene.index.IndexReader", reader))
-        self.searcher.setSimilarity(similarity)
+        with java_lock:
+            try:
+                self._search = autoclass("sparces.lucene.Search")
+            except JavaException:
+                raise EngineError(f"sparc-es's Java class is missing from the class path ({JAR}); was the JVM "
+                                  "started before sparc_es configured it?") from None
+            self.reader = reader = open_reader(index_dir)
+            self.searcher = autoclass("org.apache.lucene.search.IndexSearcher")(
+                cast("org.apache.lucene.index.IndexReader", reader))
+            self.searcher.setSimilarity(similarity)
         self.closed = False
 
     def weighted(self, bag: dict[str, float], k: int) -> list[tuple[int, float, str]]:
@@ -239,57 +248,28 @@ class TopK:
     def doc_freqs(self, terms: list[str], field: str = "contents") -> dict[str, int]:
         """How many documents hold each of ``terms`` in ``field`` (Lucene's document frequency)."""
         self._ready()
-        from jnius import autoclass
-
-        term = autoclass("org.apache.lucene.index.Term")
-        return {t: int(self.reader.docFreq(term(field, t))) for t in terms}
+        return dict(zip(terms, self._search.docFreqs(self.searcher, field, terms))) if terms else {}
 
     def docids(self, values: list[str], field: str = "id") -> dict[str, int]:
         """The docid of the document whose ``field`` (an indexed string, as ``id`` is) is each of
         ``values``; values no document has are left out."""
         self._ready()
-        from jnius import autoclass
-
-        term = autoclass("org.apache.lucene.index.Term")
-        leaves = self.reader.leaves()
-        out: dict[str, int] = {}
-        for value in values:
-            for i in range(leaves.size()):
-                leaf = leaves.get(i)
-                postings = leaf.reader().postings(term(field, value))
-                if postings is not None:
-                    doc = postings.nextDoc()
-                    if doc != _NO_MORE_DOCS:
-                        out[value] = leaf.docBase + doc
-                        break
-        return out
+        found = self._search.docIds(self.searcher, field, values) if values else []
+        return {v: d for v, d in zip(values, found) if d >= 0}
 
     def freqs(self, terms: list[str], docids: list[int], field: str = "contents") -> dict[int, dict[str, int]]:
         """Each of ``docids``' frequency of each of ``terms`` in ``field``: in an impact index, the
         integer impact it stores for that term (terms it does not hold are left out)."""
         self._ready()
-        from jnius import autoclass
-
-        term = autoclass("org.apache.lucene.index.Term")
-        flags = autoclass("org.apache.lucene.index.PostingsEnum").FREQS
-        leaves = self.reader.leaves()
         out: dict[int, dict[str, int]] = {d: {} for d in docids}
-        for i in range(leaves.size()):
-            leaf = leaves.get(i)
-            base, size = leaf.docBase, leaf.reader().maxDoc()
-            here = sorted(d - base for d in set(docids) if base <= d < base + size)  # advance() goes forward only
-            if not here:
-                continue
-            for t in terms:
-                postings = leaf.reader().postings(term(field, t), flags)
-                if postings is None:
-                    continue
-                for local in here:
-                    doc = postings.docID() if postings.docID() >= local else postings.advance(local)
-                    if doc == _NO_MORE_DOCS:
-                        break
-                    if doc == local:
-                        out[base + local][t] = int(postings.freq())
+        if not terms or not docids:
+            return out
+        held = self._search.freqs(self.searcher, field, terms, docids)  # terms by rows
+        n = len(docids)
+        for t, term in enumerate(terms):
+            for i, d in enumerate(docids):
+                if held[t * n + i]:
+                    out[d][term] = int(held[t * n + i])
         return out
 
     def score(self, bag: dict[str, float], docid: int) -> float:
@@ -297,11 +277,11 @@ class TopK:
         ``explain``: the same query, similarity and float sum); 0 when it does not match."""
         self._ready()
         query = self._search.weighted("contents", list(bag), [float(w) for w in bag.values()], 0, len(bag))
-        return float(self.searcher.explain(query, docid).getValue().floatValue())
+        return float(self._search.score(self.searcher, query, docid))
 
     def close(self) -> None:
         self.closed = True
-        self.reader.close()
+        with java_lock:
+            self.reader.close()
 
 
-_NO_MORE_DOCS = 2**31 - 1  # Lucene's DocIdSetIterator.NO_MORE_DOCS

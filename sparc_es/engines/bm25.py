@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from sparc_es.corpus.sources import Sentence
-from sparc_es.engines._java import TopK, index_collection, parts, start_jvm
+from sparc_es.engines._java import TopK, index_collection, java_lock, parts, start_jvm
 from sparc_es.engines.base import Closing, Description, EngineKind, Hit, check_topics
 from sparc_es.engines.exact import ranked_batches
 from sparc_es.errors import StoreError, option
@@ -61,10 +61,11 @@ class LuceneBM25(Closing):
         start_jvm()
         from jnius import autoclass
 
-        similarity = autoclass("org.apache.lucene.search.similarities.BM25Similarity")(0.9, 0.4)
-        self.searcher = TopK(folder / LUCENE, similarity)
-        self._analyzer = autoclass("io.anserini.analysis.DefaultEnglishAnalyzer").newDefaultInstance()
-        self._generator = autoclass("io.anserini.search.query.BagOfWordsQueryGenerator")()
+        with java_lock:
+            similarity = autoclass("org.apache.lucene.search.similarities.BM25Similarity")(0.9, 0.4)
+            self.searcher = TopK(folder / LUCENE, similarity)
+            self._analyzer = autoclass("io.anserini.analysis.DefaultEnglishAnalyzer").newDefaultInstance()
+            self._generator = autoclass("io.anserini.search.query.BagOfWordsQueryGenerator")()
         self.store = None
         self.store_path = folder.parent / SENTENCES  # the sparc-es index it sits in, if any
 
@@ -93,7 +94,8 @@ class LuceneBM25(Closing):
         topics = check_topics(topics, threads)
         out: dict[str, list[Hit]] = {}
         for part in parts(topics):
-            queries = [self._generator.buildQuery(LUCENE_FIELD, self._analyzer, check_question(q)) for _, q in part]
+            with java_lock:
+                queries = [self._generator.buildQuery(LUCENE_FIELD, self._analyzer, check_question(q)) for _, q in part]
             for (qid, _), hits in zip(part, self.searcher.queries(queries, k, threads)):
                 out[qid] = [Hit(id=sentence_id, score=float(score), order=docid) for docid, score, sentence_id in hits]
         return out

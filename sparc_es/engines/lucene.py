@@ -28,7 +28,7 @@ import orjson
 
 from sparc_es.engines import blend
 from sparc_es.engines._impacts import write_impact_index
-from sparc_es.engines._java import TopK, index_documents, parts, start_jvm
+from sparc_es.engines._java import TopK, index_documents, java_lock, parts, start_jvm
 from sparc_es.engines.base import Closing, Description, EngineKind, Hit, HybridMethod, check_topics
 from sparc_es.errors import EngineError, StoreError, count_mismatch, option
 from sparc_es.layout import ownership as folders
@@ -151,9 +151,10 @@ class LuceneEngine(Closing):
 
     ``bm25_share`` None: SPARC alone, scores in model units (the integer sum over the factor).
     A share a in [0, 1]: the one-request sum of SPARC and BM25 (:mod:`~sparc_es.engines.blend`),
-    scores the fraction of the question's attainable score. ``search`` and ``batch_search`` may be
-    called from several threads at once; :meth:`asked` changes the engine for every thread, so it
-    is for an engine one thread uses (the server's worker).
+    scores the fraction of the question's attainable score. ``search``, ``batch_search`` and the
+    reads of what the index holds (``postings``, ``stored``, ``scores_of``) may be called from
+    several threads at once; :meth:`asked` changes the engine for every thread, so it is for an
+    engine one thread uses (the server's worker).
     """
 
     def __init__(self, folder: str | Path, bm25_share: float | None = None) -> None:
@@ -176,7 +177,8 @@ class LuceneEngine(Closing):
         start_jvm()
         from jnius import autoclass
 
-        self.searcher = TopK(self.path / LUCENE, autoclass("io.anserini.search.similarity.ImpactSimilarity")())
+        with java_lock:
+            self.searcher = TopK(self.path / LUCENE, autoclass("io.anserini.search.similarity.ImpactSimilarity")())
 
     @contextmanager
     def asked(self, bm25_share: float | None):

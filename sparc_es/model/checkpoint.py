@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -150,6 +151,19 @@ def versions() -> dict:
     from sparc_es import __version__
 
     return {"sparc_es": __version__, "torch": torch.__version__, "transformers": transformers.__version__}
+
+
+_IMPORTING = threading.Lock()
+
+
+def from_transformers(*names: str) -> tuple:
+    """``from transformers import *names``, one thread at a time: transformers imports its classes
+    lazily, on first access, and a second thread asking at the same moment got ImportError
+    ("cannot import name 'AutoTokenizer'")."""
+    with _IMPORTING:
+        import transformers
+
+        return tuple(getattr(transformers, name) for name in names)
 
 
 @contextmanager

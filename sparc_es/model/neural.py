@@ -34,6 +34,7 @@ from sparc_es.model.checkpoint import (
     DEFAULT_MODEL,
     SPARC_CONFIG,
     base_provenance,
+    from_transformers,
     give_umask_mode,
     quiet_transformers,
     resolve_model_path,
@@ -178,7 +179,7 @@ class SparcModel:
         """:meth:`load` of a resolved folder. ``nested``: this is a passage encoder, which may not
         have one of its own, so that loading never recurses whatever the folders and links say."""
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # weights come from local folders, never a hub
-        from transformers import AutoModel, AutoTokenizer
+        AutoModel, AutoTokenizer = from_transformers("AutoModel", "AutoTokenizer")
 
         weights = weights_file(path)
         sparc_file = path / SPARC_CONFIG

@@ -78,10 +78,10 @@ class QueryEncoder:
     @classmethod
     def load(cls, folder: str | Path = "default", weights: Mapping[str, float] | None = None) -> QueryEncoder:
         """The encoder of an encoded folder, index or model folder (see :func:`tokenizer_folder`)."""
-        from transformers import AutoTokenizer
-
         from sparc_es.errors import StoreError
-        from sparc_es.model.checkpoint import quiet_transformers
+        from sparc_es.model.checkpoint import from_transformers, quiet_transformers
+
+        (AutoTokenizer,) = from_transformers("AutoTokenizer")
 
         path = tokenizer_folder(folder)
         if not path.is_dir():  # else transformers reads the path as a model hub name and says so

@@ -6,6 +6,11 @@
  * Python proxy: at k = 1000 that is most of a query's time. Here the query is built, run with
  * Lucene's own top-score collector (ties go to the lower docid, which is input order), and the hits
  * come back as three arrays.
+ *
+ * Every method is static, so that Python calls no instance method of a shared Java object while it
+ * searches or reads what the index holds: pyjnius binds an instance method to its object on the
+ * method's shared descriptor, so two Python threads calling one (even on two objects of one class)
+ * can run it on the wrong object, and the JVM crashed.
  */
 package sparces.lucene;
 
@@ -20,7 +25,9 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 
 import org.apache.lucene.index.BinaryDocValues;
+import org.apache.lucene.index.IndexReader;
 import org.apache.lucene.index.LeafReaderContext;
+import org.apache.lucene.index.PostingsEnum;
 import org.apache.lucene.index.ReaderUtil;
 import org.apache.lucene.index.Term;
 import org.apache.lucene.search.BooleanClause;
@@ -266,5 +273,80 @@ public final class Search {
       }
     }
     return ids;
+  }
+
+  // --- what the index holds, for explaining hits -------------------------------------------
+
+  /** How many documents hold each term in {@code field} (Lucene's document frequency). */
+  public static int[] docFreqs(IndexSearcher searcher, String field, String[] terms) throws IOException {
+    IndexReader reader = searcher.getIndexReader();
+    int[] out = new int[terms.length];
+    for (int i = 0; i < terms.length; i++) {
+      out[i] = reader.docFreq(new Term(field, terms[i]));
+    }
+    return out;
+  }
+
+  /** The docid of the document whose indexed string {@code field} is each of {@code values}; -1 for none. */
+  public static int[] docIds(IndexSearcher searcher, String field, String[] values) throws IOException {
+    List<LeafReaderContext> leaves = searcher.getIndexReader().leaves();
+    int[] out = new int[values.length];
+    for (int i = 0; i < values.length; i++) {
+      out[i] = -1;
+      for (LeafReaderContext leaf : leaves) {
+        PostingsEnum postings = leaf.reader().postings(new Term(field, values[i]), PostingsEnum.NONE);
+        int doc = postings == null ? DocIdSetIterator.NO_MORE_DOCS : postings.nextDoc();
+        if (doc != DocIdSetIterator.NO_MORE_DOCS) {
+          out[i] = leaf.docBase + doc;
+          break;
+        }
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Each document's frequency of each term in {@code field}, terms by rows: out[t * docs.length + d]
+   * (0: not held). In an impact index a term's frequency is the integer impact the document stores.
+   */
+  public static int[] freqs(IndexSearcher searcher, String field, String[] terms, int[] docs) throws IOException {
+    int[] out = new int[terms.length * docs.length];
+    Integer[] order = new Integer[docs.length];
+    for (int i = 0; i < order.length; i++) {
+      order[i] = i;
+    }
+    Arrays.sort(order, (a, b) -> Integer.compare(docs[a], docs[b]));  // postings advance forward only
+    for (LeafReaderContext leaf : searcher.getIndexReader().leaves()) {
+      int base = leaf.docBase;
+      int end = base + leaf.reader().maxDoc();
+      for (int t = 0; t < terms.length; t++) {
+        PostingsEnum postings = null;
+        for (int i : order) {
+          if (docs[i] < base || docs[i] >= end) {
+            continue;
+          }
+          if (postings == null) {
+            postings = leaf.reader().postings(new Term(field, terms[t]), PostingsEnum.FREQS);
+            if (postings == null) {
+              break;
+            }
+          }
+          int local = docs[i] - base;
+          int doc = postings.docID() >= local ? postings.docID() : postings.advance(local);
+          if (doc == DocIdSetIterator.NO_MORE_DOCS) {
+            break;
+          }
+          if (doc == local) {
+            out[t * docs.length + i] = postings.freq();
+          }
+        }
+      }
+    }
+    return out;
+  }
+
+  /** The score the searcher gives document {@code doc} for {@code query} (its explanation's value). */
+  public static float score(IndexSearcher searcher, Query query, int doc) throws IOException {
+    return searcher.explain(query, doc).getValue().floatValue();
   }
 }

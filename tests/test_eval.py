@@ -562,6 +562,41 @@ def test_a_topics_files_header_line_is_not_a_question(tmp_path):
     assert list(read_topics(path)) == [("q1", "Which Java?"), ("qid", "question")]
 
 
+@pytest.mark.parametrize("header", ["qid\tquery_text", "id\ttitle", "_id\ttext", "query-id\tquery",
+                                    "Topic_ID\tQuestion", "number\ttopic"])
+def test_a_topics_header_of_usual_column_names_is_not_a_question(tmp_path, header):
+    """Only 'qid<TAB>question' and 'query_id<TAB>text' were headers: 'id<TAB>title' was searched as query 'id'."""
+    from sparc_es.evaluation.trec import read_topics
+
+    path = tmp_path / "t.tsv"
+    path.write_text(f"{header}\nq1\tWhich Java?\n")
+    assert list(read_topics(path)) == [("q1", "Which Java?")]
+
+
+@pytest.mark.parametrize("first", ["id\tWhich Java?", "qid\ttitle of the page", "question\tquery", "7\ttext"])
+def test_a_first_topic_is_never_taken_for_a_header(tmp_path, first):
+    from sparc_es.evaluation.trec import read_topics
+
+    path = tmp_path / "t.tsv"
+    path.write_text(f"{first}\nq1\tWhich Java?\n")
+    assert list(read_topics(path)) == [tuple(first.split("\t")), ("q1", "Which Java?")]
+
+
+def test_a_topics_line_with_a_third_column_is_refused_at_its_line(tmp_path):
+    """'q1<TAB>Who won?<TAB>Denver Broncos' was searched as 'Who won?\tDenver Broncos': the answer leaked in."""
+    from sparc_es.evaluation.trec import read_topics
+
+    path = tmp_path / "t.tsv"
+    path.write_text("q0\tWho lost?\nq1\tWho won?\tDenver Broncos\n")
+    with pytest.raises(InputError, match=r"t.tsv:2: expected 'qid<TAB>question', not 3 columns"):
+        list(read_topics(path))
+    path.write_text("qid\tquestion\tanswer\nq1\tWho won?\tDenver Broncos\n")  # a header does not excuse it
+    with pytest.raises(InputError, match=r"t.tsv:1: expected 'qid<TAB>question', not 3 columns"):
+        list(read_topics(path))
+    path.write_text("q1\tWho won?\t\r\n")  # an empty last column, as spreadsheets leave: nothing is added
+    assert list(read_topics(path)) == [("q1", "Who won?")]
+
+
 def test_a_run_writer_used_outside_its_with_says_how_to_use_it(tmp_path):
     from sparc_es.engines.base import Hit
     from sparc_es.errors import SparcError

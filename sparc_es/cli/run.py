@@ -23,7 +23,8 @@ def add_parser(sub) -> None:
                    "whose tokenizer and sentence store serve the questions and hits, as --tokenizer)")
     engine_args(p, ["lucene", "es", "bm25"])
     p.add_argument("--topics", required=True, metavar="TSV",
-                   help="the questions, one 'qid<TAB>question' per line (a first line 'qid<TAB>question' is a header)")
+                   help="the questions, one 'qid<TAB>question' per line, no third column (a first line of two "
+                   "column names, an id's and a text's, e.g. 'qid<TAB>question' or '_id<TAB>text', is a header)")
     p.add_argument("--output", required=True, metavar="RUN",
                    help="the TREC run file to write: 'qid Q0 sentence-id rank score tag' per line")
     p.add_argument("-k", type=hit_count, default=1000, help="hits per query (default: %(default)s)")

@@ -7,7 +7,6 @@ Readers stream, check every line and name the file and line of the first bad one
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
@@ -15,14 +14,21 @@ from sparc_es.corpus.ids import id_problem, shown
 from sparc_es.engines.base import Hit
 from sparc_es.errors import InputError, SparcError
 
-_HEADER = re.compile(r"q(uery)?[ _-]?id|id")
-_HEADER_TEXT = re.compile(r"question|query|text|topic")
+# A topics file's header: the usual names of an id column and of a text column (pandas, spreadsheets,
+# BEIR's and ir_datasets' exports), compared lowercased with " " and "-" read as "_".
+HEADER_IDS = frozenset({"qid", "q_id", "queryid", "query_id", "question_id", "id", "_id", "topic", "topic_id",
+                        "topicid", "number", "num"})
+HEADER_TEXTS = frozenset({"question", "query", "text", "topic", "title", "query_text", "question_text",
+                          "description"})
 
 
 def read_topics(path: str | Path) -> Iterator[tuple[str, str]]:
     """Yield (qid, question) from a ``qid<TAB>question`` file; blank lines are skipped, the whitespace
-    around a qid is not part of it, and a first line that is a header (``qid<TAB>question``,
-    ``query_id<TAB>text``, ...) is not a question."""
+    around a qid is not part of it, and a line with a third column is refused (it would be searched as
+    part of the question). A first line that is a header is not a question: its first column is an id
+    column's usual name (:data:`HEADER_IDS`: ``qid``, ``query_id``, ``_id``, ``id``, ``topic``,
+    ``number``, ...) and its second a text column's (:data:`HEADER_TEXTS`: ``question``, ``query``,
+    ``text``, ``query_text``, ``title``, ...), each a single word, never a question."""
     path = Path(path)
     if not path.is_file():
         raise InputError(path, "not a regular file" if path.exists() else "topics file not found")
@@ -36,7 +42,12 @@ def read_topics(path: str | Path) -> Iterator[tuple[str, str]]:
             qid = qid.strip()
             if not tab or not question.strip():
                 raise InputError(path, "expected 'qid<TAB>question'", lineno)
-            if not seen and _HEADER.fullmatch(qid.lower()) and _HEADER_TEXT.fullmatch(question.strip().lower()):
+            question, _, rest = question.partition("\t")
+            if rest.strip():  # an answer or a label column would have been searched with the question
+                columns = 3 + rest.count("\t")
+                raise InputError(path, f"expected 'qid<TAB>question', not {columns} columns (a question holds no "
+                                       "tab: the columns after it would be searched as part of it)", lineno)
+            if not seen and _header(qid, question):
                 continue  # a header line, as pandas and spreadsheets write one
             problem = id_problem(qid)
             if problem:
@@ -45,6 +56,14 @@ def read_topics(path: str | Path) -> Iterator[tuple[str, str]]:
                 raise InputError(path, f"duplicate query id {qid!r} (first at line {seen[qid]})", lineno)
             seen[qid] = lineno
             yield qid, question.strip()
+
+
+def _header(qid: str, question: str) -> bool:
+    """Whether a first line's two columns are an id column's and a text column's names."""
+    def name(column: str) -> str:
+        return "_".join(column.lower().replace("-", " ").split())
+
+    return name(qid) in HEADER_IDS and name(question) in HEADER_TEXTS
 
 
 def _ordered_micro_scores(hits: list[Hit]) -> list[int]:

@@ -59,6 +59,27 @@ def test_per_query_values_reproduce_trec_eval():
             assert round(value, 4) == expected[(measure, qid)], (measure, qid)
 
 
+@pytest.mark.data
+def test_a_run_with_columns_after_the_tag_is_read_as_trec_eval_reads_it(tmp_path):
+    """trec_eval reads a run line's first six columns; results.trunc has words after the tag on five lines
+    ("STANDARD more junk at"), which sparc-es refused: "expected 'qid Q0 docid rank score tag'"."""
+    from sparc_es.evaluation.measures import evaluate_file, score_file
+
+    folder = trec_eval_dir()
+    expected = reference(folder / "out.test.aqc")  # -c: a judged query without results counts 0, as here
+    qrels = read_qrels(folder / "qrels.test")
+    got = evaluate_file(folder / "results.trunc", qrels, TREC_EVAL)
+    assert set(got) == set(TREC_EVAL)
+    for measure in TREC_EVAL:
+        assert round(got[measure], 4) == expected[(measure, "all")], measure
+    values = score_file(folder / "results.trunc", qrels, TREC_EVAL).values
+    assert {(m, q): round(v, 4) for m, per in values.items() for q, v in per.items()} == \
+        {key: value for key, value in expected.items() if key[1] != "all"}
+    (tmp_path / "five.trec").write_text("q1 Q0 d1 1 2.0\n")  # the tag is still needed
+    with pytest.raises(InputError, match="five.trec:1: expected 'qid Q0 docid rank score tag'"):
+        read_run(tmp_path / "five.trec")
+
+
 def test_queries_without_results_count_as_zero():
     qrels = {"q1": {"a": 1}, "q2": {"b": 1}, "q3": {"c": 1}}
     run = {"q1": {"a": 2.0, "x": 1.0}, "q2": {"x": 3.0, "b": 1.0}}  # q3 never answered

@@ -20,6 +20,7 @@ HEADER_IDS = frozenset({"qid", "q_id", "queryid", "query_id", "question_id", "id
                         "topicid", "number", "num"})
 HEADER_TEXTS = frozenset({"question", "query", "text", "topic", "title", "query_text", "question_text",
                           "description"})
+RUN_LAYOUT = "qid Q0 docid rank score tag"  # then any columns, which trec_eval ignores
 
 
 def read_topics(path: str | Path) -> Iterator[tuple[str, str]]:
@@ -162,10 +163,11 @@ def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
 
 
 def read_run(path: str | Path) -> dict[str, dict[str, float]]:
-    """TREC run: ``qid Q0 docid rank score tag`` per line; a document listed twice for one query
-    is an error (trec_eval refuses the file, and which score counts would be a guess)."""
+    """TREC run: ``qid Q0 docid rank score tag`` per line, any columns after the tag ignored as
+    trec_eval ignores them (it reads the first six); a document listed twice for one query is an
+    error (trec_eval refuses the file, and which score counts would be a guess)."""
     run: dict[str, dict[str, float]] = {}
-    for lineno, qid, docid, score in _columns(path, "qid Q0 docid rank score tag", (0, 2, 4), float, "a number"):
+    for lineno, qid, docid, score in _columns(path, RUN_LAYOUT, (0, 2, 4), float, "a number", more=True):
         docs = run.setdefault(qid, {})
         if docid in docs:
             raise InputError(path, f"document {docid!r} is listed twice for query {qid!r}", lineno)
@@ -185,7 +187,7 @@ def iter_run(path: str | Path) -> Iterator[tuple[str, dict[str, float]]]:
     back after another query's raises :class:`RunNotGrouped`."""
     done: set[str] = set()
     qid, docs = None, {}
-    for lineno, q, docid, score in _columns(path, "qid Q0 docid rank score tag", (0, 2, 4), float, "a number"):
+    for lineno, q, docid, score in _columns(path, RUN_LAYOUT, (0, 2, 4), float, "a number", more=True):
         if q != qid:
             if qid is not None:
                 yield qid, docs
@@ -200,13 +202,14 @@ def iter_run(path: str | Path) -> Iterator[tuple[str, dict[str, float]]]:
         yield qid, docs
 
 
-def _columns(path: str | Path, layout: str, keep: tuple[int, int, int], kind: type, kind_name: str
-             ) -> Iterator[tuple[int, str, str, float]]:
+def _columns(path: str | Path, layout: str, keep: tuple[int, int, int], kind: type, kind_name: str,
+             more: bool = False) -> Iterator[tuple[int, str, str, float]]:
     """(line number, qid, docid, value) of each line laid out as ``layout``, the value converted by
-    ``kind`` and finite (NaN and infinity rank nowhere: trec_eval would sort them arbitrarily)."""
+    ``kind`` and finite (NaN and infinity rank nowhere: trec_eval would sort them arbitrarily).
+    With ``more``, columns after the layout's are allowed and ignored."""
     width = len(layout.split())
     for lineno, fields in _lines(path):
-        if len(fields) != width:
+        if len(fields) < width or (len(fields) > width and not more):
             raise InputError(path, f"expected '{layout}'", lineno)
         q, d, v = (fields[i] for i in keep)
         try:

@@ -356,6 +356,39 @@ def test_eval_of_an_empty_or_disjoint_run_is_refused(tmp_path, capsys):
     assert "MRR@1000    50.00" in capsys.readouterr().out
 
 
+def test_evaluate_in_memory_refuses_what_eval_refuses(tmp_path):
+    """evaluate(run, {}) was a ZeroDivisionError, and an empty or disjoint run scored 0.0 where
+    evaluate_file and `sparc-es eval` refuse it."""
+    from sparc_es.evaluation.measures import evaluate_file
+
+    qrels = {"q1": {"d1": 1}, "q2": {"d2": 1}}
+    (tmp_path / "run.trec").write_text("q1 Q0 d1 1 1.0 t\n")
+    for refused, says in ((lambda: evaluate({"q1": {"d1": 1.0}}, {}), "no qrels"),
+                          (lambda: evaluate_file(tmp_path / "run.trec", {}), "no qrels"),
+                          (lambda: evaluate({}, qrels), "the run: an empty run"),
+                          (lambda: evaluate({"q1": {}}, qrels), "the run: an empty run"),
+                          (lambda: evaluate({"x1": {"d1": 1.0}}, qrels), "the run: none of its 1 queries is judged"),
+                          (lambda: evaluate({"q1": {"x": 1.0}}, qrels), "the run: none of the documents it ranks")):
+        with pytest.raises(SparcError, match=says) as e:
+            refused()
+        assert not isinstance(e.value, InputError) or "run.trec" in str(e.value)
+    assert evaluate({"q1": {"d1": 1.0}}, qrels)["MRR@1000"] == pytest.approx(0.5)  # q2 unanswered: 0, as before
+
+
+def test_evaluate_takes_an_engines_hits_as_the_run_file_holds_them():
+    """evaluate({qid: [Hit, ...]}, qrels), batch_search's shape, was a TypeError deep in ir_measures."""
+    from sparc_es.engines.base import Hit
+    from sparc_es.evaluation.trec import run_of
+
+    qrels = {"q1": {"b": 1}, "q2": {"c": 1}}
+    hits = {"q1": [Hit("a", 2.0), Hit("b", 2.0)], "q2": [Hit("c", 1.0)]}  # a tie, ranked as shown
+    assert evaluate(hits, qrels) == evaluate(run_of(hits), qrels)
+    assert evaluate(hits, qrels)["MRR@1000"] == pytest.approx((1 / 2 + 1) / 2)
+    assert per_query(hits, qrels, "RR@1000") == {"q1": 0.5, "q2": 1.0}
+    with pytest.raises(SparcError, match="the run's query 'q1': expected its documents' scores"):
+        evaluate({"q1": [("a", 2.0)]}, qrels)
+
+
 def test_a_relevance_past_trec_evals_integer_is_refused_at_its_line(tmp_path):
     (tmp_path / "qrels.txt").write_text("q1 0 d1 1\nq1 0 d2 99999999999999999999\n")
     with pytest.raises(InputError, match=r"qrels.txt:2: relevance 99999999999999999999 is out of range"):

@@ -15,11 +15,15 @@ Reading and writing the TREC files themselves is :mod:`sparc_es.evaluation.trec`
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sparc_es.errors import InputError
+from sparc_es.errors import InputError, SparcError
+
+if TYPE_CHECKING:
+    from sparc_es.engines.base import Hit
 
 # name in reports -> ir_measures measure
 MEASURES = {"MRR@1000": "RR@1000", "R@1": "Success@1", "nDCG@10": "nDCG@10", "R@100": "R@100"}
@@ -27,14 +31,18 @@ MEASURES = {"MRR@1000": "RR@1000", "R@1": "Success@1", "nDCG@10": "nDCG@10", "R@
 Run = Mapping[str, Mapping[str, float]]  # qid -> docid -> score
 Qrels = Mapping[str, Mapping[str, int]]  # qid -> docid -> relevance
 Queries = Iterable[tuple[str, Mapping[str, float]]]  # a run one query at a time: (qid, docid -> score)
+Results = Mapping[str, Sequence["Hit"]]  # qid -> hits best first, as an engine's batch_search returns them
 
 CHUNK = 200  # queries handed to trec_eval's code at once
 
 
-def evaluate(run: Run | Queries, qrels: Qrels, measures: Mapping[str, str] = MEASURES) -> dict[str, float]:
+def evaluate(run: Run | Results | Queries, qrels: Qrels, measures: Mapping[str, str] = MEASURES
+             ) -> dict[str, float]:
     """Mean of each measure over all queries with qrels; missing or empty results score 0. ``run``
-    is a whole run or (qid, docs) pairs one query at a time, each query once."""
-    return _means(_per_query(run, qrels, measures), qrels)
+    is a whole run, an engine's hits (``batch_search``'s, scored as the run file ``run`` writes), or
+    (qid, docs) pairs one query at a time, each query once. A run or qrels that can measure nothing is
+    refused as :func:`score_file` refuses a file, a :class:`~sparc_es.errors.SparcError`."""
+    return _scored(run, qrels, measures, None).means(qrels)
 
 
 def evaluate_file(path: str | Path, qrels: Qrels, measures: Mapping[str, str] = MEASURES) -> dict[str, float]:
@@ -42,7 +50,7 @@ def evaluate_file(path: str | Path, qrels: Qrels, measures: Mapping[str, str] = 
     return score_file(path, qrels, measures).means(qrels)
 
 
-def per_query(run: Run | Queries, qrels: Qrels, measure: str) -> dict[str, float]:
+def per_query(run: Run | Results | Queries, qrels: Qrels, measure: str) -> dict[str, float]:
     """One measure per judged query (0 where the run has nothing for it)."""
     return _per_query(run, qrels, {measure: measure})[measure]
 
@@ -79,30 +87,60 @@ def score_file(path: str | Path, qrels: Qrels, measures: Mapping[str, str] = MEA
     e.g. sentence ids (``doc#key``) against qrels of documents (``sparc-es run --documents``)."""
     from sparc_es.evaluation.trec import RunNotGrouped, iter_run, read_run
 
-    seen: set[str] = set()
+    try:
+        return _scored(iter_run(path), qrels, measures, path)
+    except RunNotGrouped:
+        return _scored(read_run(path).items(), qrels, measures, path)
+
+
+def _scored(run: Run | Results | Queries, qrels: Qrels, measures: Mapping[str, str], path: str | Path | None
+            ) -> Scored:
+    """Each measure per judged query of ``run``, the run file ``path`` or (None) a run in memory, and
+    the checks that refuse a run or qrels that can measure nothing: :func:`score_file`'s and
+    :func:`evaluate`'s, in one place."""
+    if not qrels:
+        raise SparcError("no qrels: no judged query to average over")
+    seen: set[str] = set()  # the queries with at least one result
     ids = _IdCheck(qrels)
 
     def counted(queries: Queries) -> Queries:
         for qid, docs in queries:
-            seen.add(qid)
-            if qid in qrels:
-                ids.look(docs)
+            if docs:
+                seen.add(qid)
+                if qid in qrels:
+                    ids.look(docs)
             yield qid, docs
 
-    try:
-        values = _per_query(counted(iter_run(path)), qrels, measures)
-    except RunNotGrouped:
-        seen.clear()
-        ids = _IdCheck(qrels)
-        values = _per_query(counted(read_run(path).items()), qrels, measures)
+    values = _per_query(counted(_queries(run)), qrels, measures)
     if not seen:
-        raise InputError(path, "an empty run: no result lines")
+        raise _refused(path, "an empty run: no results")
     answered = frozenset(seen & qrels.keys())
     if not answered:
-        raise InputError(path, f"none of its {len(seen)} queries is judged in the qrels (e.g. {min(seen)!r}; the qrels "
-                               f"judge e.g. {min(qrels)!r}): a run and qrels of different sets?")
+        raise _refused(path, f"none of its {len(seen)} queries is judged in the qrels (e.g. {min(seen)!r}; the qrels "
+                             f"judge e.g. {min(qrels)!r}): a run and qrels of different sets?")
     ids.check(path, len(answered))
     return Scored(values, answered)
+
+
+def _refused(path: str | Path | None, message: str) -> SparcError:
+    """The error that refuses the run file ``path``, or (None) a run in memory."""
+    return InputError(path, message) if path is not None else SparcError(f"the run: {message}")
+
+
+def _queries(run: Run | Results | Queries) -> Iterator[tuple[str, Mapping[str, float]]]:
+    """``run`` one query at a time, a query's hits as the scores its run file holds
+    (:func:`~sparc_es.evaluation.trec.run_of`)."""
+    from sparc_es.engines.base import Hit
+    from sparc_es.evaluation.trec import run_of
+
+    for qid, docs in (run.items() if isinstance(run, Mapping) else run):
+        if isinstance(docs, Mapping):
+            yield qid, docs
+        elif all(isinstance(h, Hit) for h in docs):
+            yield qid, run_of({qid: list(docs)})[qid]
+        else:
+            raise SparcError(f"the run's query {qid!r}: expected its documents' scores (docid -> score) or its "
+                             "hits (a list of Hit, as batch_search returns)")
 
 
 def coverage_notes(qrels: Qrels, run: tuple[str | Path, Scored],
@@ -147,28 +185,29 @@ class _IdCheck:
             if self.document is None and d in self.documents:
                 self.document = d
 
-    def check(self, path: str | Path, queries: int) -> None:
+    def check(self, path: str | Path | None, queries: int) -> None:
         if self.found:
             return
         if self.sentence is not None:
-            raise InputError(path, f"it ranks sentences (e.g. {self.sentence!r}) and the qrels judge documents (e.g. "
-                                   f"{self.sentence.rpartition('#')[0]!r}): every measure would be 0.00; rank "
-                                   "documents with `sparc-es run --documents`")
+            raise _refused(path, f"it ranks sentences (e.g. {self.sentence!r}) and the qrels judge documents (e.g. "
+                                 f"{self.sentence.rpartition('#')[0]!r}): every measure would be 0.00; rank "
+                                 "documents with `sparc-es run --documents`")
         if self.document is not None:
             judged = min(d for d in self.judged if d.rpartition("#")[0] == self.document)
-            raise InputError(path, f"it ranks documents (e.g. {self.document!r}) and the qrels judge sentences (e.g. "
-                                   f"{judged!r}): every measure would be 0.00; rank sentences (`sparc-es run` "
-                                   "without --documents)")
-        raise InputError(path, f"none of the documents it ranks for the {queries} queries the qrels judge is judged "
-                               f"there (e.g. {self.example!r}; the qrels judge e.g. {min(self.judged)!r}): every "
-                               "measure would be 0.00; a run and qrels of different collections?")
+            raise _refused(path, f"it ranks documents (e.g. {self.document!r}) and the qrels judge sentences (e.g. "
+                                 f"{judged!r}): every measure would be 0.00; rank sentences (`sparc-es run` "
+                                 "without --documents)")
+        raise _refused(path, f"none of the documents it ranks for the {queries} queries the qrels judge is judged "
+                             f"there (e.g. {self.example!r}; the qrels judge e.g. {min(self.judged)!r}): every "
+                             "measure would be 0.00; a run and qrels of different collections?")
 
 
 def _means(values: dict[str, dict[str, float]], qrels: Qrels) -> dict[str, float]:
     return {name: sum(per.values()) / len(qrels) for name, per in values.items()}
 
 
-def _per_query(run: Run | Queries, qrels: Qrels, measures: Mapping[str, str]) -> dict[str, dict[str, float]]:
+def _per_query(run: Run | Results | Queries, qrels: Qrels, measures: Mapping[str, str]
+               ) -> dict[str, dict[str, float]]:
     """Each measure per judged query, in one pass over the run, :data:`CHUNK` queries at a time.
     The library sees judged queries with at least one result; every other judged query counts 0."""
     import ir_measures
@@ -181,7 +220,7 @@ def _per_query(run: Run | Queries, qrels: Qrels, measures: Mapping[str, str]) ->
             values[parsed[metric.measure]][metric.query_id] = metric.value
 
     chunk: dict[str, dict[str, float]] = {}
-    for qid, docs in (run.items() if isinstance(run, Mapping) else run):
+    for qid, docs in _queries(run):
         if qid in qrels and docs:
             chunk[qid] = dict(docs)
             if len(chunk) == CHUNK:

@@ -479,6 +479,24 @@ def test_a_run_of_sentences_against_document_qrels_is_refused_and_says_run_docum
     assert rc == 0 and "MRR@1000     0.00" in out
 
 
+@pytest.mark.parametrize("document, sentence", [("a.md", "a.md#1a2b3c4d"), ("a.md", "a.md#1a2b3c4d-2"),
+                                                ("squadsmall-0", "squadsmall-0-1"),
+                                                ("docsqa-3", "docsqa-3-1a2b3c4d-2")],
+                         ids=["corpus", "corpus, repeated sentence", "mrqa set", "set of a splitter's sentences"])
+def test_a_run_of_documents_against_sentence_qrels_says_rank_sentences(tmp_path, cli, document, sentence):
+    """Only doc#key qrels gave the hint: an evaluation set's (squadsmall-0-1) gave "different collections?"."""
+    (tmp_path / "qrels.txt").write_text(f"q1 0 {sentence} 1\nq1 0 other-9 0\n")
+    (tmp_path / "documents.trec").write_text(f"q1 Q0 {document} 1 0.5 t\nq1 Q0 elsewhere 2 0.4 t\n")
+    err = _one_line_error(cli, "eval", "--run", tmp_path / "documents.trec", "--qrels", tmp_path / "qrels.txt")
+    assert f"it ranks documents (e.g. '{document}') and the qrels judge sentences (e.g. '{sentence}')" in err
+    assert "without --documents" in err
+    with pytest.raises(SparcError, match="the run: it ranks documents"):
+        evaluate({"q1": {document: 1.0}}, {"q1": {sentence: 1}})
+    # a run id that a judged id continues otherwise is no document of it: the general message
+    with pytest.raises(SparcError, match="different collections"):
+        evaluate({"q1": {document[:-1]: 1.0}}, {"q1": {sentence: 1}})
+
+
 def test_eval_says_how_many_judged_queries_a_run_leaves_out(tmp_path, cli):
     (tmp_path / "qrels.txt").write_text("".join(f"q{i} 0 d{i} 1\n" for i in range(6)))
     (tmp_path / "all.trec").write_text("".join(f"q{i} Q0 d{i} 1 1.0 t\n" for i in range(6)))

@@ -159,14 +159,21 @@ def coverage_notes(qrels: Qrels, run: tuple[str | Path, Scored],
     return notes
 
 
+_SENTENCE_OF = "#-"  # what follows a document's id in its sentences' ids
+
+
 class _IdCheck:
     """Whether a run ranks any document the qrels judge, seen query by query: one that ranks none
     would score 0.00 on every measure because its ids are of another kind (sentences against
-    documents, or the reverse) or another collection."""
+    documents, or the reverse) or another collection.
+
+    A sentence's id is its document's and more, after a "#" (``a.md#1a2b3c4d``, a corpus's) or a "-"
+    (``squad-0-1``, an MRQA set's, ``sparc_es.evaluation.evalsets``): a run id that a judged id
+    continues so is a document of judged sentences."""
 
     def __init__(self, qrels: Qrels) -> None:
         self.judged = {d for judged in qrels.values() for d in judged}
-        self.documents = {d.rpartition("#")[0] for d in self.judged if "#" in d}  # the qrels judge sentences
+        self.documents = {d[:i] for d in self.judged for i, c in enumerate(d) if c in _SENTENCE_OF and i}
         self.found = False
         self.example: str | None = None
         self.sentence: str | None = None  # a run id doc#key whose doc the qrels judge
@@ -193,7 +200,8 @@ class _IdCheck:
                                  f"{self.sentence.rpartition('#')[0]!r}): every measure would be 0.00; rank "
                                  "documents with `sparc-es run --documents`")
         if self.document is not None:
-            judged = min(d for d in self.judged if d.rpartition("#")[0] == self.document)
+            judged = min(d for d in self.judged if d[:len(self.document) + 1] in
+                         {self.document + c for c in _SENTENCE_OF})
             raise _refused(path, f"it ranks documents (e.g. {self.document!r}) and the qrels judge sentences (e.g. "
                                  f"{judged!r}): every measure would be 0.00; rank sentences (`sparc-es run` "
                                  "without --documents)")

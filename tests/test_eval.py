@@ -553,6 +553,47 @@ def test_documents_short_of_k_are_counted_only_where_a_deeper_search_could_find_
     assert written.short == 0
 
 
+class _Answers:
+    """An engine that finds one hit for the questions that name a word of ``corpus``, none otherwise."""
+
+    def __init__(self, *corpus: str) -> None:
+        self.corpus = corpus
+
+    def batch_search(self, topics, k=1000, threads=1):
+        from sparc_es.engines.base import Hit
+
+        return {qid: [Hit(id=w, score=1.0) for w in self.corpus if w in question.split()][:k]
+                for qid, question in topics if any(w in question.split() for w in self.corpus)}
+
+    def describe(self):
+        from sparc_es.engines.base import Description
+
+        return Description("lucene")
+
+    def close(self) -> None:
+        pass
+
+
+def test_run_says_which_topics_had_no_hit(tmp_path, cli, monkeypatch):
+    """A topic without a hit writes no line, as in TREC runs, but the summary counted it as written."""
+    from sparc_es.cli import run as run_verb
+
+    monkeypatch.setattr(run_verb, "open_engine", lambda args: _Answers("lamp", "java"))
+    topics = tmp_path / "topics.tsv"
+    topics.write_text("q1\twhere is the lamp\nempty1\tnothing here\nq3\twhich java\nq7\tnor here\n")
+    rc, out, err = cli("run", "--topics", topics, "--output", tmp_path / "run.trec", "--threads", 1, "--quiet")
+    assert rc == 0, err
+    assert out.startswith(f"wrote 4 queries to {tmp_path / 'run.trec'} in ") and \
+        out.endswith("; 2 topics had no hit: empty1, q7\n"), out
+    assert [line.split()[0] for line in (tmp_path / "run.trec").read_text().splitlines()] == ["q1", "q3"]
+    topics.write_text("".join(f"n{i}\tnothing {i}\n" for i in range(7)) + "q1\tthe lamp\n")
+    rc, out, _ = cli("run", "--topics", topics, "--output", tmp_path / "run.trec", "--threads", 1, "--quiet")
+    assert rc == 0 and out.endswith("; 7 topics had no hit: n0, n1, n2, n3, n4, ...\n"), out
+    topics.write_text("q1\tthe lamp\nq2\tthe java\n")  # every topic answered: nothing more said
+    rc, out, _ = cli("run", "--topics", topics, "--output", tmp_path / "run.trec", "--threads", 1, "--quiet")
+    assert rc == 0 and out.endswith("ms/query)\n") and "no hit" not in out, out
+
+
 def test_evalset_data_that_does_not_exist_is_named(tmp_path, cli, monkeypatch):
     monkeypatch.setenv("SPARC_ES_DATA", str(tmp_path))  # not the folder the flag names
     missing = tmp_path / "nonexist"

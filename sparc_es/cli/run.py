@@ -89,6 +89,11 @@ def command(args: argparse.Namespace) -> int:
     if written.short:
         warn(f"{written.short} of {len(topics)} queries have fewer than {args.k} documents among their top "
              f"{depth} sentences; raise --depth for more")
+    missed = ""  # a topic without a hit has no line, as in TREC runs: said, not left for eval to find
+    if written.no_hit:
+        more = ", ..." if written.no_hit > len(written.no_hit_ids) else ""
+        missed = (f"; {written.no_hit} topic{'s' if written.no_hit > 1 else ''} had no hit: "
+                  f"{', '.join(written.no_hit_ids)}{more}")
     print(f"wrote {len(topics)} queries to {args.output}{' (replacing the run file there)' if replaced else ''} "
-          f"in {written.seconds:.1f} s ({1000 * written.seconds / max(len(topics), 1):.1f} ms/query)")
+          f"in {written.seconds:.1f} s ({1000 * written.seconds / max(len(topics), 1):.1f} ms/query){missed}")
     return 0

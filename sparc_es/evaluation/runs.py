@@ -11,7 +11,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 from typing import Protocol
@@ -39,16 +39,22 @@ class RunFile:
     tag: str = "sparc-es"
 
 
+NAMED = 5  # the queries without a hit that a run names (it counts them all)
+
+
 @dataclass
 class Written:
-    """What searching one run took: the queries written, the seconds spent in the engine, and (with
+    """What searching one run took: the queries written, the seconds spent in the engine, (with
     documents) the queries left with fewer than ``k`` documents among a full ``depth`` of sentences,
     which a deeper search could fill (a query the engine answered with fewer sentences, or whose
-    sentences ``min_score`` cut, has all the corpus holds for it)."""
+    sentences ``min_score`` cut, has all the corpus holds for it), and the queries without a hit,
+    which have no line in the run file (as in TREC's), the first :data:`NAMED` of them by id."""
 
     queries: int = 0
     seconds: float = 0.0
     short: int = 0
+    no_hit: int = 0
+    no_hit_ids: list[str] = field(default_factory=list)
 
 
 def write_runs(runs: Sequence[RunFile], topics: Iterable[tuple[str, str]], k: int, *, batch: int,
@@ -95,6 +101,10 @@ def _search_batch(engine: BatchSearcher, part: list[tuple[str, str]], writer: Tr
             full = len(hits) >= depth
             hits = best_per_document(hits, doc_of, k)
             done.short += full and len(hits) < k
+        if not hits:
+            done.no_hit += 1
+            if len(done.no_hit_ids) < NAMED:
+                done.no_hit_ids.append(qid)
         writer.write(qid, hits)
     done.queries += len(part)
 

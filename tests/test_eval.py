@@ -629,6 +629,18 @@ def test_evalset_reads_an_mrqa_file_gzipped_or_not(tmp_path, cli):
     assert len({(s / "qrels.txt").read_bytes() for s in sets}) == 1
 
 
+def test_evalset_refuses_a_flag_its_source_ignores(tmp_path, cli):
+    """--split with --mrqa and --name with --domain were ignored without a word (the set came out as squad)."""
+    (tmp_path / "qa.jsonl").write_bytes(MRQA)
+    err = _one_line_error(cli, "evalset", "--mrqa", tmp_path / "qa.jsonl", "--split", "dev", "--output", tmp_path / "o")
+    assert "--split goes with --beir" in err
+    err = _one_line_error(cli, "evalset", "--domain", "squad", "--name", "mine", "--output", tmp_path / "o")
+    assert "--name goes with --mrqa, --beir or --docs: the project's set 'squad' keeps its name" in err
+    assert not (tmp_path / "o").exists()
+    rc, out, err = cli("evalset", "--mrqa", tmp_path / "qa.jsonl", "--name", "mine", "--output", tmp_path / "o")
+    assert rc == 0 and out.startswith("mine: ") and (tmp_path / "o" / "qrels.txt").read_text().startswith("q1 0 mine-")
+
+
 def test_evalset_refuses_an_existing_folder_and_replaces_only_its_own(tmp_path, cli):
     (tmp_path / "qa.jsonl").write_bytes(MRQA)
     out = tmp_path / "set"

@@ -32,8 +32,9 @@ def add_parser(sub) -> None:
                    "in that file (relative to DIR); several lines per question allowed")
     p.add_argument("--candidates", metavar="FILE", help="with --mrqa: its MultiReQA candidates .json.gz, for the "
                    "MultiReQA sentence boundaries (default: the project's sentence splitter)")
-    p.add_argument("--split", default="test", help="with --beir: the qrels split (default: %(default)s)")
-    p.add_argument("--name", help="the set's name in tables (default: the file's or folder's)")
+    p.add_argument("--split", help="with --beir: the qrels split (default: test)")
+    p.add_argument("--name", help="with --mrqa, --beir or --docs: the set's name in tables (with --mrqa, its "
+                   "sentence ids' prefix too; default: the file's or folder's)")
     p.add_argument("--output", required=True, metavar="DIR")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output folder (only one sparc-es "
                    "made)")
@@ -53,6 +54,11 @@ def command(args: argparse.Namespace) -> int:
 
     if args.candidates and not args.mrqa:
         raise SparcError("--candidates goes with --mrqa")
+    if args.split is not None and not args.beir:
+        raise SparcError("--split goes with --beir (it names the BEIR folder's qrels/SPLIT.tsv)")
+    if args.name is not None and args.domain:
+        raise SparcError(f"--name goes with --mrqa, --beir or --docs: the project's set {args.domain!r} keeps its "
+                         "name, which its ids carry")
     if (args.docs, args.questions, args.answers).count(None) not in (0, 3):
         raise SparcError("--docs, --questions and --answers go together")
     if args.data is not None and not args.domain:
@@ -73,7 +79,7 @@ def command(args: argparse.Namespace) -> int:
     elif args.mrqa:
         evalset = mrqa_eval_set(args.mrqa, args.candidates, args.name)
     else:
-        evalset = beir_eval_set(args.beir, args.split, args.name)
+        evalset = beir_eval_set(args.beir, args.split or "test", args.name)
     evalset.check(args.docs or args.mrqa or args.beir or args.domain)
     for note in evalset.notes:
         warn(note)

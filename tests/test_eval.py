@@ -215,6 +215,85 @@ def test_system_specs():
             System.parse(bad)
 
 
+def _small_set(folder):
+    """A three-question evaluation set the paper's BM25 searches in memory (no JVM)."""
+    from sparc_es.evaluation.evalsets import EvalSet
+
+    words = ["lamp", "java", "tea", "rain", "moon", "bread", "stone", "river"]
+    sentences = [Sentence(id=f"d{i}#0", text=f"The {w} is here.", doc=f"d{i}") for i, w in enumerate(words)]
+    topics = [("q1", "where is the lamp"), ("q2", "the java"), ("q3", "what about the moon")]
+    EvalSet("small", sentences, topics, {"q1": {"d0#0": 1}, "q2": {"d1#0": 1}, "q3": {"d4#0": 1}}).write(folder)
+    return folder
+
+
+def test_table_labels_and_outputs_say_the_cutoffs_that_k_makes(tmp_path, cli):
+    """-k 5 wrote columns MRR@1000 and R@100 over runs of 5 hits, and neither output said k."""
+    folder = _small_set(tmp_path / "set")
+    work = tmp_path / "w"
+    rc, out, err = cli("table", "--systems", "bm25-paper", "--domains", folder, "--workdir", work, "-k", 5,
+                       "--threads", 1)
+    assert rc == 0, err
+    [row] = json.loads((work / "table.json").read_text())
+    assert row["k"] == 5 and {"MRR@5", "R@1", "nDCG@10", "R@5"} <= row.keys(), row
+    assert "MRR@1000" not in row and "R@100" not in row
+    assert row["MRR@5"] == 100.0 and row["R@5"] == 100.0  # each question's sentence is its top hit
+    markdown = (work / "table.md").read_text()
+    assert markdown.startswith("| domain | system | MRR@5 | R@1 | nDCG@10 | R@5 | settings |")
+    assert "k = 5 hits per query" in markdown and "small    bm25-paper" in out and "MRR@5 100.00" in out
+    rc, _, err = cli("table", "--systems", "bm25-paper", "--domains", folder, "--workdir", work, "--threads", 1)
+    [row] = json.loads((work / "table.json").read_text())  # the default k: the paper's names, as before
+    assert rc == 0 and row["k"] == 1000 and {"MRR@1000", "R@1", "nDCG@10", "R@100"} <= row.keys(), err
+
+
+def test_table_refuses_a_system_listed_twice_however_spelt(tmp_path, cli):
+    """--systems bm25,bm25 failed with a bare 'runs/bm25.trec.partial: No such file or directory'."""
+    folder = _small_set(tmp_path / "set")
+    for systems, says in (("bm25,bm25", "'bm25' is listed twice"),
+                          ("bm25-paper,sparc,sparc:hybrid=none", "'sparc' and 'sparc:hybrid=none' are the same"),
+                          ("sparc:top_k=5,idf=1,sparc:idf=1,k=5", "are the same system"),
+                          ("default,sparc:idf=1,hybrid=sum", "'default' and 'sparc:idf=1,hybrid=sum' are the same"),
+                          ("sparc:hybrid=sum,sparc:hybrid=sum,hybrid_weight=0.35", "are the same system")):
+        err = _one_line_error(cli, "table", "--systems", systems, "--domains", folder, "--workdir", tmp_path / "w")
+        assert "--systems: " in err and says in err and "list each system once" in err, err
+    assert not (tmp_path / "w").exists()
+
+
+def test_two_systems_never_share_a_run_file():
+    """model=a/b and model=a_b were both written to runs/sparc_model-a_b.trec."""
+    from sparc_es.evaluation.table import run_names
+
+    systems = [System.parse(s) for s in ("bm25", "sparc:model=a/b", "sparc:model=a_b", "sparc:top_k=5")]
+    names = run_names(systems)
+    assert len(set(names)) == 4 and names[0] == "bm25" and names[3] == "sparc_top_k-5"  # plain where unique
+    assert names[1].startswith("sparc_model-a_b-") and names[2].startswith("sparc_model-a_b-")
+    assert run_names(systems[1:3]) == names[1:3]  # the same names in any table
+
+
+def test_table_default_is_the_cli_default():
+    """`sparc` is not what run does by default (no IDF, no BM25 sum); the 'default' system is."""
+    from sparc_es.engines.hybrid import BM25_WEIGHT
+    from sparc_es.evaluation.table import _tag, split_systems
+    from sparc_es.evaluation.trec import run_tag
+
+    assert split_systems("bm25,default,sparc:idf=1,default:model=m") == \
+        ["bm25", "default", "sparc:idf=1", "default:model=m"]
+    default = System.parse("default")
+    assert default.kind == "sparc" and default.key == System.parse("sparc:idf=1,hybrid=sum").key
+    assert System.parse("default:model=m").options == {"idf": 1, "hybrid": "sum", "model": "m"}
+    assert _tag(default) == run_tag("lucene", "sum", BM25_WEIGHT)  # run's own default tag
+    with pytest.raises(SparcError, match="choose from bm25, bm25-paper, sparc, sparc-exact, sparc-int, default"):
+        System.parse("defaults")
+
+
+def test_a_table_system_is_tagged_as_run_tags_it():
+    """`sparc:hybrid=none` was tagged sparc-es-lucene-none, where `run --hybrid none` writes sparc-es-lucene."""
+    from sparc_es.evaluation.table import _tag
+    from sparc_es.evaluation.trec import run_tag
+
+    assert _tag(System.parse("sparc:hybrid=none")) == _tag(System.parse("sparc")) == run_tag("lucene", None) == \
+        run_tag("lucene", "none") == "sparc-es-lucene"
+
+
 def test_eval_counts_the_ranks_that_search_and_run_show_when_scores_tie(tmp_path):
     """trec_eval breaks score ties by docid; the run file's scores must carry the displayed order."""
     from sparc_es.engines.base import Hit

@@ -15,14 +15,17 @@ def add_parser(sub) -> None:
 
     p = sub.add_parser("table", help="evaluate systems over domains: JSON and a Markdown table",
                        description=table_doc, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--systems", default="bm25,bm25-paper,sparc", help="comma-separated (default: %(default)s)")
+    p.add_argument("--systems", default="bm25,bm25-paper,sparc", help="comma-separated; 'default' is the search "
+                   "run and search do by default, sparc:idf=1,hybrid=sum ('sparc' is SPARC alone, without IDF) "
+                   "(default: %(default)s)")
     p.add_argument("--domains", default="squad,newsqa",
                    help="comma-separated: squad, newsqa, val, or evaluation set folders (default: %(default)s)")
     p.add_argument("--workdir", default="runs", help="cache of sets, encodings, indexes, runs (default: %(default)s)")
     p.add_argument("--data", metavar="DIR", help="data folder (default: $SPARC_ES_DATA or ../shared/data)")
     p.add_argument("--json", help="(default: WORKDIR/table.json)")
     p.add_argument("--markdown", help="(default: WORKDIR/table.md)")
-    p.add_argument("-k", type=hit_count, default=1000, help="hits per query (default: %(default)s)")
+    p.add_argument("-k", type=hit_count, default=1000, help="hits per query, recorded in both outputs; a measure's "
+                   "cutoff past k is k, and its column says so (-k 50: MRR@50, R@50) (default: %(default)s)")
     p.add_argument("--threads", type=positive, default=None, help="torch and search threads (default: 2)")
     p.add_argument("--batch", type=positive, default=BATCH, help="questions searched at once; a batch's hits, for "
                    "each system, are all the hits held in memory: runs go to files and are scored from them "

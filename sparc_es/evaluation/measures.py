@@ -25,8 +25,6 @@ from sparc_es.errors import InputError, SparcError
 if TYPE_CHECKING:
     from sparc_es.engines.base import Hit
 
-# name in reports -> ir_measures measure
-MEASURES = {"MRR@1000": "RR@1000", "R@1": "Success@1", "nDCG@10": "nDCG@10", "R@100": "R@100"}
 
 Run = Mapping[str, Mapping[str, float]]  # qid -> docid -> score
 Qrels = Mapping[str, Mapping[str, int]]  # qid -> docid -> relevance
@@ -34,6 +32,18 @@ Queries = Iterable[tuple[str, Mapping[str, float]]]  # a run one query at a time
 Results = Mapping[str, Sequence["Hit"]]  # qid -> hits best first, as an engine's batch_search returns them
 
 CHUNK = 200  # queries handed to trec_eval's code at once
+
+
+def measures_at(k: int) -> dict[str, str]:
+    """The report's measures (name -> ir_measures measure) for a run of ``k`` hits per query: a cutoff
+    past ``k`` is ``k``, so each name says the cutoff the run really has (RR@1000 of 100 hits is
+    RR@100, R@100 of 50 hits R@50). nDCG@10 keeps its name: with fewer than 10 hits it is nDCG@10 of
+    those hits, not nDCG@k (the ideal ranking it divides by is still 10 long)."""
+    rr, recall = min(1000, k), min(100, k)
+    return {f"MRR@{rr}": f"RR@{rr}", "R@1": "Success@1", "nDCG@10": "nDCG@10", f"R@{recall}": f"R@{recall}"}
+
+
+MEASURES = measures_at(1000)  # name in reports -> ir_measures measure
 
 
 def evaluate(run: Run | Results | Queries, qrels: Qrels, measures: Mapping[str, str] = MEASURES

@@ -4,7 +4,9 @@ Systems (``--systems``, comma-separated; options after a colon)::
 
     bm25                      Lucene BM25, Pyserini defaults
     bm25-paper                the SPARC paper's weak BM25 (BM25Okapi on lower().split())
-    sparc[:opts]              a SPARC model through the Lucene impact index
+    sparc[:opts]              a SPARC model through the Lucene impact index (alone, no IDF: not the
+                              CLI's default search)
+    default[:opts]            what `sparc-es run` and `search` do by default: sparc:idf=1,hybrid=sum
     sparc-exact[:opts]        the same model scored exactly in floating point (SciPy)
     sparc-int[:opts]          the same model's integers scored exactly (what Lucene should give)
 
@@ -17,10 +19,13 @@ Systems (``--systems``, comma-separated; options after a colon)::
           stem_weight=BETA (its stem term, sparc_es.model.lexical, with this beta),
           word_weight=GAMMA (its whole-word term, sparc_es.model.lexical.Words, with this gamma),
           idf=1 (IDF-weighted encoding), min_impact=N (static pruning: impacts below N dropped),
-          hybrid=sum|minmax|rrf (sum: SPARC and the stored BM25
-          terms summed in one Lucene query; minmax, rrf: fused with the Lucene BM25 run, top 1,000
-          of each), hybrid_weight=A (BM25's share of a sum; default: the engines')
+          hybrid=none|sum|minmax|rrf (none, as without it: SPARC alone; sum: SPARC and the stored
+          BM25 terms summed in one Lucene query; minmax, rrf: fused with the Lucene BM25 run, top
+          1,000 of each), hybrid_weight=A (BM25's share of a sum; default: the engines')
           e.g. sparc:top_k=500,factor=100,bm25-paper   sparc-exact:model=models/sparc,max_over=all
+
+A system is listed once: two specs of one system (``sparc`` and ``sparc:hybrid=none``, ``default``
+and ``sparc:idf=1,hybrid=sum``) are refused, as their rows would be one another's.
 
 Domains (``--domains``, comma-separated): the project's ``squad``, ``newsqa`` and ``val``, or the
 path of an evaluation set folder (``corpus.jsonl``, ``topics.tsv``, ``qrels.txt``; what
@@ -31,7 +36,9 @@ Everything is cached under ``--workdir`` (evaluation sets, encoded folders with 
 indexes, run files), keyed by the model fingerprint and settings, so adding a system or a domain
 re-uses what is there; a domain whose corpus changed (a reader's change, or another set of the same
 name) has its caches made again. Output: JSON with every figure and a Markdown table with the model
-fingerprint and settings beside each row (``table.json`` and ``table.md`` in the workdir).
+fingerprint and settings beside each row (``table.json`` and ``table.md`` in the workdir), each
+with ``-k``, the hits per query: a measure's cutoff past k is k, and its name says so (``-k 50``:
+MRR@50, R@50; :func:`~sparc_es.evaluation.measures.measures_at`).
 
 Memory does not grow with the number of questions: the questions are searched a batch at a time
 (``--batch``), every system's hits for the batch are written to its TREC run file (the Lucene
@@ -51,9 +58,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sparc_es.engines.hybrid import BM25_WEIGHT
-from sparc_es.errors import SparcError, StoreError
+from sparc_es.errors import SparcError, StoreError, option
 from sparc_es.evaluation.evalsets import DOMAINS, EvalSet, build_eval_set
-from sparc_es.evaluation.measures import MEASURES, evaluate_file
+from sparc_es.evaluation.measures import MEASURES, evaluate_file, measures_at
 from sparc_es.evaluation.runs import RunFile, write_runs
 from sparc_es.evaluation.trec import run_tag
 from sparc_es.layout.manifest import Manifest
@@ -63,7 +70,20 @@ from sparc_es.layout.records import DEFAULT_FACTOR
 KINDS = ("bm25", "bm25-paper", "sparc", "sparc-exact", "sparc-int")
 ENGINE_OF = {"bm25": "bm25", "bm25-paper": "bm25-paper", "sparc": "lucene", "sparc-exact": "exact-float",
              "sparc-int": "exact-int"}  # what searches a system's questions, as its run tag names it
+DEFAULT_SYSTEM = "default"  # the search `sparc-es run` and `search` do unless told otherwise (cli_default)
 BATCH = 200  # questions searched at once: the hits a table holds are one batch's, for each system
+
+
+def cli_default() -> dict:
+    """The options that make ``sparc`` the search ``sparc-es run`` and ``search`` do by default: the
+    encoding IDF-weighted (encode's default) and the one-request BM25 sum (the engines' default
+    hybrid, with BM25's default share)."""
+    from sparc_es.engines.hybrid import DEFAULT_METHOD
+    from sparc_es.model.idf import IDF_DEFAULT
+
+    return {"idf": int(IDF_DEFAULT), "hybrid": DEFAULT_METHOD.value}
+
+
 def _positive(value: str) -> int:
     n = int(value)
     if n < 1:
@@ -103,9 +123,14 @@ SPARC_OPTIONS = {"model": str, "top_k": _positive, "factor": _factor, "max_over"
                  "hybrid_weight": _share}
 
 
+# An option set to what its absence means: the same system either way (System.key).
+NEUTRAL = {"model": "default", "factor": DEFAULT_FACTOR, "idf": 0, "min_impact": 1, "hybrid": "none",
+           "hybrid_weight": BM25_WEIGHT}
+
+
 def split_systems(text: str) -> list[str]:
     """Split ``--systems`` on the commas that start a new system (options also use commas)."""
-    kinds = "|".join(re.escape(k) for k in sorted(KINDS, key=len, reverse=True))
+    kinds = "|".join(re.escape(k) for k in sorted((*KINDS, DEFAULT_SYSTEM), key=len, reverse=True))
     return [s for s in re.split(rf",(?=(?:{kinds})(?::|,|$))", text) if s]
 
 
@@ -119,10 +144,11 @@ class System:
 
     @classmethod
     def parse(cls, spec: str) -> System:
-        kind, _, opts = spec.partition(":")
+        name, _, opts = spec.partition(":")
+        kind = "sparc" if name == DEFAULT_SYSTEM else name
         if kind not in KINDS:
-            raise SparcError(f"unknown system {kind!r}; choose from {', '.join(KINDS)}")
-        options = {}
+            raise SparcError(f"unknown system {name!r}; choose from {', '.join((*KINDS, DEFAULT_SYSTEM))}")
+        options = cli_default() if name == DEFAULT_SYSTEM else {}
         for item in filter(None, opts.split(",")):
             key, eq, value = item.partition("=")
             key = "top_k" if key == "k" else key  # the old name: k means hits per query everywhere else
@@ -149,6 +175,37 @@ class System:
                 if name in options:
                     choice(enum, options[name], f"{name} in system {spec!r}")
         return cls(spec, kind, options)
+
+    @property
+    def key(self) -> tuple:
+        """What the system is, however its spec spells it: its kind and the options that change it
+        (their order, ``k=`` for ``top_k=`` and an option set to what its absence means, such as
+        ``hybrid=none`` or ``idf=0``, do not)."""
+        return self.kind, tuple(sorted((k, v) for k, v in self.options.items() if NEUTRAL.get(k, ...) != v))
+
+
+def _distinct(systems: list[System]) -> None:
+    """Refuse a system listed twice, however spelt: its rows and run files would be one another's."""
+    first: dict[tuple, str] = {}
+    for system in systems:
+        if system.key in first:
+            same = first[system.key]
+            said = f"{same!r} is listed twice" if same == system.spec else \
+                f"{same!r} and {system.spec!r} are the same system"
+            raise SparcError(f"{option('--systems', 'systems')}: {said}; list each system once")
+        first[system.key] = system.spec
+
+
+def run_names(systems: list[System]) -> list[str]:
+    """Each system's run file name (without ``.trec``), read from its spec: ``sparc:top_k=500`` ->
+    ``sparc_top_k-500``. Specs that this spelling makes one name (``model=a/b``, ``model=a_b``) each
+    add their own hash, so two systems never write one file."""
+    plain = [s.spec.replace(":", "_").replace("=", "-").replace("/", "_") for s in systems]
+    names = [f"{n}-{hashlib.sha256(s.spec.encode()).hexdigest()[:8]}" if plain.count(n) > 1 else n
+             for n, s in zip(plain, systems)]
+    if len(set(names)) < len(names):  # a spelt name that is another's with its hash: never seen, still refused
+        raise SparcError(f"{option('--systems', 'systems')}: two systems would write one run file; rename a model")
+    return names
 
 
 def _sparc_encoded(system: System, evalset: EvalSet, corpus: Path, folder: Path) -> tuple[Path, Manifest]:
@@ -300,6 +357,9 @@ def run_table(systems: list[str], domains: list[str], workdir: str | Path, data:
               k: int = 1000, threads: int = 2, batch: int = BATCH) -> list[dict]:
     """Evaluate every system on every domain; returns one row per (domain, system)."""
     parsed = [System.parse(s) for s in systems]
+    _distinct(parsed)
+    names = run_names(parsed)
+    measures = measures_at(k)  # a cutoff past k is k, and its name says so
     for d in domains:
         if d not in DOMAINS and not Path(d).is_dir():
             raise SparcError(f"unknown domain {d!r}: one of {', '.join(DOMAINS)}, or an evaluation set folder")
@@ -320,7 +380,7 @@ def run_table(systems: list[str], domains: list[str], workdir: str | Path, data:
             bm25 = _SharedRun(engine, max(k, 1000) if hybrids else k)
         runs, opened = [], [bm25.engine] if bm25 is not None else []  # (system, engine, settings, run file)
         try:
-            for system in parsed:
+            for system, name in zip(parsed, names):
                 if system.kind == "bm25":
                     engine, settings = bm25, bm25_settings
                 else:
@@ -328,18 +388,18 @@ def run_table(systems: list[str], domains: list[str], workdir: str | Path, data:
                     opened.append(engine)
                     if system.options.get("hybrid") in ("minmax", "rrf"):
                         engine, settings = _hybrid(system, engine, settings, bm25)
-                name = system.spec.replace(":", "_").replace("=", "-").replace("/", "_")
                 runs.append((system, engine, settings, folder / "runs" / f"{name}.trec"))
             seconds = _search(runs, evalset.topics, doc_of, k, threads, batch)
         finally:
             for engine in opened:
                 engine.close()
         for (system, _, settings, run_path), took in zip(runs, seconds):
-            scores = evaluate_file(run_path, evalset.qrels)  # streamed from the file, query by query
+            scores = evaluate_file(run_path, evalset.qrels, measures)  # streamed from the file, query by query
             rows.append({"domain": domain, "system": system.spec, **{m: round(100 * v, 2) for m, v in scores.items()},
-                         "queries": len(evalset.topics), "sentences": len(evalset.sentences), "level": evalset.level,
-                         "search_seconds": round(took, 1), "run": str(run_path), "settings": settings})
-            print(f"{domain:8} {system.spec:28} " + "  ".join(f"{m} {rows[-1][m]:.2f}" for m in MEASURES), flush=True)
+                         "k": k, "queries": len(evalset.topics), "sentences": len(evalset.sentences),
+                         "level": evalset.level, "search_seconds": round(took, 1), "run": str(run_path),
+                         "settings": settings})
+            print(f"{domain:8} {system.spec:28} " + "  ".join(f"{m} {rows[-1][m]:.2f}" for m in measures), flush=True)
     return rows
 
 
@@ -360,13 +420,18 @@ def _tag(system: System) -> str:
 
 
 def markdown_table(rows: list[dict]) -> str:
-    """One row per (domain, system): the four measures, then the settings that produced them."""
-    head = "| domain | system | " + " | ".join(MEASURES) + " | settings |\n|---|---|" + "---|" * (len(MEASURES) + 1)
+    """One row per (domain, system): the four measures, then the settings that produced them; under
+    the table, the hits per query (k) the runs hold, where the rows record it."""
+    k = rows[0].get("k") if rows else None
+    measures = MEASURES if k is None else measures_at(k)
+    head = "| domain | system | " + " | ".join(measures) + " | settings |\n|---|---|" + "---|" * (len(measures) + 1)
     lines = [head]
     for r in rows:
-        settings = ", ".join(f"{k}={v}" for k, v in r["settings"].items())
-        lines.append(f"| {r['domain']} | {r['system']} | " + " | ".join(f"{r[m]:.2f}" for m in MEASURES)
+        settings = ", ".join(f"{name}={value}" for name, value in r["settings"].items())
+        lines.append(f"| {r['domain']} | {r['system']} | " + " | ".join(f"{r[m]:.2f}" for m in measures)
                      + f" | {settings} |")
+    if k is not None:
+        lines.append(f"\nk = {k} hits per query (a measure's cutoff past k is k, as its name says).")
     return "\n".join(lines) + "\n"
 
 

@@ -118,10 +118,11 @@ class TrecRunWriter:
 def run_tag(engine: str, hybrid: str | None = None, weight: float | None = None) -> str:
     """The run tag (last column) that says how a run was made, one token: ``sparc-es-`` then the
     engine, then the hybrid if any, e.g. ``sparc-es-lucene-sum0.3``, ``sparc-es-es-rrf``,
-    ``sparc-es-bm25``. ``engine`` and ``hybrid`` may be their enums (``describe()``'s)."""
+    ``sparc-es-bm25``. ``engine`` and ``hybrid`` may be their enums (``describe()``'s); a hybrid
+    ``none`` is none (``run --hybrid none`` and ``table``'s ``sparc:hybrid=none`` are one system)."""
     engine, hybrid = getattr(engine, "value", engine), getattr(hybrid, "value", hybrid)
     tag = f"sparc-es-{engine}"
-    if hybrid:
+    if hybrid and hybrid != "none":
         tag += f"-{hybrid}" + (f"{weight:g}" if hybrid in ("sum", "minmax") and weight is not None else "")
     return "".join(tag.split())
 

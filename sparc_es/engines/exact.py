@@ -68,7 +68,7 @@ class ExactEngine(Closing):
             for token, w in weights.items():
                 rows.append(i)
                 cols.append(self.vocab.setdefault(token, len(self.vocab)))
-                vals.append(w if floats else w / self.factor)
+                vals.append(w)  # floats, or integer impacts: their sums are exact, ranked before dividing
         self.docs = sparse.csr_matrix((vals, (rows, cols)), shape=(len(self.ids), len(self.vocab)), dtype=np.float64)
 
     def _query_matrix(self, questions: list[str]):
@@ -76,7 +76,8 @@ class ExactEngine(Closing):
 
         rows, cols, vals = [], [], []
         for i, q in enumerate(questions):
-            for token, count in self.queries.bag(q).items():
+            # the integers are asked as Lucene is asked (integer counts); the floats with the exact bag
+            for token, count in (self.queries.bag(q) if self.floats else self.queries.encode(q)).items():
                 if token in self.vocab:
                     rows.append(i)
                     cols.append(self.vocab[token])
@@ -87,16 +88,24 @@ class ExactEngine(Closing):
         return self.batch_search([("q", question)], k)["q"]
 
     def scores(self, questions: list[str]) -> np.ndarray:
-        """g(q, s) for every question (rows) and sentence (columns)."""
+        """g(q, s) for every question (rows) and sentence (columns), in model units."""
+        sums = self._sums(questions)
+        return sums if self.floats else sums / self.factor
+
+    def _sums(self, questions: list[str]) -> np.ndarray:
+        """The floats' sums, or the integer impact sums (exact in float64, so ties are ties: divided
+        first, 82/5 and 82/5 came out 16.4 and 16.400000000000002 and ranked by that)."""
         return (self._query_matrix(questions) @ self.docs.T).toarray()
 
     def batch_search(self, topics: Iterable[tuple[str, str]], k: int = 1000, threads: int = 1) -> dict[str, list[Hit]]:
         """Score every sentence for every question, a chunk of questions at a time (bounded memory)."""
         check_k(k)
         topics = check_topics(topics, threads)
-        return {qid: [Hit(id=self.ids[j], score=s, impact=None if self.floats else int(round(s * self.factor)),
-                          order=j) for j, s in ranked]
-                for qid, ranked in ranked_batches(list(topics), self.scores, k)}
+        if self.floats:
+            return {qid: [Hit(id=self.ids[j], score=s, order=j) for j, s in ranked]
+                    for qid, ranked in ranked_batches(list(topics), self._sums, k)}
+        return {qid: [Hit(id=self.ids[j], score=s / self.factor, impact=int(s), order=j) for j, s in ranked]
+                for qid, ranked in ranked_batches(list(topics), self._sums, k)}
 
     def describe(self) -> Description:
         return Description("exact")

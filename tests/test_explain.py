@@ -295,6 +295,29 @@ def test_explain_of_the_default_gives_the_sums_parts_which_make_searchs_score(in
 
 
 @pytest.mark.jvm
+def test_the_library_explainer_ranks_as_answer_shows_and_takes_ranks_as_numbers(index):
+    """Explainer(index, engine) counted every sentence as a rank where answer(), search and /search
+    show a paragraph's sentences as one hit, so /explain?ids=2 explained another hit than /search's
+    second; a rank given as a number was an AttributeError, and "12" alone ranks 1 and 2."""
+    from sparc_es.answers.explain import Explainer
+    from sparc_es.answers.show import Presenter, answer
+    from sparc_es.engines import open_engine
+    from sparc_es.errors import SparcError
+
+    engine = open_engine("lucene", index)
+    with Presenter(engine, index) as presenter:
+        _, shown = answer(engine, presenter, JAVA, 3)
+    assert shown[0].others  # a paragraph whose sentences are one hit: the ranks differ without collapsing
+    with Explainer(index, engine) as explainer:
+        got = explainer.explain(JAVA, [2, "3"])["hits"]
+        assert [h["id"] for h in got] == [shown[1].hit.id, shown[2].hit.id]
+        for wanted, says in [("12", "as a list of ids or ranks, not '12' alone"),
+                             ([2.0], "a sentence id or a rank, not float 2.0")]:
+            with pytest.raises(SparcError, match=re.escape(says)):
+                explainer.explain(JAVA, wanted)
+
+
+@pytest.mark.jvm
 def test_explain_ranks_are_searchs_and_its_errors_are_one_line(index, tiny_model_dir, cli):
     rc, out, _ = cli("search", "--index", index, "--json", "-k", 2, JAVA)
     searched = json.loads(out)

@@ -37,11 +37,13 @@ class Explainer(Closing):
     """Explains the hits of one Lucene index, with the model its sentences were encoded with."""
 
     def __init__(self, index: str | Path, engine, model="default", device: str = "cpu",
-                 collapse: bool = False) -> None:
+                 collapse: bool = True) -> None:
         """``engine``: the engine ``search`` opens over ``index`` (ranks are its ranks; a hybrid's
-        SPARC engine holds the impacts). ``model``: a model name or folder (``--model``), loaded on
-        first use with the index's settings, or a loaded :class:`~sparc_es.model.SparcModel`.
-        ``collapse``: ranks count the sentences of one paragraph as one hit, as ``search`` shows them."""
+        SPARC engine holds the impacts); closing the explainer closes it. ``model``: a model name or
+        folder (``--model``), loaded on first use with the index's settings, or a loaded
+        :class:`~sparc_es.model.SparcModel`. ``collapse``: ranks count the sentences of one paragraph
+        as one hit, as ``search``, :func:`~sparc_es.answers.show.answer` and ``/search`` show them
+        (False: every sentence its own rank, ``--no-collapse``)."""
         self.index = Path(index)
         self.collapse = collapse
         self.manifest = Manifest.read(self.index)
@@ -135,9 +137,16 @@ class Explainer(Closing):
 
     # --- the explanation -------------------------------------------------------------------
 
-    def explain(self, question: str, wanted: list[str]) -> dict:
-        """The explanation of ``wanted`` hits for ``question`` as a JSON object (see :func:`table`)."""
+    def explain(self, question: str, wanted: list[str | int]) -> dict:
+        """The explanation of ``wanted`` hits (sentence ids, or ranks: ``2`` or ``"2"``) for
+        ``question`` as a JSON object (see :func:`table`)."""
         check_question(question, asked=True)
+        if isinstance(wanted, str | int):  # a string is no list: "12" was read as ranks 1 and 2
+            raise SparcError(f"name the hits to explain as a list of ids or ranks, not {wanted!r} alone")
+        wanted = [str(w) if isinstance(w, int) and not isinstance(w, bool) else w for w in wanted]
+        if not all(isinstance(w, str) for w in wanted):
+            bad = next(w for w in wanted if not isinstance(w, str))
+            raise SparcError(f"a hit to explain is a sentence id or a rank, not {type(bad).__name__} {bad!r}")
         if not wanted:
             raise SparcError("name at least one hit to explain: its id or its rank")
         bag = self.sparc.queries.encode(question)  # what the engine asks: integer counts

@@ -302,12 +302,17 @@ def test_the_library_explainer_ranks_as_answer_shows_and_takes_ranks_as_numbers(
     from sparc_es.answers.explain import Explainer
     from sparc_es.answers.show import Presenter, answer
     from sparc_es.engines import open_engine
-    from sparc_es.errors import SparcError
+    from sparc_es.errors import SparcError, StoreError
 
     engine = open_engine("lucene", index)
     with Presenter(engine, index) as presenter:
         _, shown = answer(engine, presenter, JAVA, 3)
     assert shown[0].others  # a paragraph whose sentences are one hit: the ranks differ without collapsing
+    with Presenter(engine) as presenter:  # the engine's own index
+        assert [(s.hit.id, s.where()) for s in answer(engine, presenter, JAVA, 3)[1]] == \
+            [(s.hit.id, s.where()) for s in shown] and ":" in shown[0].where()
+    with pytest.raises(StoreError, match="not the index the engine searches"):
+        Presenter(engine, index.parent)  # hits had no lines, headings or paragraphs, and nothing said why
     with Explainer(index, engine) as explainer:
         got = explainer.explain(JAVA, [2, "3"])["hits"]
         assert [h["id"] for h in got] == [shown[1].hit.id, shown[2].hit.id]

@@ -443,8 +443,10 @@ class Presenter(Closing):
     """Builds :class:`Shown` hits and :class:`QuestionMatch` for one engine over one index."""
 
     def __init__(self, engine, index: str | Path | None = None, tokenizer: str | Path | None = None) -> None:
-        """``engine`` as ``open_engine`` opened it over ``index`` (None for Elasticsearch, whose
-        ``tokenizer`` folder then gives the question tokenizer and corpus statistics)."""
+        """``engine`` as ``open_engine`` opened it over ``index`` (default: the engine's own folder;
+        None for Elasticsearch, whose ``tokenizer`` folder then gives the question tokenizer and
+        corpus statistics)."""
+        from sparc_es.errors import StoreError
         from sparc_es.layout.manifest import Manifest
         from sparc_es.layout.names import META, SENTENCES
         from sparc_es.layout.store import SentenceStore
@@ -453,6 +455,11 @@ class Presenter(Closing):
 
         self.engine = engine
         self.sparc = sparc_side(engine)  # a hybrid's SPARC engine: the impacts
+        if index is None and tokenizer is None:
+            index = getattr(self.sparc, "path", None)
+        if index is not None and not (Path(index) / META).is_file():
+            # else hits came without lines, headings or paragraphs, and nothing said why
+            raise StoreError(f"{index}: not the index the engine searches (no sparc-es {META} in it)")
         folder = Path(index) if index is not None else (Path(tokenizer) if tokenizer is not None else None)
         manifest = Manifest.read(folder) if folder is not None and (folder / META).is_file() else None
         if manifest is not None:  # the corpus folders: the manifest's, else those the index records

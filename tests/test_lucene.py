@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from sparc_es.encode.run import encode_corpus
 from sparc_es.engines.lucene import LuceneEngine, build_index
+from sparc_es.errors import StoreError
 from sparc_es.layout.manifest import Manifest
 from sparc_es.layout.records import iter_vectors
 
@@ -51,6 +53,23 @@ def test_lucene_scores_equal_brute_force_dot_products(squad_index):
             answered += 1
             assert hits[0].text and hits[0].doc and hits[0].start is not None
     assert answered >= 100
+
+
+@pytest.mark.jvm
+@pytest.mark.data
+def test_an_index_given_to_build_from_is_refused_naming_its_encoded_folder(squad_index, tmp_path):
+    """An index where an encoded folder belongs was a bare FileNotFoundError (vectors.jsonl) on
+    Elasticsearch, and 'No such file or directory while building' on Lucene."""
+    from sparc_es.engines.elastic import Connection, build_index as load_into_es
+
+    root, _ = squad_index
+    built_from = Manifest.read(root / "index").index.encoded
+    says = f"an index, not an encoded folder: build from the encoded folder it was built from ({built_from})"
+    with pytest.raises(StoreError, match=re.escape(says)):
+        build_index(root / "index", tmp_path / "again")
+    with pytest.raises(StoreError, match=re.escape(says)):  # before any connection
+        load_into_es(root / "index", Connection("http://127.0.0.1:9"), "sparc")
+    assert not (tmp_path / "again").exists()
 
 
 @pytest.mark.jvm

@@ -53,7 +53,7 @@ def build_index(encoded: str | Path, folder: str | Path, overwrite: bool = False
     """
     encoded, folder = Path(encoded), Path(folder)
     folders.check_apart(folder, [encoded], "the index folder")  # --overwrite would delete the encoded folder
-    Manifest.read(encoded)  # a clear error for a folder that is not a finished encode, before anything else
+    Manifest.read_encoded(encoded)  # a clear error for a folder that is not a finished encode, before anything else
     if folder.exists() and not overwrite:
         raise StoreError(f"{folder}: already exists; pass {option('--overwrite', 'overwrite=True')} to rebuild it")
     folders.check_removable(folder, option("--overwrite", "overwrite=True"), replaces=folders.INDEX)  # only an index

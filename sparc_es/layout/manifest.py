@@ -145,6 +145,16 @@ class Manifest:
         except (ValueError, TypeError, KeyError) as e:
             raise StoreError(f"{path}: unreadable manifest ({e})") from None
 
+    @classmethod
+    def read_encoded(cls, folder: str | Path) -> Manifest:
+        """The manifest of a finished encoded folder; an index is refused, naming the folder it was
+        built from (an index holds no vectors to build from)."""
+        manifest = cls.read(folder)
+        if manifest.index is not None:
+            raise StoreError(f"{folder}: an index, not an encoded folder: build from the encoded folder it was "
+                             f"built from ({manifest.index.encoded})")
+        return manifest
+
     def write(self, folder: str | Path) -> None:
         """Write ``folder/meta.json``, the corpus paths also relative to ``folder``."""
         here = Path(folder).resolve()

@@ -168,7 +168,7 @@ def _check_folder(encoded: str | Path) -> tuple[Path, Manifest]:
     """The encoded folder and its manifest, refused (:class:`~sparc_es.errors.StoreError`) when it is
     not a finished encoded folder."""
     encoded = Path(encoded)
-    return encoded, Manifest.read(encoded)
+    return encoded, Manifest.read_encoded(encoded)
 
 
 def _create_or_check_index(load: _Load, manifest: Manifest, field_type: FieldType | str | None,

@@ -512,6 +512,13 @@ def test_a_library_caller_gets_one_line_for_topics_and_options_of_the_wrong_shap
     for kind in ("lucene", "bm25"):
         with pytest.raises(SparcError, match="applies to the Elasticsearch engine"):
             open_engine(kind, tmp_path / "index", es_index="x")
+        with pytest.raises(SparcError, match="index is a folder's path .str or Path., not int 5"):
+            open_engine(kind, 5)  # a TypeError from pathlib
+        # the BM25 engine on an encoded folder said it had no BM25 index, to be rebuilt with bm25=True
+        with pytest.raises(StoreError, match="an encoded folder, not an index"):
+            open_engine(kind, tmp_path / "enc")
+    with pytest.raises(SparcError, match="a number between 0 and 1, not str '0.3'"):  # a TypeError from <=
+        open_engine("lucene", tmp_path / "index", hybrid_weight="0.3")
         engine = open_engine(kind, tmp_path / "index")
         try:
             for topics, message in (({"q1": "java"}, "pass dict.items"), (["java", "lamp"], "pairs, not 'java'"),

@@ -12,6 +12,7 @@ evaluations. Building is one verb everywhere: ``lucene.build_index`` and ``elast
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -49,6 +50,9 @@ def open_engine(kind: EngineKind | str = EngineKind.LUCENE, index: str | Path | 
         def notice(message: str) -> None:
             notices.notice("search", message)
     kind = choice(EngineKind, kind, "engine")
+    for name, value in (("index", index), ("tokenizer", tokenizer)):
+        if value is not None and not isinstance(value, str | os.PathLike):
+            raise SparcError(f"{name} is a folder's path (str or Path), not {type(value).__name__} {value!r}")
     if kind is not EngineKind.ES:  # Elasticsearch's options, never ignored on another engine
         given = [name for name, value in (("connection", connection), ("es_index", es_index),
                                           ("tokenizer", tokenizer), ("query_mode", query_mode)) if value is not None]
@@ -102,9 +106,9 @@ def open_engine(kind: EngineKind | str = EngineKind.LUCENE, index: str | Path | 
     from sparc_es.engines.bm25 import LuceneBM25
     from sparc_es.engines.lucene import LuceneEngine, lucene_manifest
 
+    lucene_manifest(Path(index))  # a folder that is not an index says so first, before any notice about it
     if kind is EngineKind.BM25:
         return LuceneBM25.beside(index)
-    lucene_manifest(Path(index))  # a folder that is not an index says so first, before any notice about it
     if default:
         method = DEFAULT_METHOD if Blend.read(index) is not None else fallback(
             f"{index} stores no BM25 terms (built by an older sparc-es)", LuceneBM25.exists_beside(index))

@@ -73,6 +73,9 @@ class HybridChoice:
             raise SparcError(f"{option('--hybrid-weight', 'hybrid_weight')} is BM25's share of a hybrid sum: it does "
                              f"not apply to {option('--hybrid ', 'hybrid=')}{hybrid or 'none'}"
                              + (" (SPARC alone)" if method is None else ""))
+        if weight is not None and (isinstance(weight, bool) or not isinstance(weight, int | float)):
+            raise SparcError(f"{option('--hybrid-weight', 'hybrid_weight')} is BM25's share of the sum, a number "
+                             f"between 0 and 1, not {type(weight).__name__} {weight!r}")
         share = BM25_WEIGHT if weight is None else weight
         if not 0.0 <= share <= 1.0:
             raise SparcError(f"{option('--hybrid-weight', 'hybrid_weight')} is BM25's share of the sum: between 0 "

@@ -531,6 +531,17 @@ def test_a_library_caller_gets_one_line_for_topics_and_options_of_the_wrong_shap
             assert engine.batch_search(enumerate(["java", "lamp"]), k=1).keys() == {0, 1}  # integer qids
         finally:
             engine.close()
+    from sparc_es.answers.show import Presenter, answer
+
+    with open_engine("lucene", tmp_path / "index") as engine, Presenter(engine) as presenter:
+        for kwargs, says in [({"k": -1}, "not -1"), ({"k": "3"}, "not '3'"), ({"start": -1}, "start is a whole"),
+                             ({"documents": 0}, "documents is a whole number of 1"),
+                             ({"min_score": float("nan")}, "min_score is a score of 0 or more, not nan"),
+                             ({"min_score": "0.3"}, "not '0.3'")]:  # k=-1 was "not -5"; the strings TypeErrors
+            with pytest.raises(SparcError, match=re.escape(says)):
+                answer(engine, presenter, "java", **{"k": 3, **kwargs})
+        with pytest.raises(SparcError, match="empty question"):  # answer() returned no hit without a word
+            answer(engine, presenter, " ", 3)
     from sparc_es.errors import EngineError
 
     engine = open_engine("lucene", tmp_path / "index")

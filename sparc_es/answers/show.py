@@ -388,8 +388,23 @@ def answer(engine, presenter: Presenter, question: str, k: int, collapse_paragra
     of one paragraph one hit unless not ``collapse_paragraphs``. ``keep(hit)``, when given, filters
     the engine's first hits (a deeper search). ``documents``, a depth: ``k`` documents instead, each
     shown by its best sentence among the top ``documents`` (``run --documents``'s aggregation)."""
-    from sparc_es.engines.base import MAX_HITS, above, best_sentences
+    import math
+    import numbers
 
+    from sparc_es.engines.base import MAX_HITS, above, best_sentences, check_k
+    from sparc_es.errors import SparcError
+    from sparc_es.model.query import check_question
+
+    # checked before any arithmetic on them (k=-1 was said to be -5, a string k was a TypeError)
+    check_question(question, asked=True)
+    check_k(k)
+    for name, value, least in (("start", start, 0), ("documents", documents, 1)):
+        if (value is not None or name == "start") and (isinstance(value, bool) or not isinstance(
+                value, numbers.Integral) or value < least):
+            raise SparcError(f"{name} is a whole number of {least} or more, not {value!r}")
+    if min_score is not None and (isinstance(min_score, bool) or not isinstance(min_score, numbers.Real)
+                                  or not math.isfinite(min_score) or min_score < 0):
+        raise SparcError(f"min_score is a score of 0 or more, not {min_score!r}")
     if documents is not None:
         found = engine.search(question, max(k, documents))
         found = best_sentences(found, {h.id: h.doc for h in found}, k)

@@ -257,3 +257,16 @@ def test_a_misspelt_override_names_the_config_fields(tiny_model_dir):
 
     with pytest.raises(ModelError, match="no SPARC config field 'topk'; the fields are w, top_k, "):
         SparcModel.load(tiny_model_dir, topk=10)
+
+
+def test_explain_refuses_what_it_cannot_explain(tiny_model):
+    """A blank sentence gave unrelated tokens, top=0 about a hundred and top=-1 a torch RuntimeError;
+    a sentence that is no string was a ValueError from inside transformers."""
+    from sparc_es.errors import ModelError
+
+    for args, says in [(("",), "empty sentence"), ((None,), "the sentence to explain is text, not NoneType"),
+                       (("Paris is in France.", "", 0), "top is how many tokens to show, 1 or more, not 0"),
+                       (("Paris is in France.", "", -1), "not -1"), (("Paris.", 3), "the context to explain is text")]:
+        with pytest.raises(ModelError, match=says):
+            tiny_model.explain(*args)
+    assert len(tiny_model.explain("Paris is in France.", top=3)) == 3

@@ -51,8 +51,6 @@ def command(args: argparse.Namespace) -> int:
     from sparc_es.model.query import check_question
 
     check_question(args.sentence)
-    if not args.sentence.strip():
-        raise SparcError("empty sentence")
     model = load_model(args)
     pairs = model.explain(args.sentence, args.context or "", top=args.top or TOP)
     if args.json:

@@ -348,7 +348,16 @@ class Pipeline:
         return results  # type: ignore[return-value]
 
     def explain(self, sentence: str, context: str = "", top: int = 20) -> list[tuple[str, float]]:
-        """The sentence's highest-scoring (token, f(v, s)) pairs, for people (SPARTA table 6)."""
+        """The sentence's highest-scoring (token, f(v, s)) pairs, ``top`` of them at most, for people
+        (SPARTA table 6). A blank sentence, a text that is no string or a ``top`` under 1 is a
+        one-line :class:`~sparc_es.errors.ModelError` (a blank sentence gave unrelated tokens)."""
+        for name, text in (("sentence", sentence), ("context", context)):
+            if not isinstance(text, str):
+                raise ModelError(f"the {name} to explain is text, not {type(text).__name__}")
+        if not sentence.strip():
+            raise ModelError("empty sentence: there is nothing to explain")
+        if isinstance(top, bool) or not isinstance(top, int) or top < 1:
+            raise ModelError(f"top is how many tokens to show, 1 or more, not {top!r}")
         e = self.encode_batch([sentence], [context], top_k=top)[0]
         return list(zip(e.tokens, e.weights.tolist()))
 

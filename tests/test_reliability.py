@@ -508,6 +508,14 @@ def test_a_run_is_searched_a_batch_at_a_time_and_appears_only_when_complete(tmp_
     assert (tmp_path / "run.trec").read_bytes() == before and not (tmp_path / "other.trec").exists()
     assert not list(tmp_path.glob("*.partial"))
 
+    # a path as a string, as everywhere else (an AttributeError), and a batch of 0 (a bare ValueError)
+    write_runs([RunFile(_Words(), str(tmp_path / "named.trec"), "t")], topics, 3, batch=2)
+    assert (tmp_path / "named.trec").read_bytes() == (tmp_path / "whole.trec").read_bytes()
+    from sparc_es.errors import SparcError
+
+    with pytest.raises(SparcError, match="batch is how many questions are searched at once, 1 or more, not 0"):
+        write_runs([RunFile(_Words(), tmp_path / "none.trec")], topics, 3, batch=0)
+
 
 def test_es_urls_and_index_names_are_checked(tmp_path, cli):
     rc, _, err = cli("search", "--engine", "es", "--es-url", "localhost:9200", "--es-index", "x", "q")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Protocol
 
 from sparc_es.engines.base import Hit, above, best_per_document
+from sparc_es.errors import SparcError
 from sparc_es.evaluation.trec import TrecRunWriter
 
 # A batch's hits (qid -> sentence hits) -> the document of each sentence among them.
@@ -35,8 +36,11 @@ class RunFile:
     """One run of a batch: the engine that searches it, the file it goes to and its tag."""
 
     engine: BatchSearcher
-    path: Path
+    path: Path  # a str is taken too, as every other path of the API
     tag: str = "sparc-es"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "path", Path(self.path))
 
 
 NAMED = 5  # the queries without a hit that a run names (it counts them all)
@@ -65,8 +69,8 @@ def write_runs(runs: Sequence[RunFile], topics: Iterable[tuple[str, str]], k: in
     those under ``min_score`` dropped, then with ``documents`` each document's best sentence, ``k``
     documents per query. ``progress`` is told the questions done after each batch. A run file is
     written beside its name (``NAME.partial``) and renamed once complete, removed on failure."""
-    if batch < 1:
-        raise ValueError("a batch holds at least 1 question")
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise SparcError(f"batch is how many questions are searched at once, 1 or more, not {batch!r}")
     partials = [run.path.with_name(run.path.name + ".partial") for run in runs]
     written = [Written() for _ in runs]
     topics, questions = iter(topics), 0

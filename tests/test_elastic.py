@@ -671,6 +671,8 @@ def test_a_rejected_request_says_what_the_cluster_rejected(tmp_path, tiny_model_
                 engine.search("integer impacts", 20_000)
         finally:
             engine.close()
+        with pytest.raises(SparcError, match="invalid Elasticsearch index name 'Bad Name'"):  # was "no index"
+            open_engine("es", None, connection=Connection(es_url), es_index="Bad Name", tokenizer=tmp_path / "enc")
     finally:
         client.indices.delete(index=name, ignore_unavailable=True)
 

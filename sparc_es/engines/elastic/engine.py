@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 
 from sparc_es.engines.base import Closing, Description, EngineKind, Hit, HybridMethod, check_k, check_topics
 from sparc_es.engines.blend import BM25_SHARE, Blend
-from sparc_es.engines.elastic.connection import _cluster_errors, check_server
+from sparc_es.engines.elastic.connection import _cluster_errors, check_index_name, check_server
 from sparc_es.engines.elastic.documents import (
     BLEND_META,
     BUILD_META,
@@ -61,7 +61,7 @@ class ElasticEngine(Closing):
         """``queries``: the question encoder (the tokenizer of the encoded folder that was loaded);
         ``mode``: how to send a question, by default the one the index's weights field takes."""
         self.client = client
-        self.index = index_name
+        self.index = check_index_name(index_name)  # before asking: a bad name was "no index 'Bad Name'"
         self.asked_mode = None if mode is None else choice(QueryMode, mode, "query mode")
         self.queries = queries
         # the one-request sum and BM25's share in it (use_blend), or SPARC alone; a run tag and the server say it

@@ -36,3 +36,20 @@ def test_the_readme_python_example_prints_hits(tmp_path):
     hits = [line for line in lines[1:] if re.match(r"\s*\d+\.\d\d  ", line)]
     assert len(hits) == 3, done.stdout
     assert "Java 21" in hits[0] and "[setup.md:" in hits[0], done.stdout
+
+
+def test_the_readme_python_example_type_checks(tmp_path):
+    """The package ships py.typed, so a user's type checker reads its hints: the README's example,
+    and the ``with open_engine(...) as engine:`` it names, check with mypy ("Engine" had no
+    ``__enter__``)."""
+    example = _readme_blocks()[0] + (
+        '\nwith open_engine("lucene", "work/index") as same:\n'
+        '    print(same.search("Which Java version?", k=1)[0].text)\n')
+    (tmp_path / "example.py").write_text(example)
+    import os
+
+    # MYPYPATH: mypy does not see an editable install's import hook; the package is read from source
+    done = subprocess.run([sys.executable, "-m", "mypy", "--follow-imports=silent", "--cache-dir",
+                           str(tmp_path / "cache"), "example.py"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "MYPYPATH": str(README.parent)})
+    assert done.returncode == 0 and "Success" in done.stdout, done.stdout[-3000:] + done.stderr[-1000:]

@@ -118,6 +118,12 @@ class Engine(Protocol):
     def close(self) -> None:
         """Release files, connections and stores."""
 
+    def __enter__(self) -> Engine:
+        """``with open_engine(...) as engine:`` (:class:`Closing` gives every engine this)."""
+
+    def __exit__(self, *exc: object) -> None:
+        """:meth:`close` on leaving the ``with``."""
+
 
 # The optional abilities. An engine has one by having its members; the answers stage asks with
 # isinstance (these are runtime-checkable), never by probing for attribute names.

@@ -297,6 +297,7 @@ class QuestionMatch:
                 + (f" (none for {' '.join(missing)})" if missing else ""))
 
     def to_json(self) -> dict:
+        """As ``search --json`` and the API give it."""
         return {"tokens": self.tokens, "postings": self.postings, "words": self.words, "found": self.found,
                 "nothing_meaningful": self.nothing_meaningful, "best_below_min_score": self.best_below}
 
@@ -362,6 +363,7 @@ class Shown:
         return h.doc or h.id
 
     def to_json(self) -> dict:
+        """One hit as ``search --json`` and the API give it."""
         out = {**self.hit.to_json(), "rank": self.rank, "line": self.place.line, "last_line": self.place.last_line,
                "path": str(self.place.path) if self.place.path else None,
                "headings": list(self.place.headings) if self.place.headings is not None else None,
@@ -488,11 +490,14 @@ class Presenter(Closing):
         self.statistics = CorpusStatistics.read(folder) if folder is not None else None
 
     def question(self, question: str) -> QuestionMatch:
+        """How ``question`` meets the index: its tokens, their postings, which of its words are there."""
         postings = self.sparc.postings if isinstance(self.sparc, Impacts) else None
         return match_question(question, self.queries, self.statistics, postings,
                               getattr(self.sparc, "stored_blend", None))
 
     def hits(self, question: str, hits: list[Hit], match: QuestionMatch | None = None) -> list[Shown]:
+        """``hits`` as every surface shows them: place (file, line, headings), passage, the question's
+        words marked, and the question tokens (and BM25 terms) each stores; ranks from 1."""
         marker = Marker(question)
         stored = {}
         if self.store is not None and hits:
@@ -521,6 +526,7 @@ class Presenter(Closing):
         return out
 
     def close(self) -> None:
+        """Close the sentence store it opened; the engine stays open (it was given, not opened here)."""
         if self.store is not None:
             self.store.close()
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from sparc_es.corpus.sources import Sentence
 from sparc_es.engines._java import TopK, index_collection, java_lock, parts, start_jvm
-from sparc_es.engines.base import Closing, Description, EngineKind, Hit, check_topics
+from sparc_es.engines.base import Closing, Description, Engine, EngineKind, Hit, check_topics
 from sparc_es.engines.exact import ranked_batches
 from sparc_es.errors import StoreError, option
 from sparc_es.layout.names import BM25, LUCENE, SENTENCES
@@ -51,7 +51,7 @@ def build_bm25_index(sentences: Iterable[Sentence], folder: str | Path, overwrit
     return {"documents": n, "build_seconds": round(seconds, 2), "bytes": folder_size(folder / LUCENE)}
 
 
-class LuceneBM25(Closing):
+class LuceneBM25(Closing, Engine):
     """Search an index made by :func:`build_bm25_index`: what Pyserini's ``LuceneSearcher`` scores."""
 
     def __init__(self, folder: str | Path) -> None:
@@ -109,7 +109,7 @@ class LuceneBM25(Closing):
             self.store.close()
 
 
-class PaperBM25(Closing):
+class PaperBM25(Closing, Engine):
     """BM25Okapi as the SPARC paper scored it (see the module docstring)."""
 
     def __init__(self, sentences: Iterable[Sentence], k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25) -> None:

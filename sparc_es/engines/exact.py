@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sparc_es.engines.base import Closing, Description, Hit, check_k, check_topics
+from sparc_es.engines.base import Closing, Description, Engine, Hit, check_k, check_topics
 from sparc_es.errors import StoreError
 from sparc_es.layout.manifest import Manifest
 from sparc_es.layout.records import iter_vectors, quantize
@@ -42,7 +42,7 @@ def ranked_batches(topics: list[tuple[str, str]], scores_of, k: int, chunk: int 
         yield from zip((qid for qid, _ in part), top_k_rows(scores_of([q for _, q in part]), k))
 
 
-class ExactEngine(Closing):
+class ExactEngine(Closing, Engine):
     """Brute-force g(q, s) over an encoded folder."""
 
     def __init__(self, encoded: str | Path, floats: bool = False, factor: float | None = None) -> None:

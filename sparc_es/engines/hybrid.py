@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from sparc_es.engines.base import Closing, Description, EngineKind, Hit, HybridMethod, best_first, check_topics
+from sparc_es.engines.base import Closing, Description, Engine, EngineKind, Hit, HybridMethod, best_first, check_topics
 from sparc_es.engines.blend import BM25_SHARE
 from sparc_es.errors import SparcError, choice, option
 
@@ -117,7 +117,7 @@ def _places(sparc: list[Hit], bm25: list[Hit]) -> dict[str, tuple[float, float]]
     return {i: tuple(place) for i, place in places.items()}
 
 
-class HybridEngine(Closing):
+class HybridEngine(Closing, Engine):
     """A SPARC engine and a BM25 engine over the same sentences, fused per question client-side
     (``minmax`` or ``rrf``: two searches to ``depth`` a question)."""
 

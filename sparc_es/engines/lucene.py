@@ -29,7 +29,7 @@ import orjson
 from sparc_es.engines import blend
 from sparc_es.engines._impacts import write_impact_index
 from sparc_es.engines._java import TopK, index_documents, java_lock, parts, start_jvm
-from sparc_es.engines.base import Closing, Description, EngineKind, Hit, HybridMethod, check_topics
+from sparc_es.engines.base import Closing, Description, Engine, EngineKind, Hit, HybridMethod, check_topics
 from sparc_es.errors import EngineError, StoreError, count_mismatch, option
 from sparc_es.layout import ownership as folders
 from sparc_es.layout.locks import exclusive
@@ -146,7 +146,7 @@ def lucene_manifest(folder: Path) -> Manifest:
     return manifest
 
 
-class LuceneEngine(Closing):
+class LuceneEngine(Closing, Engine):
     """Search a sparc-es Lucene index; questions are bags of tokens, no model runs.
 
     ``bm25_share`` None: SPARC alone, scores in model units (the integer sum over the factor).

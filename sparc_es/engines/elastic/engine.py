@@ -20,7 +20,7 @@ import json
 import time
 from collections.abc import Callable, Iterable
 
-from sparc_es.engines.base import Closing, Description, EngineKind, Hit, HybridMethod, check_k, check_topics
+from sparc_es.engines.base import Closing, Description, Engine, EngineKind, Hit, HybridMethod, check_k, check_topics
 from sparc_es.engines.blend import BM25_SHARE, Blend
 from sparc_es.engines.elastic.connection import _cluster_errors, check_index_name, check_server
 from sparc_es.engines.elastic.documents import (
@@ -52,7 +52,7 @@ _SLOW = "; raise --es-timeout if the cluster is slow"
 RECHECK = 5.0
 
 
-class ElasticEngine(Closing):
+class ElasticEngine(Closing, Engine):
     """Search a sparc-es index in Elasticsearch with the question as a dot-product query."""
 
     recheck: float | None = RECHECK  # seconds between checks that the index was not rebuilt; None: never

@@ -353,10 +353,11 @@ def test_an_update_says_how_many_sentences_it_removed(tmp_path, tiny_model_dir, 
     assert rc == 0, err
     # the sentence under a new id is kept, not encoded again, and not counted as unchanged (its old id is removed)
     assert "2 encoded, 2 unchanged kept, 1 kept under a new id, 3 removed; 5 sentences in all" in out, out
-    assert "an index built from" in out and "still holds its old sentences" in out
+    assert f"sparc-es encode: an index built from {tmp_path / 'enc'} before this update still holds its old " \
+        f"sentences: build it again (sparc-es index --input {tmp_path / 'enc'} --index DIR --overwrite;" in err, err
     assert json.loads((tmp_path / "enc" / "meta.json").read_text())["removed"] == 3
-    rc, out, _ = cli("encode", "--corpus", write(rows), *args, "--update")
-    assert rc == 0 and "0 encoded, 5 unchanged kept, 0 removed" in out and "still holds" not in out, out
+    rc, out, err = cli("encode", "--corpus", write(rows), *args, "--update")
+    assert rc == 0 and "0 encoded, 5 unchanged kept, 0 removed" in out and "still holds" not in out + err, out
 
 
 def test_an_update_of_a_sentence_repeated_word_for_word_keeps_each_copy_under_its_own_id(tmp_path, tiny_model_dir,

@@ -316,9 +316,15 @@ def test_an_index_built_while_an_update_swaps_its_input_fails_cleanly(tmp_path, 
     real = lucene.write_impact_index
 
     def meanwhile_an_update_finishes(*a, **kw):
+        import logging
+
         result = real(*a, **kw)
         write_jsonl(corpus, range(10), prefix="t")
-        encode_corpus([corpus], enc, tiny_model, progress=False, idf=False, update=True)
+        logging.disable(logging.WARNING)  # the update's own notice, another process's in truth
+        try:
+            encode_corpus([corpus], enc, tiny_model, progress=False, idf=False, update=True)
+        finally:
+            logging.disable(logging.NOTSET)
         return result
 
     monkeypatch.setattr(lucene, "write_impact_index", meanwhile_an_update_finishes)
@@ -387,3 +393,11 @@ def test_the_librarys_notices_go_through_logging_and_the_cli_prints_them_as_its_
         encode_corpus([corpus], tmp_path / "enc", tiny_model, progress=False, update=True)
     [record] = [r for r in caplog.records if r.name == "sparc_es.notice.encode"]
     assert record.getMessage() == f"{tmp_path / 'enc'}: no such folder, so nothing to update: encoding the whole corpus"
+    caplog.clear()
+    corpus = write_jsonl(tmp_path / "c.jsonl", range(4))  # one more sentence: an index of the old folder is stale
+    with caplog.at_level(logging.WARNING, logger="sparc_es.notice"):
+        encode_corpus([corpus], tmp_path / "enc", tiny_model, progress=False, update=True)
+    [record] = [r for r in caplog.records if r.name == "sparc_es.notice.encode"]  # the CLI alone said it
+    assert record.getMessage().startswith(f"an index built from {tmp_path / 'enc'} before this update still holds "
+                                          f"its old sentences: build it again (build_index('{tmp_path / 'enc'}', DIR, "
+                                          "overwrite=True); on Elasticsearch, sparc_es.engines.elastic.build_index")

@@ -111,10 +111,6 @@ def command(args: argparse.Namespace) -> int:
     renamed = f", {manifest.renamed} kept under a new id" if manifest.renamed else ""  # a file renamed or moved
     print(f"updated {args.output}: {encoded} encoded, {manifest.reused - manifest.renamed} unchanged kept{renamed}, "
           f"{manifest.removed} removed; {counted(manifest.sentences, 'sentence')} in all ({settings})")
-    if encoded or manifest.removed:  # what searches still answer from
-        print(f"an index built from {args.output} before this update still holds its old sentences: build it again "
-              f"(sparc-es index --input {args.output} --index DIR --overwrite; on Elasticsearch, sparc-es index "
-              "--engine es updates the index in place)")
     return 0
 
 

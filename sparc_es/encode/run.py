@@ -367,6 +367,12 @@ class _EncodeRun:
             if self.kept_passages is not None:
                 self.kept_passages.close()
         self._swap_in(retired)
+        if manifest.sentences - manifest.reused or manifest.removed:  # what searches still answer from
+            rebuild = option(f"sparc-es index --input {self.out} --index DIR --overwrite",
+                             f"build_index({str(self.out)!r}, DIR, overwrite=True)")
+            in_place = option("sparc-es index --engine es", "sparc_es.engines.elastic.build_index")
+            _notice(f"an index built from {self.out} before this update still holds its old sentences: build it "
+                    f"again ({rebuild}; on Elasticsearch, {in_place} updates the index in place)")
         return manifest
 
     def _check_same_weights(self, old: Manifest) -> None:

@@ -786,10 +786,14 @@ def test_host_names_are_read_without_their_port():
 @pytest.mark.jvm
 def test_requests_for_other_host_names_are_refused(server):
     """DNS rebinding: a page the user visits points its own name at 127.0.0.1 and reads the API.
-    Only the bound address, localhost, 127.0.0.1 and ::1 (and --allow-host names) are answered."""
+    Only the bound address's name, localhost (and --allow-host names) are answered, and any address:
+    rebinding needs a name, and 'serve --host 0.0.0.0' refused every other machine (Host 192.0.2.7)."""
+    import socket
+
     port = server.rsplit(":", 1)[1]
     for host, status in ((f"evil.example:{port}", 400), ("evil.example", 400), (f"localhost:{port}", 200),
-                         (f"127.0.0.1:{port}", 200)):
+                         (f"127.0.0.1:{port}", 200), (f"192.0.2.7:{port}", 200), (f"[2001:db8::7]:{port}", 200),
+                         (f"192.0.2.7.evil.example:{port}", 400)):
         request = urllib.request.Request(server + "/health", headers={"Host": host})
         try:
             with urllib.request.urlopen(request, timeout=60) as response:
@@ -799,6 +803,13 @@ def test_requests_for_other_host_names_are_refused(server):
         assert got == status, (host, body)
         if status == 400:
             assert "is not served here" in body["error"] and "--allow-host" in body["error"]
+    # a health check of HTTP/1.0 without a Host (HAProxy's): refused with "--allow-host  allows it"
+    with socket.create_connection(("127.0.0.1", int(port)), timeout=60) as raw:
+        raw.sendall(b"GET /health HTTP/1.0\r\n\r\n")
+        answer = b""
+        while chunk := raw.recv(65536):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
 
 
 # --- documents at the line ---------------------------------------------------------------------------

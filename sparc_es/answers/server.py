@@ -643,10 +643,26 @@ class TooLarge(Exception):
     """A request body over the server's limit."""
 
 
+def _by_address(host: str) -> bool:
+    """Whether ``host`` (a ``Host`` header's host) is an IP address, or empty (an HTTP/1.0 health
+    check): no web page can rebind a name to this server under either, since DNS rebinding needs
+    the page's own name."""
+    import ipaddress
+
+    if not host:
+        return True
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
 class Guard:
-    """ASGI middleware in front of every request: a ``Host`` not in ``allowed_hosts`` (None: any) is
-    refused with 400, and a body over ``max_body`` bytes with 413, by its ``Content-Length`` before
-    it is read, or as it arrives when it is sent in chunks. (A plain ASGI class, not Starlette's
+    """ASGI middleware in front of every request: a ``Host`` that is a name not in ``allowed_hosts``
+    (None: any) is refused with 400 (an address is answered: see :func:`_by_address`), and a body
+    over ``max_body`` bytes with 413, by its ``Content-Length`` before it is read, or as it arrives
+    when it is sent in chunks. (A plain ASGI class, not Starlette's
     ``BaseHTTPMiddleware``, which swallows the disconnect that stops abandoned work.)"""
 
     def __init__(self, app, allowed_hosts: Iterable[str] | None, max_body: int) -> None:
@@ -658,7 +674,7 @@ class Guard:
             return await self.app(scope, receive, send)
         headers = dict(scope.get("headers") or ())
         host = host_of(headers.get(b"host", b"").decode("latin-1"))
-        if self.allowed is not None and host not in self.allowed:
+        if self.allowed is not None and host not in self.allowed and not _by_address(host):
             shown = host.encode("ascii", "backslashreplace").decode()[:100]
             return await JSONResponse({"error": f"Host {shown!r} is not served here (serve --allow-host {shown} "
                                                 "allows it)"}, status_code=400)(scope, receive, send)

@@ -29,9 +29,10 @@ def add_parser(sub) -> None:
                    "0.0.0.0 every interface (the API has no authentication) (default: %(default)s)")
     p.add_argument("--port", type=_port, default=8000, help="0 takes a free one (default: %(default)s)")
     p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
-                   help="answer requests for this host name too (repeatable); by default only the --host address, "
-                        "localhost, 127.0.0.1 and ::1 are answered, so that a web page cannot rebind its own name "
-                        "to this server and read the index")
+                   help="answer requests for this host name too (repeatable): a request names the host it asked "
+                        "for, and by default only requests by address (http://192.0.2.7:8000/), the --host name "
+                        "and localhost are answered, so that a web page cannot rebind its own name to this server "
+                        "and read the index (a name behind a proxy or in DNS needs this)")
     p.add_argument("--log-level", choices=["critical", "error", "warning", "info", "debug"], default="info",
                    help="uvicorn's log level; info logs every request (default: %(default)s)")
     p.add_argument("--model", default="default", help="the model GET /explain encodes hits again with: the one "
@@ -57,11 +58,17 @@ def command(args: argparse.Namespace) -> int:
         sock.close()
         raise
     host = f"[{args.host}]" if ":" in args.host else args.host
+    port = sock.getsockname()[1]
     if server.host_of(args.host) not in server.LOCAL_HOSTS:
         warn(f"listening on {args.host}: the API has no authentication, so anyone who reaches this address can "
              "search the index and read its sentences; put it behind a proxy that authenticates")
-    print(f"serving {service.name} on http://{host}:{sock.getsockname()[1]}/ (Ctrl-C stops)",
-          file=sys.stderr, flush=True)
+    if args.host in ("0.0.0.0", "::"):  # no one opens http://0.0.0.0/: say what other machines open
+        names = ", ".join(args.allow_host) or "none (--allow-host NAME answers a name)"
+        print(f"serving {service.name} on port {port} of every interface: http://127.0.0.1:{port}/ here, "
+              f"http://ADDRESS:{port}/ from other machines; names answered too: {names} (Ctrl-C stops)",
+              file=sys.stderr, flush=True)
+    else:
+        print(f"serving {service.name} on http://{host}:{port}/ (Ctrl-C stops)", file=sys.stderr, flush=True)
     try:
         server.serve(service, sock, log_level=args.log_level,
                      allowed_hosts=[args.host, *server.LOCAL_HOSTS, *args.allow_host])

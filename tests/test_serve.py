@@ -568,6 +568,39 @@ def test_a_rebuilt_index_is_answered_from(index, tmp_path):
         next(server, None)  # stops it: Ctrl-C, exit status 0
 
 
+@pytest.mark.jvm
+def test_health_says_what_searches_meet_when_the_index_folder_changes(index, tmp_path):
+    """A reopen that failed (an encoded folder put where the index was) was 'ok' on /health and only
+    the next search's 500 said it, with the server's local path; a deleted index was 'ok'; after a
+    good reopen, /health said 'failing' until a search succeeded; 'failing' was HTTP 200, which a
+    load balancer's probe reads as healthy."""
+    served = tmp_path / "served"
+    shutil.copytree(index, served)
+    server = _serve(served, tmp_path / "serve.log")
+    base = next(server)
+    try:
+        assert call(base, "GET", "/health")[0] == 200
+        _encode(DOCS, tmp_path / "enc")
+        shutil.rmtree(served)
+        shutil.copytree(tmp_path / "enc", served)
+        status, body, _ = call(base, "GET", "/health")
+        assert status == 503 and body["status"] == "failing", body
+        assert body["failure"]["error"].startswith("served: an encoded folder, not an index"), body
+        status, body, _ = search_get(base, QUESTIONS[0])
+        assert status == 500 and str(tmp_path) not in body["error"], body  # no local path
+        shutil.rmtree(served)
+        shutil.copytree(index, served)
+        status, body, _ = call(base, "GET", "/health")
+        assert status == 200 and body["status"] == "ok" and body["failure"] is None, body
+        shutil.rmtree(served)
+        status, body, _ = call(base, "GET", "/health")
+        assert status == 503 and "served: the index folder is gone" in body["failure"]["error"], body
+        status, body, _ = search_get(base, QUESTIONS[0])  # its sentence store is gone: said, without the path
+        assert status == 500 and body["error"].startswith("served: ") and str(tmp_path) not in body["error"], body
+    finally:
+        next(server, None)
+
+
 # --- the server module on its own: engine failures and serialised engine calls ------------------
 
 class _Engine:
@@ -641,7 +674,7 @@ def test_an_engine_failure_is_a_500_with_one_line_and_health_says_so(fake_server
     assert status == 500 and body == {"error": "RuntimeError: java.lang.NullPointerException"}
     assert "Search.java:3" in caplog.text  # the stack is in the server's log
     status, body, _ = call(base, "GET", "/health")
-    assert status == 200 and body["status"] == "failing" and body["failure"]["error"].startswith("RuntimeError")
+    assert status == 503 and body["status"] == "failing" and body["failure"]["error"].startswith("RuntimeError")
     status, body, _ = call(base, "POST", "/batch", {"questions": ["ok", "fail"]})
     assert status == 500 and "went away" in body["error"]
     assert search_get(base, "still answering")[0] == 200

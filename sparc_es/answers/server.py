@@ -25,7 +25,6 @@ reopened before the next request that reads it. Nothing the API returns names a 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import socket
@@ -228,10 +227,15 @@ class Service:
 
     async def reopened(self, wait: float = HEALTH_WAIT) -> None:
         """The engine reopened on the worker if the index was rebuilt, waited for at most ``wait``
-        seconds (a long search holds the worker: health then answers from what it has)."""
+        seconds (a long search holds the worker: health then answers from what it has); a reopen
+        that fails is the failure health reports."""
         if self.rebuilt():
-            with contextlib.suppress(Exception):
+            try:
                 await asyncio.wait_for(asyncio.wrap_future(self._worker.submit(self.fresh)), wait)
+            except TimeoutError:
+                pass
+            except Exception as e:
+                self._failed(e)
 
     def fresh(self) -> None:
         """Reopen the engine when the index folder was rebuilt since it was opened (on the worker)."""
@@ -241,6 +245,22 @@ class Service:
         engine = self._reopen()
         self._drop()
         self._open(engine)
+        self.failure = None  # the failure was the old engine's
+
+    def public(self, message: str) -> str:
+        """``message`` without the index folder's local path: its name stands for it (a client of the
+        API learns no path of this machine)."""
+        if self.index is not None:
+            for path in {str(self.index.resolve()), str(self.index)} - {""}:
+                message = message.replace(path, self.index.name)
+        return message
+
+    def _failed(self, e: Exception) -> str:
+        """Log ``e`` with its stack and hold it as the failure health reports; its public line."""
+        message = self.public(_line(e))
+        log.error("engine error: %s", message, exc_info=e)
+        self.failure = {"error": message, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        return message
 
     async def run(self, fn: Callable[..., T], *args: Any, request: Request | None = None) -> T:
         """``fn(*args)`` on the worker thread, the index reopened first if it was rebuilt; an engine
@@ -264,10 +284,7 @@ class Service:
         except (ApiError, Gone):
             raise
         except Exception as e:
-            message = _line(e)
-            log.error("engine error: %s", message, exc_info=e)
-            self.failure = {"error": message, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-            raise ApiError(500, message) from None
+            raise ApiError(500, self._failed(e)) from None
         finally:
             if watcher is not None:
                 watcher.cancel()
@@ -403,8 +420,13 @@ class Service:
             described = {"sentences": r["sentences"], "factor": r["factor"], "generation": r["generation"],
                          "model": model or ({"fingerprint": r["fingerprint"], "base": None} if r["fingerprint"]
                                             else None)}
-        return {"status": "failing" if self.failure else "ok", "version": __version__, "index": self.name,
-                **described, "engine": self.engine_info, "min_score": self.min_score, "failure": self.failure}
+        failure = self.failure
+        if failure is None and self.index is not None and not (self.index / META).is_file() and not self.rebuilt():
+            # deleted under the server (not a rebuild renaming it in: that has a new stamp)
+            failure = {"error": f"{self.index.name}: the index folder is gone: searches answer from the files "
+                                "opened before it went, until the server stops", "at": None}
+        return {"status": "failing" if failure else "ok", "version": __version__, "index": self.name,
+                **described, "engine": self.engine_info, "min_score": self.min_score, "failure": failure}
 
     def close(self) -> None:
         """Stop: abandon queued and running work at its next check, then close the engine."""
@@ -541,15 +563,17 @@ def create_app(service: Service, allowed_hosts: Iterable[str] | None = None, max
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, e: Exception) -> JSONResponse:
         log.error("internal error on %s: %s", request.url.path, _line(e), exc_info=e)
-        return JSONResponse({"error": _line(e)}, status_code=500)
+        return JSONResponse({"error": service.public(_line(e))}, status_code=500)
 
     @app.get("/health")
-    async def health() -> dict:
+    async def health() -> JSONResponse:
         """Index name, sentence count, model fingerprint, engine, and the engine's last failure
-        (``status``: "ok", or "failing" until an engine call succeeds again); an index rebuilt since
-        the last request is opened first, so a monitor sees the new one."""
+        (``status``: "ok", or "failing", with HTTP status 503 for a load balancer's probe, until an
+        engine call succeeds again); an index rebuilt since the last request is opened first, so a
+        monitor sees the new one."""
         await service.reopened()
-        return service.health()
+        answer = service.health()
+        return JSONResponse(answer, status_code=503 if answer["status"] == "failing" else 200)
 
     @app.get("/search")
     async def search_get(request: Request, q: str = Query(..., description="the question"),

@@ -454,6 +454,9 @@ def test_sparc_es_alone_prints_its_help(capsys):
     (["search", "--index", "IDX", "-k", "0", "q"], "sparc-es search: error: argument -k: must be at least 1"),
     (["run", "--index", "IDX"], "sparc-es run: error: the following arguments are required: --topics"),
     (["serch", "q"], "sparc-es: error: argument COMMAND: invalid choice: 'serch'"),
+    (["serve", "--port", "abc"], "sparc-es serve: error: argument --port: 'abc' is not a port number"),  # "_port"
+    (["serve", "--allow-host", "http://a.example"], "sparc-es serve: error: argument --allow-host: 'http://a.example'"),
+    (["serve", "--allow-host", "*.example.com"], "sparc-es serve: error: argument --allow-host: '*.example.com'"),
 ])
 def test_a_wrong_argument_is_one_line_naming_the_verb_and_its_help(capsys, argv, expected):
     """No usage block above the error (15 lines for search): the message, and where the options are."""

@@ -599,6 +599,10 @@ def test_health_says_what_searches_meet_when_the_index_folder_changes(index, tmp
         assert status == 500 and body["error"].startswith("served: ") and str(tmp_path) not in body["error"], body
     finally:
         next(server, None)
+    # the server's own lines have uvicorn's level and the time (they had neither, from Python's last resort)
+    logged = (tmp_path / "serve.log").read_text()
+    assert re.search(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ ERROR: +engine error: served: an encoded folder, not",
+                     logged, re.M), logged
 
 
 # --- the server module on its own: engine failures and serialised engine calls ------------------
@@ -836,6 +840,9 @@ def test_requests_for_other_host_names_are_refused(server):
         assert got == status, (host, body)
         if status == 400:
             assert "is not served here" in body["error"] and "--allow-host" in body["error"]
+    for path in ("/health", "/"):  # an uptime monitor's HEAD was a 405
+        with urllib.request.urlopen(urllib.request.Request(server + path, method="HEAD"), timeout=60) as response:
+            assert response.status == 200 and response.read() == b"", path
     # a health check of HTTP/1.0 without a Host (HAProxy's): refused with "--allow-host  allows it"
     with socket.create_connection(("127.0.0.1", int(port)), timeout=60) as raw:
         raw.sendall(b"GET /health HTTP/1.0\r\n\r\n")

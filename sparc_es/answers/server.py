@@ -565,7 +565,7 @@ def create_app(service: Service, allowed_hosts: Iterable[str] | None = None, max
         log.error("internal error on %s: %s", request.url.path, _line(e), exc_info=e)
         return JSONResponse({"error": service.public(_line(e))}, status_code=500)
 
-    @app.get("/health")
+    @app.api_route("/health", methods=["GET", "HEAD"])  # HEAD: uptime monitors ask with it
     async def health() -> JSONResponse:
         """Index name, sentence count, model fingerprint, engine, and the engine's last failure
         (``status``: "ok", or "failing", with HTTP status 503 for a load balancer's probe, until an
@@ -656,7 +656,7 @@ def create_app(service: Service, allowed_hosts: Iterable[str] | None = None, max
         name, text = await service.run(service.document, doc)
         return HTMLResponse(document_page(name, text, line, to))
 
-    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    @app.api_route("/", methods=["GET", "HEAD"], response_class=HTMLResponse, include_in_schema=False)
     async def index_page() -> HTMLResponse:
         return HTMLResponse(page())
 
@@ -747,4 +747,20 @@ def serve(service: Service, sock: socket.socket, log_level: str = "info",
             service.closing.set()  # running work stops at its next question rather than delaying the exit
             await super().shutdown(sockets)
 
-    Server(uvicorn.Config(create_app(service, allowed_hosts), log_level=log_level)).run(sockets=[sock])
+    Server(uvicorn.Config(create_app(service, allowed_hosts), log_level=log_level,
+                          log_config=log_config(log_level))).run(sockets=[sock])
+
+
+def log_config(level: str) -> dict:
+    """uvicorn's logging, with the time on every line, and this module's messages (a rebuilt index
+    reopened, an engine's error with its stack) on uvicorn's handler at ``level``: they went to
+    Python's last-resort handler, without level or time, and ``--log-level critical`` kept them."""
+    import copy
+
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    for formatter in config["formatters"].values():
+        formatter["fmt"] = "%(asctime)s " + formatter["fmt"]
+    config["loggers"][log.name] = {"handlers": ["default"], "level": level.upper(), "propagate": False}
+    return config

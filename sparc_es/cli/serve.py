@@ -10,11 +10,22 @@ from sparc_es.cli.output import warn
 
 
 def _port(value: str) -> int:
-    # argparse names this function in its error for a value that is not a number: keep its name
-    port = int(value)
+    try:
+        port = int(value)
+    except ValueError:  # argparse would name this function ("invalid _port value")
+        raise argparse.ArgumentTypeError(f"{value!r} is not a port number (0 to 65535)") from None
     if not 0 <= port <= 65535:
         raise argparse.ArgumentTypeError("must be between 0 and 65535")
     return port
+
+
+def _host_name(value: str) -> str:
+    """An ``--allow-host`` value: a host name or address as a request's ``Host`` names it, no more."""
+    if not value.strip() or any(c in value for c in "/*@ \t"):  # a URL, a wildcard, user info
+        raise argparse.ArgumentTypeError(f"{value!r} is not a host name: give the name alone, as in a URL's host "
+                                         "(search.example.com, not http://search.example.com/; no wildcards: "
+                                         "repeat --allow-host for each name)")
+    return value
 
 
 def add_parser(sub) -> None:
@@ -28,7 +39,7 @@ def add_parser(sub) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on; the default is this machine only, "
                    "0.0.0.0 every interface (the API has no authentication) (default: %(default)s)")
     p.add_argument("--port", type=_port, default=8000, help="0 takes a free one (default: %(default)s)")
-    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME", type=_host_name,
                    help="answer requests for this host name too (repeatable): a request names the host it asked "
                         "for, and by default only requests by address (http://192.0.2.7:8000/), the --host name "
                         "and localhost are answered, so that a web page cannot rebind its own name to this server "

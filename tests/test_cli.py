@@ -720,6 +720,18 @@ def test_a_stopped_index_says_what_is_left_not_resume(tmp_path, cli, monkeypatch
                                 "again to build it\n", err
 
 
+def test_a_stopped_search_or_server_has_nothing_to_resume(cli, monkeypatch):
+    """A Ctrl-C of search or serve said "run the same command again to resume"."""
+    from sparc_es.cli import search as search_module
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(search_module, "command", stopped)
+    rc, _, err = cli("search", "--index", "x", "a question")
+    assert rc == 130 and err == "sparc-es: interrupted\n", err
+
+
 def test_a_stopped_encode_ends_its_progress_line_before_the_message(tmp_path, corpus, tiny_model_dir, cli,
                                                                     monkeypatch):
     """The message of a stop came glued to the end of the progress bar's line, and the bar was

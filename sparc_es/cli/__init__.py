@@ -87,6 +87,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# The commands whose work, stopped, a rerun takes up where it stopped (an encode's shards, a load into
+# Elasticsearch, a table's cached runs); the others (a search, a server) have nothing to resume.
+RESUMED = frozenset({"encode", "index", "table"})
+
+
 class _Terminated:
     """SIGTERM (``kill``, ``docker stop``, systemd) taken as Ctrl-C, so a command cleans up as on
     Ctrl-C (an index's ``.NAME.building`` folder and lock, a local Ray, serve's engine) instead of
@@ -130,7 +135,9 @@ def main(argv: list[str] | None = None) -> int:
         return status
     except KeyboardInterrupt as e:  # a command may say how it goes on (adapt: from which checkpoint)
         what = "terminated (SIGTERM)" if terminated.received else "interrupted"
-        print(f"{PROG}: {str(e) or what + '; run the same command again to resume'}", file=sys.stderr)
+        if args.command in RESUMED:
+            what += "; run the same command again to resume"
+        print(f"{PROG}: {str(e) or what}", file=sys.stderr)
         return TERMINATED if terminated.received else INTERRUPTED
     except BrokenPipeError:  # the reader has gone (`| head`): stop quietly, as other commands in a pipe do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush is quiet too

@@ -460,6 +460,67 @@ def _searched(question: str) -> str:  # the page's URL and status once a search 
             "/ hits? in \\d+ ms/.test(document.getElementById('status').textContent)")
 
 
+class _PrefixProxy:
+    """A reverse proxy that serves ``base`` under ``/search-app``, the prefix stripped, and the bare
+    prefix as the page itself (Traefik's and Caddy's prefix stripping, not nginx's redirect)."""
+
+    PREFIX = "/search-app"
+
+    def __init__(self, base: str) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        prefix = self.PREFIX
+
+        class Forward(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                path, _, query = self.path.partition("?")
+                if path != prefix and not path.startswith(prefix + "/"):
+                    self.send_error(404)
+                    return
+                upstream = base + (path[len(prefix):] or "/") + (f"?{query}" if query else "")
+                try:
+                    with urllib.request.urlopen(upstream, timeout=60) as r:
+                        status, kind, body = r.status, r.headers.get("content-type", ""), r.read()
+                except urllib.error.HTTPError as e:
+                    status, kind, body = e.code, e.headers.get("content-type", ""), e.read()
+                self.send_response(status)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Forward)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}{prefix}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@needs_chromium
+@pytest.mark.jvm
+def test_the_page_searches_behind_a_proxy_at_a_prefix_without_its_slash(server, tmp_path):
+    """Served at /search-app (no "/"), the page's relative URLs resolved to /search and /health,
+    outside the prefix: the proxy's 404 ("answered 404 Not Found without sparc-es's JSON")."""
+    from browser import Page
+
+    proxy, page = _PrefixProxy(server), Page(_chromium(), tmp_path / "profile")
+    try:
+        page.go(f"{proxy.url}?{urlencode({'q': QUESTIONS[0], 'k': 3})}")
+        page.wait(_searched(QUESTIONS[0]))
+        assert _hit_ids(page) == [h["id"] for h in search_get(server, QUESTIONS[0], 3)[1]["hits"]]
+        assert page.evaluate("location.pathname") == "/search-app/"
+        assert page.evaluate("document.getElementById('error').textContent") == ""
+        page.wait("document.getElementById('what').textContent.includes('sentences of your documents')")
+    finally:
+        page.close()
+        proxy.close()
+
+
 @needs_chromium
 @pytest.mark.jvm
 def test_a_search_typed_on_the_page_and_back_keep_box_results_and_url_together(server, tmp_path):

@@ -297,6 +297,18 @@ def test_explain_says_why_each_hit_scored(server):
         assert status == status_wanted and says in body["error"], body
 
 
+@pytest.mark.jvm
+def test_a_json_body_sent_as_a_form_says_to_send_json(server):
+    """curl -d (and urllib) send a form's content type: 'input should be a valid dictionary' did
+    not say why."""
+    request = urllib.request.Request(server + "/batch", data=json.dumps({"questions": ["java"]}).encode())
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=60)
+    assert refused.value.code == 422
+    assert json.loads(refused.value.read())["error"].endswith(
+        "(the body was sent as application/x-www-form-urlencoded: send JSON, Content-Type: application/json)")
+
+
 @pytest.mark.parametrize("method, path, body, raw, status, says", [
     ("GET", "/search", None, None, 422, "q: field required"),
     ("GET", "/search?q=java&k=0", None, None, 422, "k: input should be greater than or equal to 1"),

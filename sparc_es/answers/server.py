@@ -546,6 +546,10 @@ def create_app(service: Service, allowed_hosts: Iterable[str] | None = None, max
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, e: RequestValidationError) -> JSONResponse:
         status, message = _validation_message(e)
+        kind = request.headers.get("content-type", "")
+        if request.method == "POST" and message.startswith("request body:") and "json" not in kind.lower():
+            # curl -d sends a form (application/x-www-form-urlencoded), which FastAPI reads as a string
+            message += f" (the body was sent as {kind or 'no content type'}: send JSON, Content-Type: application/json)"
         return JSONResponse({"error": message}, status_code=status)
 
     @app.exception_handler(HTTPException)

@@ -569,7 +569,7 @@ def create_app(service: Service, allowed_hosts: Iterable[str] | None = None, max
         log.error("internal error on %s: %s", request.url.path, _line(e), exc_info=e)
         return JSONResponse({"error": service.public(_line(e))}, status_code=500)
 
-    @app.api_route("/health", methods=["GET", "HEAD"])  # HEAD: uptime monitors ask with it
+    @app.get("/health")
     async def health() -> JSONResponse:
         """Index name, sentence count, model fingerprint, engine, and the engine's last failure
         (``status``: "ok", or "failing", with HTTP status 503 for a load balancer's probe, until an
@@ -578,6 +578,8 @@ def create_app(service: Service, allowed_hosts: Iterable[str] | None = None, max
         await service.reopened()
         answer = service.health()
         return JSONResponse(answer, status_code=503 if answer["status"] == "failing" else 200)
+
+    app.add_api_route("/health", health, methods=["HEAD"], include_in_schema=False)  # uptime monitors' HEAD
 
     @app.get("/search")
     async def search_get(request: Request, q: str = Query(..., description="the question"),

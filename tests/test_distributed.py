@@ -176,22 +176,31 @@ def test_a_ray_worker_that_dies_is_one_line_without_rays_tracebacks(tmp_path):
     import signal
     import time
 
-    args = ["encode", "--corpus", str(DOCS), "--output", str(tmp_path / "out"), "--ray", "--ray-actors", "1",
-            "--threads", "1", "--batch-size", str(BATCH), "--quiet"]
-    proc = subprocess.Popen([sys.executable, "-m", "sparc_es", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    killed, deadline = None, time.time() + 300
-    while killed is None and time.time() < deadline and proc.poll() is None:
-        for pid in subprocess.run(["pgrep", "-f", "ray::"], capture_output=True, text=True).stdout.split():
-            try:
-                if "_Worker" in Path(f"/proc/{pid}/cmdline").read_text():
-                    os.kill(int(pid), signal.SIGKILL)
-                    killed = pid
-            except (OSError, ProcessLookupError):
-                pass
-        time.sleep(0.2)
-    _, err = proc.communicate(timeout=300)
-    assert killed is not None, err
+    def attempt(out: Path) -> tuple[subprocess.Popen, str, str | None]:
+        args = ["encode", "--corpus", str(DOCS), "--output", str(out), "--ray", "--ray-actors", "1",
+                "--threads", "1", "--batch-size", str(BATCH), "--quiet"]
+        proc = subprocess.Popen([sys.executable, "-m", "sparc_es", *args], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        killed, deadline = None, time.time() + 300
+        while killed is None and time.time() < deadline and proc.poll() is None:
+            for pid in subprocess.run(["pgrep", "-f", "ray::"], capture_output=True, text=True).stdout.split():
+                try:
+                    if "_Worker" in Path(f"/proc/{pid}/cmdline").read_text():
+                        os.kill(int(pid), signal.SIGKILL)
+                        killed = pid
+                except (OSError, ProcessLookupError):
+                    pass
+            time.sleep(0.2)
+        _, err = proc.communicate(timeout=300)
+        return proc, err, killed
+
+    # On a loaded machine the kill can land after the worker's last batch, and the encode then ends
+    # well: tried again (at most three times) until the worker dies with work left.
+    for n in range(3):
+        proc, err, killed = attempt(tmp_path / f"out{n}")
+        assert killed is not None, err
+        if proc.returncode != 0:
+            break
     assert proc.returncode == 1, err
     assert err.strip().splitlines()[-1].startswith("sparc-es: error: a Ray worker died (ActorDiedError")
     assert "Traceback" not in err and "ERROR" not in err, err

@@ -433,6 +433,57 @@ def test_train_marks_its_folder_and_resumes_one_an_older_sparc_es_left_unmarked(
     assert sorted(p.name for p in theirs.iterdir()) == ["notes.txt"]
 
 
+def test_train_refuses_a_finished_model_or_another_kind_and_overwrite_replaces_a_model_once_complete(
+        tiny_model_dir, tmp_path, monkeypatch):
+    """A second run into a finished model's folder trained it again from step 0, and an index or an
+    encoded folder given as the output got model files and its marker relabelled 'train'. Both are
+    refused in one line; --overwrite replaces a model, trained beside it (a Ctrl-C keeps the old
+    one; the same command resumes) and swapped in when complete, its examples cache kept."""
+    import shutil
+
+    from sparc_es.errors import StoreError
+    from sparc_es.layout.ownership import claim, maker
+    from sparc_es.training.train import CHECKPOINT, train
+
+    examples, out = _handmade_examples(), tmp_path / "model"
+    train(_tiny_config(tiny_model_dir), out, lambda: examples, progress=False)
+    old = SparcModel.load(out).fingerprint
+    with pytest.raises(StoreError, match=r"model: already holds a model \(made by sparc-es train\); pass "
+                                         r"overwrite=True to replace it"):
+        train(_tiny_config(tiny_model_dir), out, lambda: examples, progress=False)
+    assert SparcModel.load(out).fingerprint == old
+
+    (out / "examples.json").write_text("{}")  # the default --examples-cache
+    other = _tiny_config(tiny_model_dir, seed=14)
+    real = _stopped_at_step(monkeypatch, 3, _killed)
+    with pytest.raises(KeyboardInterrupt):
+        train(other, out, lambda: examples, progress=False, overwrite=True)
+    monkeypatch.setattr(Trainer, "train_step", real)
+    assert SparcModel.load(out).fingerprint == old and (tmp_path / ".model.training" / CHECKPOINT).is_dir()
+    train(other, out, lambda: examples, progress=False, overwrite=True)
+    train(other, tmp_path / "fresh", lambda: examples, progress=False)
+    new = SparcModel.load(out).fingerprint
+    assert new == SparcModel.load(tmp_path / "fresh").fingerprint != old
+    assert (out / "examples.json").read_text() == "{}" and maker(out) == "train"
+    assert not {p.name for p in tmp_path.iterdir()} & {".model.training", ".model.old"}
+
+    # killed between the swap's renames: the next run completes it
+    shutil.copytree(out, tmp_path / ".model.training")
+    out.rename(tmp_path / ".model.old")
+    with pytest.raises(StoreError, match="already holds a model"):
+        train(other, out, lambda: examples, progress=False)
+    assert SparcModel.load(out).fingerprint == new and not (tmp_path / ".model.old").exists()
+
+    for kind, what in (("index", "an index"), ("encode", "an encoded folder")):
+        folder = claim(tmp_path / kind, kind)
+        (folder / "meta.json").write_text("{}")
+        for overwrite in (False, True):
+            with pytest.raises(StoreError, match=f"{kind}: holds {what} \\(made by sparc-es {kind}\\), not a "
+                                                 "model; train writes a model folder: choose another output"):
+                train(other, folder, lambda: examples, progress=False, overwrite=overwrite)
+        assert maker(folder) == kind and sorted(p.name for p in folder.iterdir()) == [".sparc-es", "meta.json"]
+
+
 @pytest.mark.parametrize("mask", [0o022, 0o027])
 def test_model_weights_get_the_mode_the_umask_gives(tiny_model_dir, tmp_path, mask):
     """safetensors writes a temporary file and renames it: its weights were 0600 under any umask."""

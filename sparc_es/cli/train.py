@@ -18,6 +18,8 @@ def add_parser(sub) -> None:
     p.add_argument("--limit", type=positive, default=None, help="use only the first N questions (smoke tests)")
     p.add_argument("--examples-cache", metavar="JSON", help="where the questions with their negatives are "
                    "kept, to share between runs (default: OUTPUT/examples.json)")
+    p.add_argument("--overwrite", action="store_true", help="replace a finished model in --output (kept until the "
+                   "new one is complete); an unfinished run there is resumed either way")
     p.add_argument("--threads", type=positive, default=None, help="torch CPU threads")
     p.add_argument("--quiet", action="store_true")
 
@@ -30,7 +32,7 @@ def command(args: argparse.Namespace) -> int:
     set_threads(args.threads)
     config = from_arguments(args, TrainConfig)
     summary = train(config, args.output, squad_examples(config, args.output, args.limit, args.examples_cache),
-                    progress=not args.quiet)
+                    progress=not args.quiet, overwrite=args.overwrite)
     print(f"trained {summary['steps']} steps in {summary['seconds']:.0f} s ({summary['questions_per_second']} "
           f"questions/s on {summary['device']}); exp(w) = {summary['exp_w']:.2f}; model in {args.output}")
     return 0

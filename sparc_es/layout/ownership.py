@@ -18,7 +18,7 @@ MARKER = ".sparc-es"
 
 # The kinds of folder sparc-es makes, by the command its marker names: --overwrite replaces a folder
 # only with one of its kind (an index is never an encode's output, nor an encoded folder an index's).
-ENCODED, INDEX = ("encode", "requantize"), ("index",)
+ENCODED, INDEX, MODEL = ("encode", "requantize"), ("index",), ("train", "adapt")
 _KINDS = {"encode": "an encoded folder", "requantize": "an encoded folder", "index": "an index",
           "adapt": "a model", "train": "a model", "demo": "the demo's work folder", "evalset": "an evaluation set"}
 
@@ -64,6 +64,12 @@ def maker(folder: str | Path) -> str | None:
         names = {p.name for p in folder.iterdir()} if folder.is_dir() else set()
         return next((m for kind, m in zip(_LEGACY, _LEGACY_MAKERS) if kind <= names), None)
     return said[3].rstrip(";") if said[:3] == ["made", "by", "sparc-es"] and len(said) > 3 else None
+
+
+def holds(folder: str | Path) -> str | None:
+    """What ``folder`` holds, as its maker says ("an index (made by sparc-es index)"); None when unknown."""
+    made = maker(folder)
+    return f"{_KINDS[made]} (made by sparc-es {made})" if made in _KINDS else None
 
 
 def remove(folder: str | Path, flag: str = "--overwrite") -> None:

@@ -47,12 +47,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sparc_es.corpus.sources import Sentence
-from sparc_es.errors import ModelError, SparcError, StoreError
+from sparc_es.errors import ModelError, SparcError, StoreError, option
 from sparc_es.evaluation.evalsets import VALIDATION_ARTICLES
 from sparc_es.layout import ownership as folders
 from sparc_es.layout.locks import exclusive
 from sparc_es.model import Head, MaxOver, SparcModel, passage_text
-from sparc_es.model.checkpoint import read_state
+from sparc_es.model.checkpoint import SPARC_CONFIG, read_state
 from sparc_es.model.query import query_bag
 from sparc_es.options import setting
 
@@ -602,19 +602,26 @@ def _set_rng_state(state, device: str) -> None:
 
 
 def train(config: TrainConfig, output: str | Path, examples: Callable[[], list[Example]],
-          progress: bool = True) -> dict:
+          progress: bool = True, overwrite: bool = False) -> dict:
     """Train on ``examples()`` (called once the output folder is locked: building them can take
-    minutes); resumes from ``output/checkpoint`` when present. The source corpus's examples are
-    mined by :func:`sparc_es.training.examples.squad_examples`."""
+    minutes); resumes from ``output/checkpoint`` when present. A finished model in ``output`` is
+    refused, or with ``overwrite`` replaced once the new one is complete (trained beside it, in
+    ``.NAME.training``, which a rerun resumes). The source corpus's examples are mined by
+    :func:`sparc_es.training.examples.squad_examples`."""
     output = Path(output)
-    folders.check_folder_output(output, "--output")
+    folders.check_folder_output(output, option("--output", "output"))
     with exclusive(output, "sparc-es train"):
-        check_output(output)
-        folders.claim(output, "train")  # the marker every folder sparc-es makes holds
-        resume_checkpoint(output)
+        work, retired = _replacement_folders(output)
+        _finish_interrupted_swap(output, work, retired)
+        folder = work if check_output(output, overwrite) else output
+        folders.claim(folder, "train")  # the marker every folder sparc-es makes holds
+        resume_checkpoint(folder)
         mined = examples()
         _reclaim_interrupt()  # mining the examples may have started the Java VM, which takes Ctrl-C
-        return Trainer(config, output, mined, progress=progress).train()
+        summary = Trainer(config, folder, mined, progress=progress).train()
+        if folder == work:
+            _swap_in(work, output, retired)
+        return summary
 
 
 # What a train output folder holds before its model is saved: an unfinished run's (written before
@@ -622,12 +629,53 @@ def train(config: TrainConfig, output: str | Path, examples: Callable[[], list[E
 _TRAIN_FILES = (CHECKPOINT, CHECKPOINT + ".tmp", "examples.json", "training.json")
 
 
-def check_output(output: Path) -> None:
-    """Refuse, with one line, an output folder that holds files sparc-es did not write: train marks
-    its folder as its own (which ``--overwrite`` and ``demo`` may delete), so it must not mark one of
-    the user's. A folder it made, an unfinished run's or an empty one is taken."""
-    if not output.is_dir() or folders.is_ours(output) or any((output / name).exists() for name in _TRAIN_FILES):
-        return
-    if any(output.iterdir()):
+def check_output(output: Path, overwrite: bool = False) -> bool:
+    """Whether ``output`` holds a finished model that ``overwrite`` replaces; else refuse, with one
+    line, a folder train must not write into: a finished model (without ``overwrite``), a folder
+    of another kind sparc-es made (an index, an encoded folder), or one that holds files sparc-es
+    did not write (train marks its folder as its own, so it must not mark one of the user's). A
+    folder with an unfinished run's checkpoint is resumed, an empty one taken."""
+    if not output.is_dir() or not any(output.iterdir()):
+        return False
+    made = folders.maker(output)
+    if made is not None and made not in folders.MODEL:
+        raise StoreError(f"{output}: holds {folders.holds(output)}, not a model; train writes a model folder: "
+                         f"choose another {option('--output', 'output')}")
+    if any((output / name).exists() for name in (CHECKPOINT, CHECKPOINT + ".tmp")):
+        return False  # an unfinished run: resumed
+    if made is not None and ((output / SPARC_CONFIG).is_file() or made != "train"):
+        if not overwrite:
+            raise StoreError(f"{output}: already holds {folders.holds(output)}; pass "
+                             f"{option('--overwrite', 'overwrite=True')} to replace it (it is kept until the new "
+                             f"model is complete) or choose another {option('--output', 'output')}")
+        return folders.check_removable(output, option("--overwrite", "overwrite=True"), replaces=folders.MODEL)
+    if not folders.is_ours(output) and not any((output / name).exists() for name in _TRAIN_FILES):
         raise StoreError(f"{output}: folder is not empty and was not made by sparc-es; choose a new folder for "
                          "the model train writes")
+    return False
+
+
+def _replacement_folders(output: Path) -> tuple[Path, Path]:
+    """(where the model that replaces ``output``'s is trained, where the old one goes while swapped)."""
+    return output.parent / f".{output.name}.training", output.parent / f".{output.name}.old"
+
+
+def _swap_in(work: Path, output: Path, retired: Path) -> None:
+    """The new model in ``output``'s place, the old one removed; its examples cache (the default
+    ``--examples-cache``) moves with it. A kill between the renames is completed by the next run."""
+    if (output / "examples.json").is_file() and not (work / "examples.json").exists():
+        (output / "examples.json").rename(work / "examples.json")
+    shutil.rmtree(retired, ignore_errors=True)
+    output.rename(retired)
+    work.rename(output)
+    shutil.rmtree(retired)
+
+
+def _finish_interrupted_swap(output: Path, work: Path, retired: Path) -> None:
+    """Complete a replacement killed between its renames (:func:`_swap_in`), or put the old model back."""
+    if not retired.exists():
+        return
+    if not output.exists():
+        finished = (work / SPARC_CONFIG).is_file() and not (work / CHECKPOINT).exists()
+        (work if finished else retired).rename(output)
+    shutil.rmtree(retired, ignore_errors=True)

@@ -484,6 +484,39 @@ def test_train_refuses_a_finished_model_or_another_kind_and_overwrite_replaces_a
         assert maker(folder) == kind and sorted(p.name for p in folder.iterdir()) == [".sparc-es", "meta.json"]
 
 
+def test_flags_a_trained_starting_model_would_ignore_are_applied_or_refused(tiny_model_dir, tiny_mlm_dir, tmp_path):
+    """From a SPARC model with a passage encoder (lambda 1.5) and alpha 0.2, --passage-model, --passage-head,
+    --passage-weight and --lexical-weight were silently ignored, and --passage-weight 0 trained without the
+    passage term but saved the encoder and its lambda. The passage flags are refused in one line (the
+    defaults keep the model's encoder and lambda), 0 drops the encoder, a lexical weight starts alpha."""
+    from sparc_es.errors import SparcError
+    from sparc_es.model import Head
+    from sparc_es.training.train import train
+
+    sparc = SparcModel.load(tiny_model_dir)
+    sparc.passage_model = SparcModel.load(tiny_mlm_dir, head=Head.MLM, max_length=64)
+    sparc.config = dataclasses.replace(sparc.config, passage_weight=1.5, passage_encoder="passage",
+                                       passage_max_length=64, lexical_weight=0.2)
+    start, examples = str(sparc.save(tmp_path / "sparc")), _handmade_examples()
+
+    def trainer(**changes) -> Trainer:
+        return Trainer(_tiny_config(start, **changes), tmp_path / "out", examples, device="cpu", progress=False)
+
+    with pytest.raises(SparcError, match=r"^passage_weight 0.5, passage_model x, passage_head dot: the starting model "
+                                         r".* has a passage encoder, which training keeps with its lambda \(1.5\)"):
+        trainer(passage_weight=0.5, passage_model="x", passage_head="dot")
+    kept = trainer(passage_weight=TrainConfig.passage_weight, lexical_weight=0.7)
+    assert kept.model.passage_model is not None and float(kept.log_lambda.detach().exp()) == pytest.approx(1.5)
+    assert kept.model.config.lexical_weight == pytest.approx(0.7) == float(kept.log_alpha.detach().exp())
+    assert trainer().model.config.lexical_weight == 0.2  # not trained: the model's own alpha, as it is
+
+    train(_tiny_config(start, passage_weight=0.0), tmp_path / "plain", lambda: examples, progress=False)
+    plain = SparcModel.load(tmp_path / "plain")
+    assert plain.passage_model is None and plain.config.passage_weight == 0
+    with pytest.raises(SparcError, match="^passage_model x: the passage encoder's settings, but passage_weight 0"):
+        _tiny_config(start, passage_weight=0.0, passage_model="x")
+
+
 @pytest.mark.parametrize("mask", [0o022, 0o027])
 def test_model_weights_get_the_mode_the_umask_gives(tiny_model_dir, tmp_path, mask):
     """safetensors writes a temporary file and renames it: its weights were 0600 under any umask."""

@@ -88,13 +88,17 @@ class TrainConfig:
     token_weight_lr: float = setting(1e-2, "learning rate of the token multipliers")
     passage_weight: float = setting(2.0, "passage expansion: each sentence also stores lambda x the scores of its "
                                           "whole passage from a frozen passage encoder (computed once per training "
-                                          "passage); lambda's starting value, learned from there; 0 turns it off")
-    passage_model: str = setting("splade-bert-tiny", "the frozen passage encoder")
-    passage_head: str = setting("mlm", "the passage encoder's vocabulary logits", choices=("dot", "mlm"))
+                                          "passage); lambda's starting value, learned from there; 0 turns it off. "
+                                          "A starting SPARC model that has a passage encoder keeps it and starts "
+                                          "from its own lambda (0 drops it)")
+    passage_model: str = setting("splade-bert-tiny", "the frozen passage encoder given to a starting model that has "
+                                                     "none")
+    passage_head: str = setting("mlm", "that passage encoder's vocabulary logits", choices=("dot", "mlm"))
     lexical_weight: float = setting(0.0, "the lexical term: each sentence's own tokens also get alpha x their BM25 "
                                           "weight over the training sentences; alpha's starting value, learned from "
-                                          "there; 0 turns it off (the shipped model was trained without it: its "
-                                          "alpha 0.2 and stem weight 0.3 were set by scripts/ship_model.py)")
+                                          "there, in place of a starting model's own; 0: not trained, a starting "
+                                          "model's own alpha kept as it is (the shipped model was trained without "
+                                          "it: its alpha 0.2 and stem weight 0.3 were set by scripts/ship_model.py)")
     flops_weight: float = setting(0.0, "the FLOPS regulariser (Paria et al. 2020, as SPLADE trains for sparsity): adds "
                                         "this weight x the sum over the vocabulary of each token's squared mean "
                                         "stored score over the batch's sentences, which pushes towards shorter "
@@ -126,6 +130,11 @@ class TrainConfig:
                      "passage_weight", "lexical_weight", "weight_decay", "flops_weight"):
             if not getattr(self, name) >= 0:
                 raise SparcError(f"training {name} must be at least 0")
+        ignored = [n for n in ("passage_model", "passage_head") if getattr(self, n) != getattr(TrainConfig, n)]
+        if not self.passage_weight and ignored:
+            raise SparcError(f"{', '.join(f'{_flag(n)} {getattr(self, n)}' for n in ignored)}: the passage encoder's "
+                             f"settings, but {_flag('passage_weight')} 0 trains without one: leave them out, or give "
+                             "a passage weight above 0")
         if self.sparsity not in ("flops", "walk"):
             raise SparcError(f"training sparsity must be flops or walk, not {self.sparsity!r}")
         if self.sparsity != "flops" and not self.flops_weight:
@@ -134,6 +143,12 @@ class TrainConfig:
         for name in ("epochs", "lr", "w_lr", "token_weight_lr"):
             if not getattr(self, name) > 0:
                 raise SparcError(f"training {name} must be above 0")
+
+
+def _flag(name: str) -> str:
+    """The setting ``name`` as its user gives it: the ``sparc-es train`` flag (``max_steps`` ->
+    ``--max-steps``), or the keyword from Python."""
+    return option("--" + name.replace("_", "-"), name)
 
 
 # The learning rate of w that the text above names is the setting's default, not a copy of it.
@@ -213,18 +228,8 @@ class Trainer:
         overrides = {} if resume else {"max_length": config.max_length, "max_over": MaxOver(config.max_over),
                                        "head": Head(config.head), "token_weights": config.token_weights}
         self.model = SparcModel.load(source, **overrides)
-        if config.passage_weight and self.model.passage_model is None:  # a fresh run: attach the passage encoder
-            self.model.config = dataclasses.replace(self.model.config, passage_weight=config.passage_weight,
-                                                    passage_encoder="passage", passage_max_length=2 * config.max_length)
-            self.model.passage_model = SparcModel.load(config.passage_model, head=Head(config.passage_head),
-                                                       max_length=2 * config.max_length)
-            # Passage scores are added to the sentence's token by token: both must count the same tokens
-            # (a base with an expanded vocabulary needs a passage encoder with that vocabulary).
-            theirs, ours = self.model.passage_model.tokenizer, self.model.tokenizer
-            if theirs.get_vocab() != ours.get_vocab():
-                raise ModelError(f"the passage encoder {config.passage_model} has another vocabulary than the model "
-                                 f"{config.model} ({len(theirs)} tokens against {len(ours)}); give --passage-model a "
-                                 "checkpoint with the model's vocabulary")
+        if not resume:  # a checkpoint's model holds what the fresh run set
+            self._start_extras()
         self.model.to(self.device)
         self.passages, self.passage_row = None, {}
         if config.passage_weight:
@@ -256,8 +261,6 @@ class Trainer:
         if config.lexical_weight:
             import math
 
-            if not self.model.config.lexical_weight:
-                self.model.config = dataclasses.replace(self.model.config, lexical_weight=config.lexical_weight)
             self.log_alpha = torch.nn.Parameter(torch.tensor(math.log(self.model.config.lexical_weight),
                                                              device=self.device))
             groups.append({"params": [self.log_alpha], "lr": config.w_lr, "weight_decay": 0.0})
@@ -280,6 +283,39 @@ class Trainer:
             except (ValueError, KeyError, TypeError, RuntimeError) as e:
                 raise StoreError(f"{checkpoint / TRAINER_STATE}: an inconsistent training state "
                                  f"({type(e).__name__}); {restart}") from None
+
+    def _start_extras(self) -> None:
+        """Passage expansion and the lexical term of a fresh run, as the flags say: a base gets the
+        passage encoder; a SPARC model that has one keeps it, and its lambda, which the passage flags
+        would ignore (so they are refused); passage weight 0 drops it (trained without, saved
+        without); a lexical weight is alpha's starting value, whatever the model's own."""
+        config, model = self.config, self.model
+        if config.passage_weight and model.passage_model is not None:
+            given = [f"{_flag(name)} {getattr(config, name)}" for name in ("passage_weight", "passage_model",
+                                                                          "passage_head")
+                     if getattr(config, name) != getattr(TrainConfig, name)]
+            if given:
+                raise SparcError(f"{', '.join(given)}: the starting model {config.model} has a passage encoder, which "
+                                 f"training keeps with its lambda ({model.config.passage_weight:g}) and these settings "
+                                 f"would not change: leave them out, or give {_flag('passage_weight')} 0 to train "
+                                 "without passage expansion")
+        elif not config.passage_weight and model.config.passage_weight:
+            model.passage_model = None
+            model.config = dataclasses.replace(model.config, passage_weight=0.0, passage_encoder="self")
+        elif config.passage_weight:  # a base: attach the passage encoder
+            model.config = dataclasses.replace(model.config, passage_weight=config.passage_weight,
+                                               passage_encoder="passage", passage_max_length=2 * config.max_length)
+            model.passage_model = SparcModel.load(config.passage_model, head=Head(config.passage_head),
+                                                  max_length=2 * config.max_length)
+            # Passage scores are added to the sentence's token by token: both must count the same tokens
+            # (a base with an expanded vocabulary needs a passage encoder with that vocabulary).
+            theirs, ours = model.passage_model.tokenizer, model.tokenizer
+            if theirs.get_vocab() != ours.get_vocab():
+                raise ModelError(f"the passage encoder {config.passage_model} has another vocabulary than the model "
+                                 f"{config.model} ({len(theirs)} tokens against {len(ours)}); give "
+                                 f"{_flag('passage_model')} a checkpoint with the model's vocabulary")
+        if config.lexical_weight:
+            model.config = dataclasses.replace(model.config, lexical_weight=config.lexical_weight)
 
     # --- one step --------------------------------------------------------------------------
 

@@ -303,6 +303,18 @@ def test_a_sparsity_term_without_a_weight_is_refused():
     assert TrainConfig(sparsity="walk", flops_weight=0.1).sparsity == "walk"
 
 
+@pytest.mark.parametrize("name, value", [("lr", float("inf")), ("w_lr", float("nan")), ("epochs", float("inf")),
+                                         ("passage_weight", float("inf")), ("flops_weight", float("inf"))])
+def test_settings_that_are_not_finite_numbers_are_refused(name, value):
+    """--lr inf ran to the end with loss nan and failed at save blaming field 'w'; --epochs inf was
+    an OverflowError."""
+    from sparc_es.errors import SparcError, command_line
+
+    with command_line(), pytest.raises(SparcError, match=f"^training {name} must be a finite number "
+                                                         f"\\(--{name.replace('_', '-')} {value:g}\\)$"):
+        TrainConfig(**{name: value})
+
+
 def test_defaults_are_the_shipped_recipe():
     config = TrainConfig()
     assert (config.model, config.head, config.top_k_aware, config.passage_weight, config.token_weights, config.epochs) \
@@ -515,6 +527,29 @@ def test_flags_a_trained_starting_model_would_ignore_are_applied_or_refused(tiny
     assert plain.passage_model is None and plain.config.passage_weight == 0
     with pytest.raises(SparcError, match="^passage_model x: the passage encoder's settings, but passage_weight 0"):
         _tiny_config(start, passage_weight=0.0, passage_model="x")
+
+
+def test_training_stops_at_the_first_step_that_diverges(tiny_model_dir, tmp_path):
+    """--w-lr 1e4 made w NaN in the first steps, then failed at the checkpoint ("field 'w'"): the run
+    stops at that step with one line that says which and what to lower, and nothing of it is saved
+    (the checkpoint before it is kept)."""
+    from sparc_es.errors import SparcError
+    from sparc_es.model.checkpoint import read_state
+    from sparc_es.training.train import CHECKPOINT, TRAINER_STATE, train
+
+    config = _tiny_config(tiny_model_dir, max_steps=8, w_lr=1e4)
+    with pytest.raises(SparcError, match=r"^training diverged at step [12] of 8 \(loss (nan|[0-9.]+, weights no "
+                                         r"longer finite)\); nothing of it was saved: lower lr \(0.001\) or w_lr "
+                                         r"\(10000\)$"):
+        train(config, tmp_path / "w", _handmade_examples, progress=False)
+    assert not (tmp_path / "w" / CHECKPOINT).exists() and not (tmp_path / "w" / "sparc_config.json").exists()
+
+    config = _tiny_config(tiny_model_dir, max_steps=8, lr=1e4)  # the encoder diverges a few steps in
+    with pytest.raises(SparcError, match=r"^training diverged at step ([3-8]) of 8 \(loss ") as e:
+        train(config, tmp_path / "lr", _handmade_examples, progress=False)
+    step = int(str(e.value).split()[4])
+    state = read_state(tmp_path / "lr" / CHECKPOINT / TRAINER_STATE, ("step",), "")
+    assert state["step"] == (step - 1) // 2 * 2 and not (tmp_path / "lr" / "sparc_config.json").exists()
 
 
 @pytest.mark.parametrize("mask", [0o022, 0o027])

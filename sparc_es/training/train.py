@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import random
 import shutil
 import sys
@@ -121,6 +122,10 @@ class TrainConfig:
                                                              "model selection (`sparc-es table --domains val`)")
 
     def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise SparcError(f"training {f.name} must be a finite number ({_flag(f.name)} {value:g})")
         for name in ("max_length", "batch_size", "chunk_size", "bm25_depth", "checkpoint_every"):
             if getattr(self, name) < 1:
                 raise SparcError(f"training {name} must be at least 1")
@@ -248,8 +253,6 @@ class Trainer:
             groups.append({"params": [self.model.w], "lr": config.w_lr, "weight_decay": 0.0})
         self.log_lambda = None
         if config.passage_weight:
-            import math
-
             self.log_lambda = torch.nn.Parameter(torch.tensor(math.log(self.model.config.passage_weight),
                                                               device=self.device))
             groups.append({"params": [self.log_lambda], "lr": config.w_lr, "weight_decay": 0.0})
@@ -259,8 +262,6 @@ class Trainer:
                                                  self.model.scorable.numel()).to(self.device)
         self.log_alpha, self.corpus, self.lexical = None, None, {}
         if config.lexical_weight:
-            import math
-
             self.log_alpha = torch.nn.Parameter(torch.tensor(math.log(self.model.config.lexical_weight),
                                                              device=self.device))
             groups.append({"params": [self.log_alpha], "lr": config.w_lr, "weight_decay": 0.0})
@@ -488,6 +489,10 @@ class Trainer:
                                                         self.config.same_passage_negatives, self.config.bm25_negatives)
                     self.losses.append(self.train_step(questions, sentences))
                     self.step += 1
+                    diverged = self._diverged()
+                    if diverged:  # the weights are NaN from here on: stop rather than checkpoint or save them
+                        bar.close()
+                        raise SparcError(diverged)
                     self.seconds = time.perf_counter() - started
                     bar.update(1)
                     bar.set_postfix(loss=f"{sum(self.losses[-20:]) / len(self.losses[-20:]):.3f}",
@@ -502,6 +507,18 @@ class Trainer:
             raise KeyboardInterrupt(self._interrupted(saved)) from None
         bar.close()
         return self.finish()
+
+    def _diverged(self) -> str | None:
+        """What to tell, when the last step's loss or the weights it left are not finite numbers."""
+        import torch
+
+        loss = self.losses[-1]
+        params = [p for g in self.optimizer.param_groups for p in g["params"]]
+        if math.isfinite(loss) and all(bool(torch.isfinite(p).all()) for p in params):
+            return None
+        what = f"loss {loss:g}" if not math.isfinite(loss) else f"loss {loss:.4g}, weights no longer finite"
+        return (f"training diverged at step {self.step} of {self.total_steps} ({what}); nothing of it was saved: "
+                f"lower {_flag('lr')} ({self.config.lr:g}) or {_flag('w_lr')} ({self.config.w_lr:g})")
 
     def _interrupted(self, saved: int) -> str:
         """What to do after a Ctrl-C: resume from the checkpoint of step ``saved``, or start over."""

@@ -389,6 +389,43 @@ def test_expand_model_extends_e_the_head_and_the_passage_encoder_with_the_pieces
     assert torch.equal(expanded.embeddings[:vocab].detach(), old_e)
 
 
+def test_overwrite_replaces_only_a_model_and_keeps_it_until_the_new_one_is_complete(tmp_path, monkeypatch, caplog):
+    """adapt --overwrite deleted the old output before training (a Ctrl-C then lost the model) and
+    deleted a folder of any kind sparc-es made (an index, an encoded folder). It replaces a model only,
+    adapted beside it and swapped in when complete; the same command resumes a stopped one."""
+    from sparc_es.errors import StoreError
+    from sparc_es.layout.ownership import claim, maker
+
+    out = tmp_path / "adapted"
+    adapt("splade-bert-tiny", [DEMO], out, AdaptConfig(steps=1, batch_size=8), progress=False)
+    old = SparcModel.load(out).fingerprint
+    config = AdaptConfig(steps=4, batch_size=8, checkpoint_every=2, lr=1e-3)
+    real = adapt_module._batch_indices
+    monkeypatch.setattr(adapt_module, "_batch_indices", lambda n, step, *a: _stop() if step == 3 else real(n, step, *a))
+    with pytest.raises(KeyboardInterrupt, match=r"\.adapted\.adapting/adapt-checkpoint\.pt"):
+        adapt("splade-bert-tiny", [DEMO], out, config, overwrite=True, progress=False)
+    monkeypatch.setattr(adapt_module, "_batch_indices", real)
+    assert SparcModel.load(out).fingerprint == old and maker(out) == "adapt"
+    with caplog.at_level(logging.WARNING, logger="sparc_es.notice"):
+        record = adapt("splade-bert-tiny", [DEMO], out, config, overwrite=True, progress=False)
+    assert "resuming from step 2 of 4 (adapt-checkpoint.pt)" in caplog.text
+    assert record["steps"] == 4 == json.loads((out / "adaptation.json").read_text())["steps"]
+    assert SparcModel.load(out).fingerprint != old
+    assert not {p.name for p in tmp_path.iterdir()} & {".adapted.adapting", ".adapted.old"}
+
+    for kind, what in (("index", "an index"), ("encode", "an encoded folder")):
+        folder = claim(tmp_path / kind, kind)
+        (folder / "meta.json").write_text("{}")
+        with pytest.raises(StoreError, match=f"{kind}: holds {what} \\(made by sparc-es {kind}\\), not a model; "
+                                             "overwrite=True replaces only a model"):
+            adapt("splade-bert-tiny", [DEMO], folder, config, overwrite=True, progress=False)
+        assert maker(folder) == kind and sorted(p.name for p in folder.iterdir()) == [".sparc-es", "meta.json"]
+
+
+def _stop():
+    raise KeyboardInterrupt
+
+
 # --- what a user is told: numbers, resumes, advice -------------------------------------------------
 
 @pytest.mark.parametrize("changes, said", [

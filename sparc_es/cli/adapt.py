@@ -19,7 +19,8 @@ def add_parser(sub) -> None:
     p.add_argument("--model", default="default", help="SPARC model folder to adapt (default: %(default)s)")
     p.add_argument("--base", metavar="DIR", help="its base checkpoint (default: found from the model's provenance)")
     add_arguments(p, AdaptConfig)  # every adaptation setting, with its help, from the config's fields
-    p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
+    p.add_argument("--overwrite", action="store_true", help="replace a model in --output (kept until the new one is "
+                   "complete; the same command resumes a stopped one) or start an unfinished adaptation there again")
     p.add_argument("--threads", type=positive, default=None, help="torch CPU threads")
     p.add_argument("--device", default="auto", help="where E is trained: auto (a GPU when torch sees one), cpu, "
                    "cuda or cuda:N (default: %(default)s)")

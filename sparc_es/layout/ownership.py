@@ -78,6 +78,25 @@ def remove(folder: str | Path, flag: str = "--overwrite") -> None:
         shutil.rmtree(folder)
 
 
+def swap_in(new: Path, folder: Path, retired: Path) -> None:
+    """Put the complete folder ``new`` in ``folder``'s place and delete the one it replaces (moved to
+    ``retired`` meanwhile): a kill between the renames is completed by :func:`finish_swap`."""
+    shutil.rmtree(retired, ignore_errors=True)
+    folder.rename(retired)
+    new.rename(folder)
+    shutil.rmtree(retired)
+
+
+def finish_swap(folder: Path, new: Path, retired: Path, complete: bool) -> None:
+    """Complete a :func:`swap_in` killed between its renames, ``new`` in place where it is
+    ``complete``, else the old folder put back; the old folder, where the new one is in, deleted."""
+    if not retired.exists():
+        return
+    if not folder.exists():
+        (new if complete else retired).rename(folder)
+    shutil.rmtree(retired, ignore_errors=True)
+
+
 def check_removable(folder: str | Path, flag: str = "--overwrite", replaces: tuple[str, ...] | None = None) -> bool:
     """Whether ``folder`` exists and may be deleted; a one-line error if sparc-es did not make it, or
     (``replaces``: the commands whose folders this one replaces) made it of another kind."""

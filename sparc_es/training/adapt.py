@@ -333,7 +333,8 @@ def adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, c
     """Adapt ``model`` to ``corpus`` and write the new model folder to ``output``; returns its provenance.
 
     ``corpus`` takes what ``encode`` takes (JSONL, .txt, .md); only the sentences' texts are used.
-    Running the same call again after an interruption resumes from the last checkpoint.
+    Running the same call again after an interruption resumes from the last checkpoint. ``overwrite``
+    replaces a model (train's or adapt's) only once the new one is complete: it is adapted beside it.
     """
     with exclusive(output, "sparc-es adapt"):
         return _adapt(model, corpus, output, config, base, overwrite, progress, device)
@@ -345,6 +346,11 @@ def _adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, 
     from tqdm import tqdm
 
     out = Path(output)
+    # A finished model is adapted anew beside it and swapped in when complete: a Ctrl-C keeps it
+    work, retired = out.parent / f".{out.name}.adapting", out.parent / f".{out.name}.old"
+    folders.finish_swap(out, work, retired, (work / SPARC_CONFIG).is_file() and not (work / CHECKPOINT).exists())
+    if overwrite:  # only a model sparc-es made (train's or adapt's), before seconds of loading
+        folders.check_removable(out, option("--overwrite", "overwrite=True"), replaces=folders.MODEL)
     corpus = [str(p) for p in corpus]
     sparc = SparcModel.load(model)
     source_fingerprint = sparc.fingerprint
@@ -356,13 +362,19 @@ def _adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, 
                 "corpus_fingerprint": corpus_fingerprint(texts), **dataclasses.asdict(config)}
 
     fit = split_word_share(texts, sparc.tokenizer)  # before expansion: how well the vocabulary fits
-    if overwrite:
-        folders.remove(out)  # only a folder sparc-es made
-    checkpoint = out / CHECKPOINT
-    if (out / SPARC_CONFIG).exists():
-        raise StoreError(f"{out}: already holds a model; pass --overwrite to replace it")
-    if out.exists() and any(out.iterdir()) and not checkpoint.is_file():
-        raise StoreError(f"{out}: folder is not empty; choose a new folder or pass --overwrite")
+    if overwrite and (out / SPARC_CONFIG).exists():
+        building = work
+    else:
+        building = out
+        if overwrite:
+            folders.remove(out)  # an unfinished adaptation: started again
+        if (out / SPARC_CONFIG).exists():
+            raise StoreError(f"{out}: already holds a model; pass {option('--overwrite', 'overwrite=True')} to "
+                             "replace it (it is kept until the new one is complete)")
+        if out.exists() and any(out.iterdir()) and not (out / CHECKPOINT).is_file():
+            raise StoreError(f"{out}: folder is not empty; choose a new folder or pass "
+                             f"{option('--overwrite', 'overwrite=True')}")
+    checkpoint = building / CHECKPOINT
 
     words: list[str] = []
     if config.expand_vocabulary:
@@ -382,10 +394,14 @@ def _adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, 
         mlm.E.register_hook(lambda grad: torch.cat([torch.zeros_like(grad[:first_new]), grad[first_new:]]))
     optimizer = torch.optim.AdamW([mlm.E], lr=config.lr, weight_decay=0.0)  # no decay on embeddings
     step, elapsed, losses = 0, 0.0, []
+    state, restart = None, f"pass {option('--overwrite', 'overwrite=True')} to start again"
     if checkpoint.is_file():
-        restart = f"pass {option('--overwrite', 'overwrite=True')} to start again"
         # weights-only: the output folder is not trusted, and a planted pickle must not run
         state = read_state(checkpoint, ("settings", "step", "elapsed", "losses", "E", "optimizer"), restart)
+        if building == work and state["settings"] != settings:  # an earlier --overwrite's: this one starts again
+            checkpoint.unlink()
+            state = None
+    if state is not None:
         if state["settings"] != settings:
             raise StoreError(f"{checkpoint}: an unfinished adaptation with other settings: "
                              f"{_differences(settings, state['settings'])}; run it with the checkpoint's settings "
@@ -428,8 +444,8 @@ def _adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, 
             bar.set_postfix(loss=f"{losses[-1]:.3f}")
             bar.update(1)
             if step % config.checkpoint_every == 0 and step < config.steps:
-                folders.claim(out, "adapt")  # made at the first checkpoint: an early Ctrl-C leaves no empty folder
-                tmp = out / (CHECKPOINT + ".tmp")  # replaced atomically: a kill never leaves half a file
+                folders.claim(building, "adapt")  # made at the first checkpoint: an early Ctrl-C leaves no empty folder
+                tmp = building / (CHECKPOINT + ".tmp")  # replaced atomically: a kill never leaves half a file
                 torch.save({"settings": settings, "step": step, "elapsed": time.perf_counter() - started,
                             "losses": losses, "E": mlm.E.detach().cpu().clone(), "optimizer": optimizer.state_dict(),
                             "threads": torch.get_num_threads()},
@@ -438,7 +454,7 @@ def _adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, 
                 saved = step
     except KeyboardInterrupt:  # Ctrl-C: the progress line ends, and one line says how to go on
         bar.close()
-        raise KeyboardInterrupt(_interrupted(out, step, saved, config)) from None
+        raise KeyboardInterrupt(_interrupted(building, step, saved, config)) from None
     bar.close()
     seconds = round(time.perf_counter() - started, 1)
 
@@ -463,8 +479,11 @@ def _adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, 
                                           "examples": words[:20]}} if config.expand_vocabulary else {}),
               "loss_first_10": float(np.mean(losses[:10])), "loss_last_10": float(np.mean(losses[-10:]))}
     sparc.config = dataclasses.replace(sparc.config, adaptation=record)
-    folders.claim(out, "adapt")
-    sparc.save(out)
+    folders.claim(building, "adapt")
+    sparc.save(building)
     checkpoint.unlink(missing_ok=True)
-    (out / "adaptation.json").write_text(json.dumps({**record, "losses": losses}, indent=2, allow_nan=False) + "\n")
+    (building / "adaptation.json").write_text(json.dumps({**record, "losses": losses}, indent=2, allow_nan=False)
+                                              + "\n")
+    if building == work:
+        folders.swap_in(work, out, retired)
     return record

@@ -718,17 +718,9 @@ def _swap_in(work: Path, output: Path, retired: Path) -> None:
     ``--examples-cache``) moves with it. A kill between the renames is completed by the next run."""
     if (output / "examples.json").is_file() and not (work / "examples.json").exists():
         (output / "examples.json").rename(work / "examples.json")
-    shutil.rmtree(retired, ignore_errors=True)
-    output.rename(retired)
-    work.rename(output)
-    shutil.rmtree(retired)
+    folders.swap_in(work, output, retired)
 
 
 def _finish_interrupted_swap(output: Path, work: Path, retired: Path) -> None:
     """Complete a replacement killed between its renames (:func:`_swap_in`), or put the old model back."""
-    if not retired.exists():
-        return
-    if not output.exists():
-        finished = (work / SPARC_CONFIG).is_file() and not (work / CHECKPOINT).exists()
-        (work if finished else retired).rename(output)
-    shutil.rmtree(retired, ignore_errors=True)
+    folders.finish_swap(output, work, retired, (work / SPARC_CONFIG).is_file() and not (work / CHECKPOINT).exists())

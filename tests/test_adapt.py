@@ -443,6 +443,16 @@ def test_adapt_numbers_are_checked_as_train_checks_them(changes, said):
     assert said in str(e.value)
 
 
+def test_a_max_length_beyond_the_bases_positions_is_refused_before_any_work(tmp_path, cli):
+    """--max-length 100000 was taken, then failed mid-run at the first long sentence with a tensor size
+    RuntimeError (encode refuses it: at most 512)."""
+    rc, _, err = cli("adapt", "--corpus", DEMO, "--output", tmp_path / "never-made", "--max-length", "100000",
+                     "--steps", "1", "--batch-size", "2", "--quiet")
+    assert rc == 1 and err.startswith("sparc-es: error: the adaptation max length must be at most 512 tokens, the "
+                                      "positions of the base checkpoint "), err
+    assert err.endswith(" (--max-length 100000)\n") and not (tmp_path / "never-made").exists()
+
+
 def test_a_negative_learning_rate_is_one_line_naming_the_flag(tmp_path, cli):
     """--lr -1 reached torch, whose ValueError said nothing of the flag (train checked its own)."""
     rc, _, err = cli("adapt", "--corpus", DEMO, "--output", tmp_path / "never-made", "--lr", "-1")

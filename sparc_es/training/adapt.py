@@ -205,6 +205,21 @@ def find_base(model: SparcModel, base: str | Path | None = None) -> Path:
                      f"{str(want)[:12]}...); pass --base FOLDER")
 
 
+def _check_positions(base: Path, max_length: int) -> None:
+    """Refuse, before any work, a max length beyond the base checkpoint's position table: the first
+    sentence that long failed mid-run with a tensor size error."""
+    from transformers import AutoConfig
+
+    try:
+        with quiet_transformers():
+            limit = getattr(AutoConfig.from_pretrained(base, local_files_only=True), "max_position_embeddings", None)
+    except (OSError, ValueError):  # said when the checkpoint is loaded
+        return
+    if isinstance(limit, int) and max_length > limit:
+        raise SparcError(f"the adaptation max length must be at most {limit} tokens, the positions of the base "
+                         f"checkpoint {base} ({_flag('max_length')} {max_length})")
+
+
 class _MaskedLM:
     """The base checkpoint with only E trainable, and its MLM loss."""
 
@@ -355,6 +370,7 @@ def _adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, 
     sparc = SparcModel.load(model)
     source_fingerprint = sparc.fingerprint
     base_path = find_base(sparc, base)
+    _check_positions(base_path, config.max_length)
     texts = [s.text for s in read_corpus(corpus)]  # validates every line, as encode does
     if not texts:
         raise SparcError("the target corpus has no sentences")

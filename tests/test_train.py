@@ -296,9 +296,10 @@ def test_walk_term_weighs_each_token_by_the_share_of_questions_that_use_it(tiny_
 
 
 def test_a_sparsity_term_without_a_weight_is_refused():
-    from sparc_es.errors import SparcError
+    from sparc_es.errors import SparcError, command_line
 
-    with pytest.raises(SparcError, match="--flops-weight"):
+    with command_line(), pytest.raises(SparcError, match=r"weighed by --flops-weight: give it a weight above 0 "
+                                                         r"\(--sparsity walk, --flops-weight 0\)$"):
         TrainConfig(sparsity="walk")
     assert TrainConfig(sparsity="walk", flops_weight=0.1).sparsity == "walk"
 
@@ -313,6 +314,29 @@ def test_settings_that_are_not_finite_numbers_are_refused(name, value):
     with command_line(), pytest.raises(SparcError, match=f"^training {name} must be a finite number "
                                                          f"\\(--{name.replace('_', '-')} {value:g}\\)$"):
         TrainConfig(**{name: value})
+
+
+@pytest.mark.parametrize("changes, said", [
+    ({"max_steps": 0}, "training max_steps must be at least 1 (max_steps 0)"),
+    ({"batch_size": 0}, "training batch_size must be at least 1 (batch_size 0)"),
+    ({"warmup_steps": -1}, "training warmup_steps must be at least 0 (warmup_steps -1)"),
+    ({"weight_decay": -0.5}, "training weight_decay must be at least 0 (weight_decay -0.5)"),
+    ({"lr": 0.0}, "training lr must be above 0 (lr 0)"),
+    ({"sparsity": "x"}, "training sparsity must be flops or walk (sparsity x)"),
+])
+def test_train_numbers_name_the_setting_and_the_value_as_adapt_does(changes, said):
+    """They named the config field alone ("training max_steps must be at least 1"); adapt says "(--steps 0)"."""
+    from sparc_es.errors import SparcError
+
+    with pytest.raises(SparcError) as e:
+        TrainConfig(**changes)
+    assert str(e.value) == said
+
+
+def test_train_numbers_name_the_flag_on_the_command_line(tmp_path, cli):
+    rc, _, err = cli("train", "--output", tmp_path / "never-made", "--max-steps", "0")
+    assert rc == 1 and err == "sparc-es: error: training max_steps must be at least 1 (--max-steps 0)\n", err
+    assert not (tmp_path / "never-made").exists()
 
 
 def test_defaults_are_the_shipped_recipe():

@@ -126,28 +126,32 @@ class TrainConfig:
             value = getattr(self, f.name)
             if isinstance(value, float) and not math.isfinite(value):
                 raise SparcError(f"training {f.name} must be a finite number ({_flag(f.name)} {value:g})")
+        def given(name: str) -> str:  # the flag and the value given, as adapt's checks say them
+            value = getattr(self, name)
+            return f"{_flag(name)} {value:g}" if isinstance(value, float) else f"{_flag(name)} {value}"
+
         for name in ("max_length", "batch_size", "chunk_size", "bm25_depth", "checkpoint_every"):
             if getattr(self, name) < 1:
-                raise SparcError(f"training {name} must be at least 1")
+                raise SparcError(f"training {name} must be at least 1 ({given(name)})")
         if self.max_steps is not None and self.max_steps < 1:
-            raise SparcError("training max_steps must be at least 1")
+            raise SparcError(f"training max_steps must be at least 1 ({given('max_steps')})")
         for name in ("same_passage_negatives", "bm25_negatives", "warmup_steps", "validation_articles",
                      "passage_weight", "lexical_weight", "weight_decay", "flops_weight"):
             if not getattr(self, name) >= 0:
-                raise SparcError(f"training {name} must be at least 0")
+                raise SparcError(f"training {name} must be at least 0 ({given(name)})")
         ignored = [n for n in ("passage_model", "passage_head") if getattr(self, n) != getattr(TrainConfig, n)]
         if not self.passage_weight and ignored:
-            raise SparcError(f"{', '.join(f'{_flag(n)} {getattr(self, n)}' for n in ignored)}: the passage encoder's "
-                             f"settings, but {_flag('passage_weight')} 0 trains without one: leave them out, or give "
-                             "a passage weight above 0")
+            raise SparcError(f"{', '.join(given(n) for n in ignored)}: the passage encoder's settings, but "
+                             f"{_flag('passage_weight')} 0 trains without one: leave them out, or give a passage "
+                             "weight above 0")
         if self.sparsity not in ("flops", "walk"):
-            raise SparcError(f"training sparsity must be flops or walk, not {self.sparsity!r}")
+            raise SparcError(f"training sparsity must be flops or walk ({given('sparsity')})")
         if self.sparsity != "flops" and not self.flops_weight:
-            raise SparcError(f"training sparsity {self.sparsity} is weighed by flops_weight (--flops-weight W): "
-                             "give it a weight above 0")
+            raise SparcError(f"training sparsity {self.sparsity} is weighed by {_flag('flops_weight')}: give it a "
+                             f"weight above 0 ({given('sparsity')}, {given('flops_weight')})")
         for name in ("epochs", "lr", "w_lr", "token_weight_lr"):
             if not getattr(self, name) > 0:
-                raise SparcError(f"training {name} must be above 0")
+                raise SparcError(f"training {name} must be above 0 ({given(name)})")
 
 
 def _flag(name: str) -> str:

@@ -712,3 +712,27 @@ def test_the_examples_cache_follows_the_slice_not_its_folder(tmp_path, monkeypat
     (moved / TRAIN_FILE).write_text(json.dumps({"data": [article("Delta", 2), article("Gamma", 2)]}))
     with pytest.raises(pytest.fail.Exception, match="mined again"):
         examples_module.cached_examples(cache, moved, bm25_depth=10, limit=None, validation_articles=1)
+
+
+def test_an_examples_cache_that_is_a_folder_or_not_a_cache_is_one_line_naming_it(tmp_path, monkeypatch, cli):
+    """--examples-cache naming a folder mined the examples, then failed at the rename ("corpus.tmp: Is a
+    directory") and left the .tmp behind; a corrupt cache was a bare JSONDecodeError, without the file."""
+    from sparc_es.errors import InputError, StoreError
+    from sparc_es.training import examples as examples_module
+
+    monkeypatch.setattr(examples_module, "load_examples", lambda *a, **k: pytest.fail("mined"))
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    with pytest.raises(StoreError, match=f"^{folder}: examples_cache is a folder; name a file to write"):
+        examples_module.cached_examples(folder, tmp_path, bm25_depth=10, limit=None)
+    rc, _, err = cli("train", "--output", tmp_path / "never-made", "--examples-cache", folder, "--max-steps", "1")
+    assert rc == 1 and err.startswith(f"sparc-es: error: {folder}: --examples-cache is a folder;"), err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus"]
+
+    broken = tmp_path / "ex.json"
+    broken.write_text('{"key": ')
+    with pytest.raises(InputError, match=rf"^{broken}: not an examples cache sparc-es wrote \(Expecting value: line 1 "
+                                         r"column 9 \(char 8\)\); delete it \(the examples are mined again\) or give "
+                                         r"examples_cache another file$"):
+        examples_module.cached_examples(broken, tmp_path, bm25_depth=10, limit=None)
+    assert broken.read_text() == '{"key": '

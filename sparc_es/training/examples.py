@@ -15,7 +15,9 @@ import json
 from pathlib import Path
 
 from sparc_es.corpus.sources import Sentence
+from sparc_es.errors import InputError, option
 from sparc_es.evaluation.evalsets import TRAIN_FILE, VALIDATION_ARTICLES, data_dir, paragraph_sentences, train_articles
+from sparc_es.layout import ownership as folders
 from sparc_es.training.train import Example, TrainConfig
 
 
@@ -75,17 +77,25 @@ def cached_examples(cache: Path, root: str | Path | None, bm25_depth: int, limit
     Each sentence is stored once and examples refer to it by id (a paragraph per BM25 candidate
     made the file a gigabyte).
     """
+    flag = option("--examples-cache", "examples_cache")
+    folders.check_file_output(cache, flag)  # before minutes of mining, not at the rename after them
     # the slice's content, not its path: a data folder moved or mounted elsewhere keeps its cache
     slice_file = (Path(root) if root else data_dir()) / TRAIN_FILE
     digest = hashlib.sha256(slice_file.read_bytes()).hexdigest()[:16] if slice_file.is_file() else None
     key = {"format": 3, "train_slice": digest, "bm25_depth": bm25_depth, "limit": limit,
            "validation_articles": validation_articles}
     if cache.is_file():
-        stored = json.loads(cache.read_text())
-        if stored.get("key") == key:
-            by_id = {d["id"]: Sentence(**d) for d in stored["sentences"]}
-            return [Example(e["question"], e["answer"], by_id[e["positive"]], [by_id[i] for i in e["same_passage"]],
-                            [by_id[i] for i in e["bm25"]]) for e in stored["examples"]]
+        try:
+            stored = json.loads(cache.read_text())
+            if stored.get("key") == key:
+                by_id = {d["id"]: Sentence(**d) for d in stored["sentences"]}
+                return [Example(e["question"], e["answer"], by_id[e["positive"]],
+                                [by_id[i] for i in e["same_passage"]], [by_id[i] for i in e["bm25"]])
+                        for e in stored["examples"]]
+        except (ValueError, AttributeError, KeyError, TypeError) as e:  # not JSON, or not the cache's fields
+            reason = str(e) if isinstance(e, json.JSONDecodeError) else f"{type(e).__name__}: {e}"
+            raise InputError(cache, f"not an examples cache sparc-es wrote ({reason}); delete it (the examples "
+                                    f"are mined again) or give {flag} another file") from None
     examples = load_examples(root, bm25_depth, workdir=cache.parent, limit=limit,
                              validation_articles=validation_articles)
     sentences = {s.id: dataclasses.asdict(s) for e in examples for s in [e.positive, *e.same_passage, *e.bm25]}
@@ -102,4 +112,5 @@ def squad_examples(config: TrainConfig, output: str | Path, limit: int | None = 
     """What ``sparc-es train`` trains on: a callable for :func:`sparc_es.training.train.train` that reads
     the examples from ``examples_cache`` (default ``OUTPUT/examples.json``) or mines them."""
     cache = Path(examples_cache) if examples_cache else Path(output) / "examples.json"
+    folders.check_file_output(cache, option("--examples-cache", "examples_cache"))  # before the output is made
     return lambda: cached_examples(cache, config.data, config.bm25_depth, limit, config.validation_articles)

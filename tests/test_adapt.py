@@ -345,9 +345,16 @@ def test_expansion_alone_needs_expansion():
 
 @pytest.mark.slow
 def test_no_vocabulary_expansion_by_default(tmp_path):
-    out = tmp_path / "adapted"
-    record = adapt("splade-bert-tiny", [_identifier_corpus(tmp_path)], out,
-                   AdaptConfig(steps=1, batch_size=8, expand_min_count=2), progress=False)
+    from sparc_es.training.vocabulary import expansion_words
+
+    out, corpus = tmp_path / "adapted", tmp_path / "corpus"
+    for copy in ("a", "b"):  # storedocvectors 24 times: enough for the default --expand-min-count
+        (corpus / copy).mkdir(parents=True)
+        _identifier_corpus(corpus / copy)
+    corpus = [corpus]
+    texts = [s.text for s in read_corpus(corpus)]
+    assert expansion_words(texts, SparcModel.load("splade-bert-tiny").tokenizer, 5, AdaptConfig.expand_min_count)
+    record = adapt("splade-bert-tiny", corpus, out, AdaptConfig(steps=1, batch_size=8), progress=False)
     assert "expanded_vocabulary" not in record
     model, base = SparcModel.load(out), SparcModel.load("splade-bert-tiny")
     assert len(model.tokenizer) == len(base.tokenizer) and model.embeddings.shape == base.embeddings.shape
@@ -451,6 +458,23 @@ def test_a_max_length_beyond_the_bases_positions_is_refused_before_any_work(tmp_
     assert rc == 1 and err.startswith("sparc-es: error: the adaptation max length must be at most 512 tokens, the "
                                       "positions of the base checkpoint "), err
     assert err.endswith(" (--max-length 100000)\n") and not (tmp_path / "never-made").exists()
+
+
+def test_a_min_count_without_expansion_and_an_output_that_is_a_file_are_refused_first(tmp_path, cli, monkeypatch):
+    """--expand-min-count 5 without --expand-vocabulary was ignored (--rows new without it is refused);
+    --output naming a file said "Not a directory", without the flag, once the model was loaded."""
+    with pytest.raises(SparcError, match=r"^expand_min_count is the count of the words vocabulary expansion adds: "
+                                         r"give expand_vocabulary N \(expand_min_count 5\)$"):
+        AdaptConfig(expand_min_count=5)
+    assert AdaptConfig(expand_min_count=5, expand_vocabulary=10).expand_min_count == 5
+    monkeypatch.setattr(adapt_module.SparcModel, "load", lambda *a, **k: pytest.fail("loaded"))
+    rc, _, err = cli("adapt", "--corpus", DEMO, "--output", tmp_path / "no-md", "--expand-min-count", "5")
+    assert rc == 1 and err.endswith("(--expand-min-count 5)\n"), err
+    file = tmp_path / "notes.md"
+    file.write_text("mine\n")
+    rc, _, err = cli("adapt", "--corpus", DEMO, "--output", file)
+    assert rc == 1 and err.startswith(f"sparc-es: error: {file}: is a file, not a folder: --output names a folder"), err
+    assert file.read_text() == "mine\n"
 
 
 def test_a_negative_learning_rate_is_one_line_naming_the_flag(tmp_path, cli):

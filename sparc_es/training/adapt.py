@@ -137,6 +137,9 @@ class AdaptConfig:
                              f"{self.expand_vocabulary})")
         if self.rows not in ("all", "new"):
             raise SparcError(f"rows must be 'all' or 'new', not {self.rows!r}")
+        if self.expand_min_count != AdaptConfig.expand_min_count and not self.expand_vocabulary:
+            raise SparcError(f"expand_min_count is the count of the words vocabulary expansion adds: give "
+                             f"{_flag('expand_vocabulary')} N ({_flag('expand_min_count')} {self.expand_min_count})")
         if self.rows == "new" and not self.expand_vocabulary:
             raise SparcError(f"rows='new' trains only the rows vocabulary expansion adds: give "
                              f"{_flag('expand_vocabulary')} N")
@@ -351,6 +354,7 @@ def adapt(model: str | Path, corpus: Iterable[str | Path], output: str | Path, c
     Running the same call again after an interruption resumes from the last checkpoint. ``overwrite``
     replaces a model (train's or adapt's) only once the new one is complete: it is adapted beside it.
     """
+    folders.check_folder_output(output, option("--output", "output"))  # a file: said now, not after loading
     with exclusive(output, "sparc-es adapt"):
         return _adapt(model, corpus, output, config, base, overwrite, progress, device)
 

@@ -635,6 +635,33 @@ def test_train_help_says_its_defaults_as_they_are(capsys):
            "``scripts/ship_model.py``" in text
 
 
+def test_every_train_flag_has_its_help(capsys):
+    """--quiet was listed with no description."""
+    import re
+
+    from sparc_es.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    options = capsys.readouterr().out.split("options:", 1)[1]
+    bare = [m.group(1) for m in re.finditer(r"^  (--[\w-]+)(?: [A-Z_]+| \{[\w,]+\})?\n(?=  --|\Z)", options, re.M)]
+    assert "--quiet" in options and not bare, bare
+
+
+def test_the_training_doc_names_the_shipped_model_as_it_is():
+    """docs/training.md pointed to sparc_es/models/default/MODEL_CARD.md (the folder is model/) and gave
+    the shipped model's fingerprint as 2304a1258a440b87, that of the model before the stem term's
+    stop-word rule."""
+    import re
+
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "docs" / "training.md").read_text()
+    paths = re.findall(r"`(sparc_es/[\w/.-]+)`", text)
+    assert paths and [p for p in paths if not (root / p).exists()] == []
+    shipped = re.search(r"Shipped in half\s+precision \([^,]+, fingerprint (\w+)", text).group(1)
+    assert shipped == SparcModel.load("default").fingerprint
+
+
 @pytest.mark.jvm
 def test_ctrl_c_after_the_java_vm_started_is_pythons(tiny_model_dir, tmp_path):
     """Mining the examples starts the Java VM (Lucene BM25), which puts its own SIGINT handler in

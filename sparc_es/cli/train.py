@@ -21,7 +21,7 @@ def add_parser(sub) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace a finished model in --output (kept until the "
                    "new one is complete); an unfinished run there is resumed either way")
     p.add_argument("--threads", type=positive, default=None, help="torch CPU threads")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
 def command(args: argparse.Namespace) -> int:

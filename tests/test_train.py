@@ -648,6 +648,26 @@ def test_every_train_flag_has_its_help(capsys):
     assert "--quiet" in options and not bare, bare
 
 
+def test_max_steps_help_says_it_replaces_epochs_and_rescales_the_schedule(tiny_model_dir, tmp_path, capsys):
+    """The help said "stop after this many steps", but the run is N steps long: the learning rate warms
+    up over at most a tenth of them and decays to 0 at the last."""
+    from sparc_es.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    text = " ".join(capsys.readouterr().out.split()).replace("warm- up", "warm-up")  # argparse wraps at hyphens
+    assert "--max-steps N train this many steps in place of --epochs: the warm-up (at most a tenth of them) and " \
+           "the linear decay to 0 span these steps" in text and "stop after" not in text
+    trainer = Trainer(_tiny_config(tiny_model_dir, max_steps=20, warmup_steps=500, epochs=50.0), tmp_path,
+                      _handmade_examples(), device="cpu", progress=False)
+    rates = []
+    for _ in range(20):
+        trainer.optimizer.step()
+        trainer.scheduler.step()
+        rates.append(trainer.scheduler.get_last_lr()[0])
+    assert trainer.total_steps == 20 and rates[1] == pytest.approx(1e-3) and rates[-1] == 0  # warm-up: 2 steps
+
+
 def test_the_training_doc_names_the_shipped_model_as_it_is():
     """docs/training.md pointed to sparc_es/models/default/MODEL_CARD.md (the folder is model/) and gave
     the shipped model's fingerprint as 2304a1258a440b87, that of the model before the stem term's

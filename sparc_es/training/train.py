@@ -76,7 +76,10 @@ class TrainConfig:
     chunk_size: int = setting(96, "sentences per forward pass; smaller than 3 x batch uses the gradient cache")
     # chosen on the validation articles: 73.31 MRR against 72.55 for two, 72.00 for one
     epochs: float = setting(3.0, "passes over the questions")
-    max_steps: int | None = setting(None, "stop after this many steps", type=int)
+    max_steps: int | None = setting(None, "train this many steps in place of --epochs: the warm-up (at most a tenth "
+                                          "of them) and the linear decay to 0 span these steps, so it is not the "
+                                          "first N steps of the --epochs run", type=int,
+                                    metavar="N")
     lr: float = setting(1e-4, "encoder learning rate")
     w_lr: float = setting(1e-2, "learning rate of w, lambda and alpha")
     learn_w: bool = setting(True, "learn w; --no-learn-w keeps it at 0 (SPARTA)")

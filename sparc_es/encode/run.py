@@ -332,13 +332,9 @@ class _EncodeRun:
         self.total, self.statistics = self.backend.count(self.source, counted)
 
     def _swap_in(self, retired: Path) -> None:
-        """Put the complete work folder in ``out``'s place, the folder it replaces removed."""
-        import shutil
-
-        shutil.rmtree(retired, ignore_errors=True)
-        self.out.rename(retired)  # a kill from here to the end is completed by the next run (finish_interrupted_update)
-        self.folder.rename(self.out)
-        shutil.rmtree(retired)
+        """Put the complete work folder in ``out``'s place, the folder it replaces removed (a kill
+        between the renames is completed by the next run: :meth:`finish_interrupted_update`)."""
+        folders.swap_in(self.folder, self.out, retired)
 
     # -- an update: the finished folder in ``out`` is the one to keep weights from
 

@@ -400,10 +400,13 @@ def answer(engine, presenter: Presenter, question: str, k: int, collapse_paragra
     # checked before any arithmetic on them (k=-1 was said to be -5, a string k was a TypeError)
     check_question(question, asked=True)
     check_k(k)
-    for name, value, least in (("start", start, 0), ("documents", documents, 1)):
-        if (value is not None or name == "start") and (isinstance(value, bool) or not isinstance(
-                value, numbers.Integral) or value < least):
+    def whole(name: str, value, least: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
             raise SparcError(f"{name} is a whole number of {least} or more, not {value!r}")
+
+    whole("start", start, 0)
+    if documents is not None:
+        whole("documents", documents, 1)
     if min_score is not None and (isinstance(min_score, bool) or not isinstance(min_score, numbers.Real)
                                   or not math.isfinite(min_score) or min_score < 0):
         raise SparcError(f"min_score is a score of 0 or more, not {min_score!r}")

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from sparc_es.evaluation.evalsets import data_dir
 from sparc_es.model import SparcModel
 from sparc_es.training.examples import load_examples
 from sparc_es.training.train import TrainConfig, Trainer, flops, sample_batch
@@ -182,8 +183,14 @@ def test_killed_run_resumes_to_the_same_model(tiny_model_dir, examples, tmp_path
     changed = dataclasses.replace(make_trainer(tiny_model_dir, examples, tmp_path / "other").config, lr=5e-4)
     trainer = make_trainer(tiny_model_dir, examples, tmp_path / "cut2")
     trainer.checkpoint()
-    with pytest.raises(Exception, match="other training settings"):
-        Trainer(changed, tmp_path / "cut2", examples, device="cpu", progress=False)
+    with pytest.raises(Exception, match=r"other training settings \(lr 0.001 -> 0.0005\); give the same ones"):
+        Trainer(changed, tmp_path / "cut2", examples, device="cpu", progress=False)  # which setting was not said
+    with pytest.raises(Exception, match=f"was trained on {len(examples):,} questions and these are "
+                                        f"{len(examples) - 1:,} .other examples"):  # it resumed on other questions
+        Trainer(trainer.config, tmp_path / "cut2", examples[:-1], device="cpu", progress=False)
+    same = dataclasses.replace(trainer.config, data=str(data_dir()) + "/")  # one folder named another way
+    assert trainer.config.data != same.data
+    assert Trainer(same, tmp_path / "cut2", examples, device="cpu", progress=False).step == 0
 
 
 @pytest.mark.parametrize("extra", ["plain", pytest.param("passage", marks=pytest.mark.slow), "lexical", "stems"])

@@ -157,6 +157,21 @@ class TrainConfig:
                 raise SparcError(f"training {name} must be above 0 ({given(name)})")
 
 
+def _changed_settings(saved: dict, given: dict) -> str:
+    """The settings of ``given`` that differ from a checkpoint's ``saved`` ones, as their user gives
+    them ("--lr 0.0001 -> 0.001"); "" when none does. One data folder named two ways (a trailing
+    "/", $SPARC_ES_DATA) is the same folder."""
+    from sparc_es.evaluation.evalsets import data_dir
+
+    def folder(value) -> Path:
+        return Path(value or data_dir()).resolve()
+
+    changed = [f"{_flag(name)} {saved.get(name)} -> {given.get(name)}" for name in sorted(set(saved) | set(given))
+               if saved.get(name) != given.get(name) and not (name == "data" and folder(saved.get(name)) ==
+                                                              folder(given.get(name)))]
+    return "; ".join(changed)
+
+
 def _flag(name: str) -> str:
     """The setting ``name`` as its user gives it: the ``sparc-es train`` flag (``max_steps`` ->
     ``--max-steps``), or the keyword from Python."""
@@ -232,9 +247,15 @@ class Trainer:
             # weights-only: the output folder is not trusted, and a planted pickle must not run
             state = read_state(checkpoint / TRAINER_STATE, ("config", "optimizer", "scheduler", "step", "seconds",
                                                             "losses", "torch_rng"), restart)
-            if state["config"] != dataclasses.asdict(config):
-                raise SparcError(f"{checkpoint}: was made with other training settings; use another --output "
-                                 "or delete the checkpoint")
+            changed = _changed_settings(state["config"], dataclasses.asdict(config))
+            if changed:
+                raise SparcError(f"{checkpoint}: was made with other training settings ({changed}); give the same "
+                                 f"ones to resume it, or use another {option('--output', 'output')}")
+            trained_on = state.get("questions")  # absent from a checkpoint of an older sparc-es
+            if isinstance(trained_on, int) and trained_on != len(examples):
+                raise SparcError(f"{checkpoint}: was trained on {trained_on:,} questions and these are "
+                                 f"{len(examples):,} ({option('another --limit?', 'other examples?')}); give the "
+                                 f"same ones to resume it, or use another {option('--output', 'output')}")
         torch.manual_seed(config.seed)
         source = checkpoint if resume else config.model
         overrides = {} if resume else {"max_length": config.max_length, "max_over": MaxOver(config.max_over),
@@ -554,7 +575,8 @@ class Trainer:
         self.model.save(tmp)
         torch.save({"config": dataclasses.asdict(self.config), "optimizer": self.optimizer.state_dict(),
                     "scheduler": self.scheduler.state_dict(), "step": self.step, "seconds": self.seconds,
-                    "losses": self.losses, "torch_rng": torch.get_rng_state()}, tmp / TRAINER_STATE)
+                    "losses": self.losses, "torch_rng": torch.get_rng_state(), "questions": len(self.examples)},
+                   tmp / TRAINER_STATE)
         final = self.output / CHECKPOINT
         shutil.rmtree(final, ignore_errors=True)
         tmp.rename(final)  # a kill between the two lines leaves checkpoint.tmp complete: see resume_checkpoint

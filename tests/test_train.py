@@ -344,6 +344,11 @@ def test_train_numbers_name_the_flag_on_the_command_line(tmp_path, cli):
     rc, _, err = cli("train", "--output", tmp_path / "never-made", "--max-steps", "0")
     assert rc == 1 and err == "sparc-es: error: training max_steps must be at least 1 (--max-steps 0)\n", err
     assert not (tmp_path / "never-made").exists()
+    # a device: train had none (a GPU machine could not keep training on its CPU); one torch does not see
+    # is refused before any work, as adapt's and encode's are
+    rc, _, err = cli("train", "--output", tmp_path / "never-made", "--device", "cuda:7")
+    assert rc == 1 and err.startswith("sparc-es: error: ") and "cuda:7" in err, err
+    assert not (tmp_path / "never-made").exists()
 
 
 def test_defaults_are_the_shipped_recipe():

@@ -21,18 +21,22 @@ def add_parser(sub) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace a finished model in --output (kept until the "
                    "new one is complete); an unfinished run there is resumed either way")
     p.add_argument("--threads", type=positive, default=None, help="torch CPU threads")
+    p.add_argument("--device", default="auto", help="where the model trains: auto (a GPU when torch sees one), cpu, "
+                   "cuda or cuda:N (default: %(default)s)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
 def command(args: argparse.Namespace) -> int:
+    from sparc_es.model import resolve_device
     from sparc_es.options import from_arguments
     from sparc_es.training.examples import squad_examples
     from sparc_es.training.train import TrainConfig, train
 
     set_threads(args.threads)
+    device = resolve_device(args.device)  # before any work: a device torch does not see fails at once
     config = from_arguments(args, TrainConfig)
     summary = train(config, args.output, squad_examples(config, args.output, args.limit, args.examples_cache),
-                    progress=not args.quiet, overwrite=args.overwrite)
+                    progress=not args.quiet, overwrite=args.overwrite, device=device)
     print(f"trained {summary['steps']} steps in {summary['seconds']:.0f} s ({summary['questions_per_second']} "
           f"questions/s on {summary['device']}); exp(w) = {summary['exp_w']:.2f}; model in {args.output}")
     return 0

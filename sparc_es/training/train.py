@@ -684,12 +684,13 @@ def _set_rng_state(state, device: str) -> None:
 
 
 def train(config: TrainConfig, output: str | Path, examples: Callable[[], list[Example]],
-          progress: bool = True, overwrite: bool = False) -> dict:
+          progress: bool = True, overwrite: bool = False, device: str | None = None) -> dict:
     """Train on ``examples()`` (called once the output folder is locked: building them can take
     minutes); resumes from ``output/checkpoint`` when present. A finished model in ``output`` is
     refused, or with ``overwrite`` replaced once the new one is complete (trained beside it, in
     ``.NAME.training``, which a rerun resumes). The source corpus's examples are mined by
-    :func:`sparc_es.training.examples.squad_examples`."""
+    :func:`sparc_es.training.examples.squad_examples`. ``device``: where the model trains (default:
+    a GPU where torch sees one, else the CPU)."""
     output = Path(output)
     folders.check_folder_output(output, option("--output", "output"))
     with exclusive(output, "sparc-es train"):
@@ -700,7 +701,7 @@ def train(config: TrainConfig, output: str | Path, examples: Callable[[], list[E
         resume_checkpoint(folder)
         mined = examples()
         _reclaim_interrupt()  # mining the examples may have started the Java VM, which takes Ctrl-C
-        summary = Trainer(config, folder, mined, progress=progress).train()
+        summary = Trainer(config, folder, mined, device=device, progress=progress).train()
         if folder == work:
             _swap_in(work, output, retired)
         return summary
